@@ -1,0 +1,3 @@
+from bitextmine.cli import entry_point
+
+entry_point()

@@ -1,0 +1,59 @@
+"""Device and precision choices, shared by every stage that runs a model."""
+
+from __future__ import annotations
+
+import os
+
+from bitextmine.errors import BitextmineError
+
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+
+
+def cuda_device_count() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def resolve_devices(spec: str) -> list[str]:
+    """The torch devices a ``--device`` value stands for.
+
+    ``auto`` is every visible GPU (one worker each), or the CPU when there is none;
+    ``cuda`` is every visible GPU; ``cuda:N`` and ``cpu`` are themselves.
+    """
+    spec = spec.strip().lower()
+    if spec == "cpu":
+        return ["cpu"]
+    if spec not in ("auto", "cuda") and not spec.startswith("cuda:"):
+        raise BitextmineError(f"unknown device {spec!r}: use auto, cpu, cuda or cuda:N")
+    count = cuda_device_count()
+    if spec == "auto":
+        return [f"cuda:{i}" for i in range(count)] or ["cpu"]
+    if count == 0:
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        hint = f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""
+        raise BitextmineError(f"device {spec!r} requested but torch sees no GPU{hint}; run `bitextmine doctor`")
+    if spec == "cuda":
+        return [f"cuda:{i}" for i in range(count)]
+    index = spec.split(":", 1)[1]
+    if not index.isdigit() or int(index) >= count:
+        raise BitextmineError(f"device {spec!r} does not exist: {count} GPU(s) visible")
+    return [spec]
+
+
+def matmul_dtype(device: str, precision: str):
+    """The torch dtype for the heavy matmuls, or None for plain fp32."""
+    import torch
+
+    if precision not in PRECISIONS:
+        raise BitextmineError(f"unknown precision {precision!r}: use one of {', '.join(PRECISIONS)}")
+    if precision == "fp32":
+        return None
+    if precision == "bf16":
+        return torch.bfloat16
+    if precision == "fp16":
+        return torch.float16
+    if device.startswith("cuda"):
+        return torch.float16
+    # On CPUs without native bf16 (AMX or AVX512-BF16) bf16 matmuls are emulated and slower.
+    return torch.bfloat16 if torch.ops.mkldnn._is_mkldnn_bf16_supported() else None

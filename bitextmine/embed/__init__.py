@@ -1,0 +1,257 @@
+"""Text shards -> an embedding set (fp16 ``.npy`` shards + ``manifest.json``).
+
+The unit of work and of resumption is the shard: a shard is done once its entry is in
+the manifest, and a re-run skips done shards whose source is unchanged. Each ``.npy``
+is written under a temporary name and renamed, and the manifest is rewritten
+atomically after every shard, so a killed run leaves only finished shards behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bitextmine import defaults
+from bitextmine.embed.embedding_set import MANIFEST_NAME, EmbeddingSet, ShardEntry
+from bitextmine.encoders.base import Encoder, token_budget_batches
+from bitextmine.errors import BitextmineError
+from bitextmine.io.atomic import atomic_path, remove_stale_temporaries
+from bitextmine.io.text import STDIN, count_lines, file_sha256, read_shard
+
+log = logging.getLogger(__name__)
+
+# Sentences tokenized, sorted and embedded together. Sorting within a chunk is enough
+# to avoid padding, and it bounds memory for shards of any length.
+SORT_CHUNK_LINES = 100_000
+
+
+@dataclass(frozen=True)
+class EmbedConfig:
+    encoder: str = defaults.ENCODER
+    device: str = "auto"
+    precision: str = defaults.PRECISION
+    batch_tokens: int | None = None  # None: defaults.BATCH_TOKENS, scaled up on GPU
+    max_tokens: int = defaults.MAX_TOKENS
+    errors: str = defaults.TEXT_ERRORS
+    overwrite: bool = False
+
+    def batch_tokens_for(self, device: str) -> int:
+        if self.batch_tokens is not None:
+            return self.batch_tokens
+        factor = defaults.GPU_BATCH_TOKENS_FACTOR if device.startswith("cuda") else 1
+        return defaults.BATCH_TOKENS * factor
+
+
+@dataclass
+class ShardTask:
+    source: str
+    file: str  # output .npy name inside the set
+
+
+def shard_file_name(source: str, taken: set[str]) -> str:
+    """A readable, unique ``.npy`` name for a source shard: ``news.de.txt.gz`` -> ``news.de.npy``."""
+    base = "stdin" if source == STDIN else os.path.basename(source)
+    for suffix in (".gz", ".zst", ".xz", ".txt"):
+        base = base.removesuffix(suffix)
+    base = re.sub(r"[^\w.+-]", "_", base) or "shard"
+    name, n = f"{base}.npy", 1
+    while name in taken:
+        n += 1
+        name = f"{base}-{n}.npy"
+    return name
+
+
+def embed_texts(
+    encoder: Encoder,
+    lines: list[str],
+    blank: list[bool],
+    out: np.ndarray,
+    batch_tokens: int,
+    max_tokens: int,
+    on_progress=lambda n: None,
+) -> int:
+    """Embed ``lines`` into the rows of ``out`` (blank lines get zero rows).
+
+    Returns the number of truncated sentences.
+    """
+    truncated = 0
+    todo = [i for i, b in enumerate(blank) if not b]
+    for start in range(0, len(todo), SORT_CHUNK_LINES):
+        chunk = todo[start : start + SORT_CHUNK_LINES]
+        ids, cut = encoder.tokenize_truncated([lines[i] for i in chunk], max_tokens)
+        truncated += cut
+        for batch in token_budget_batches([len(x) for x in ids], batch_tokens):
+            vectors = encoder.embed_token_batch([ids[j] for j in batch])
+            out[[chunk[j] for j in batch]] = vectors
+            on_progress(len(batch))
+    blank_rows = np.flatnonzero(blank)
+    out[blank_rows] = 0
+    on_progress(len(blank_rows))
+    return truncated
+
+
+def embed_shard(encoder: Encoder, source: str, out_dir: Path, file: str, cfg: EmbedConfig,
+                on_progress=lambda n: None) -> ShardEntry:
+    """Embed one text shard into ``out_dir/file``; return its manifest entry."""
+    shard = read_shard(source, errors=cfg.errors)
+    target = out_dir / file
+    with atomic_path(target) as tmp:
+        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=defaults.EMBEDDING_DTYPE,
+                                        shape=(len(shard.lines), encoder.dim))
+        truncated = embed_texts(encoder, shard.lines, shard.blank, out, cfg.batch_tokens_for(encoder.device),
+                                cfg.max_tokens, on_progress)
+        out.flush()
+        del out
+    text_file = None
+    if source == STDIN:  # keep the text: it cannot be read again at mining time
+        import gzip
+
+        text_file = file.removesuffix(".npy") + ".txt.gz"
+        with atomic_path(out_dir / text_file) as tmp, gzip.open(tmp, "wt", encoding="utf-8", newline="\n") as f:
+            f.writelines(line + "\n" for line in shard.lines)
+    if truncated:
+        log.warning("%s: %d sentence(s) longer than %d tokens were truncated", source, truncated, cfg.max_tokens)
+    return ShardEntry(
+        source=source if source == STDIN else os.path.abspath(source),
+        source_size=shard.source_size,
+        source_sha256=shard.source_sha256,
+        lines=len(shard.lines),
+        blank_lines=shard.blank_count,
+        truncated_lines=truncated,
+        file=file,
+        file_sha256=file_sha256(target),
+        text_file=text_file,
+    )
+
+
+def _open_set(out_dir: Path, encoder: Encoder, cfg: EmbedConfig) -> EmbeddingSet:
+    """The set in ``out_dir`` to add to: existing (same encoder and settings) or new."""
+    fresh = EmbeddingSet(path=out_dir, encoder=encoder.identity, dtype=defaults.EMBEDDING_DTYPE,
+                         max_tokens=cfg.max_tokens, precision=cfg.precision)
+    if not EmbeddingSet.exists(out_dir):
+        if out_dir.is_dir() and cfg.overwrite is False and any(p.suffix == ".npy" for p in out_dir.iterdir()):
+            raise BitextmineError("directory holds .npy files but no manifest; use --overwrite to replace them",
+                                  path=out_dir)
+        return fresh
+    existing = EmbeddingSet.load(out_dir)
+    differs = []
+    if existing.encoder != encoder.identity:
+        differs.append(f"encoder {existing.encoder.name} ({existing.encoder.weights_sha256[:12]}) "
+                       f"vs {encoder.identity.name} ({encoder.identity.weights_sha256[:12]})")
+    if existing.max_tokens != cfg.max_tokens:
+        differs.append(f"max_tokens {existing.max_tokens} vs {cfg.max_tokens}")
+    if existing.dtype != defaults.EMBEDDING_DTYPE:
+        differs.append(f"dtype {existing.dtype} vs {defaults.EMBEDDING_DTYPE}")
+    if not differs:
+        return existing
+    if not cfg.overwrite:
+        raise BitextmineError("holds an embedding set made differently (" + "; ".join(differs)
+                              + "); use --overwrite to replace it, or another -o", path=out_dir)
+    for entry in existing.shards:
+        for name in (entry.file, entry.text_file):
+            if name:
+                (out_dir / name).unlink(missing_ok=True)
+    (out_dir / MANIFEST_NAME).unlink()
+    return fresh
+
+
+def plan_shards(emb_set: EmbeddingSet, sources: list[str]) -> tuple[list[ShardTask], list[str]]:
+    """Which sources still need embedding, and the sources already done.
+
+    A shard is done when the manifest lists it with the same source checksum and its
+    file is present with the recorded checksum. A changed source replaces its entry.
+    """
+    by_source = {e.source: e for e in emb_set.shards}
+    taken = {e.file for e in emb_set.shards}
+    tasks, done = [], []
+    for source in sources:
+        key = source if source == STDIN else os.path.abspath(source)
+        entry = by_source.get(key)
+        if entry is not None and source != STDIN and _is_done(emb_set.path, entry, source):
+            done.append(source)
+            continue
+        if entry is not None:
+            file = entry.file  # re-embed under the same name
+        else:
+            file = shard_file_name(source, taken)
+            taken.add(file)
+        tasks.append(ShardTask(source=source, file=file))
+    return tasks, done
+
+
+def _is_done(out_dir: Path, entry: ShardEntry, source: str) -> bool:
+    if os.path.getsize(source) != entry.source_size or file_sha256(source) != entry.source_sha256:
+        log.info("%s changed since it was embedded: embedding it again", source)
+        return False
+    file = out_dir / entry.file
+    return file.is_file() and file_sha256(file) == entry.file_sha256
+
+
+def _record(emb_set: EmbeddingSet, entry: ShardEntry) -> None:
+    """Add or replace a shard's entry and rewrite the manifest (atomically)."""
+    emb_set.shards = [e for e in emb_set.shards if e.source != entry.source]
+    emb_set.shards.append(entry)
+    emb_set.save()
+
+
+def embed_shards(sources: list[str], out_dir: str | Path, cfg: EmbedConfig = EmbedConfig(),
+                 devices: list[str] | None = None, progress: bool = True) -> EmbeddingSet:
+    """Embed text shards into the set at ``out_dir``, resuming a previous run.
+
+    ``devices``: the workers to use; default from ``cfg.device`` (one worker per visible
+    GPU). With several devices, each runs in its own process over its share of shards.
+    """
+    from bitextmine.devices import resolve_devices
+    from bitextmine.encoders import load_encoder
+
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise BitextmineError("output exists and is not a directory", path=out_dir)
+    devices = devices or resolve_devices(cfg.device)
+    if STDIN in sources:
+        devices = devices[:1]  # standard input can be read by one process only
+    encoder = load_encoder(cfg.encoder, device=devices[0], precision=cfg.precision)
+    emb_set = _open_set(out_dir, encoder, cfg)
+    created = not out_dir.exists()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        _embed_missing(emb_set, sources, encoder, cfg, devices, progress)
+    except BaseException:
+        if created and not any(out_dir.iterdir()):
+            out_dir.rmdir()  # leave no trace of a run that produced nothing
+        raise
+    # manifest order follows the command line, whatever order the workers finished in
+    order = {os.path.abspath(s) if s != STDIN else s: i for i, s in enumerate(sources)}
+    emb_set.shards.sort(key=lambda e: order.get(e.source, -1))
+    emb_set.save()
+    return emb_set
+
+
+def _embed_missing(emb_set: EmbeddingSet, sources: list[str], encoder: Encoder, cfg: EmbedConfig,
+                   devices: list[str], progress: bool) -> None:
+    from bitextmine.progress import progress_bar
+
+    out_dir = emb_set.path
+    remove_stale_temporaries(out_dir)
+    tasks, done = plan_shards(emb_set, sources)
+    if done:
+        log.info("%d shard(s) already embedded, skipped", len(done))
+    if not tasks:
+        return
+
+    # A quick newline count gives the progress bar its total (and so an ETA).
+    total = None if any(t.source == STDIN for t in tasks) else sum(count_lines(t.source) for t in tasks)
+    with progress_bar(total=total, desc="embed", unit="sent", disable=not progress) as bar:
+        if len(devices) == 1:
+            for task in tasks:
+                _record(emb_set, embed_shard(encoder, task.source, out_dir, task.file, cfg, bar.update))
+        else:
+            from bitextmine.embed.workers import embed_on_devices
+
+            for entry in embed_on_devices(tasks, out_dir, cfg, devices, bar.update):
+                _record(emb_set, entry)

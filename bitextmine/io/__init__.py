@@ -1,0 +1,1 @@
+"""Reading text shards and writing artifacts safely."""

@@ -1,0 +1,159 @@
+"""Text shards: naming them on the command line, opening them, reading their lines.
+
+A shard is UTF-8 text, one sentence per line, optionally compressed (.gz, .zst, .xz,
+chosen by extension), or ``-`` for standard input. Line *i* of a shard is row *i* of
+everything derived from it, so lines are split on ``\\n`` only (``str.splitlines`` would
+also split on U+2028, form feeds and other separators, and shift every later row), a
+trailing ``\\r`` is dropped, and blank lines keep their row.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from bitextmine.errors import BitextmineError
+
+STDIN = "-"
+COMPRESSED_SUFFIXES = (".gz", ".zst", ".xz")
+TEXT_ERROR_MODES = ("strict", "replace")
+
+
+def expand_shards(args: list[str]) -> list[str]:
+    """Paths, globs and ``-`` as given on the command line -> an ordered list of shards.
+
+    A glob expands in sorted order; a name that is neither an existing file nor a glob
+    that matches one is an error, raised before any work starts.
+    """
+    shards: list[str] = []
+    for arg in args:
+        if arg == STDIN:
+            shards.append(STDIN)
+        elif glob.has_magic(arg):
+            matches = sorted(p for p in glob.glob(arg) if os.path.isfile(p))
+            if not matches:
+                raise BitextmineError("no file matches this pattern", path=arg)
+            shards.extend(matches)
+        elif os.path.isdir(arg):
+            raise BitextmineError("is a directory, not a text shard", path=arg)
+        elif not os.path.isfile(arg):
+            raise BitextmineError("no such file", path=arg)
+        else:
+            shards.append(arg)
+    if shards.count(STDIN) > 1:
+        raise BitextmineError("standard input (-) can be read only once")
+    return shards
+
+
+def open_binary(path: str) -> BinaryIO:
+    """The decompressed byte stream of a shard (compression chosen by extension)."""
+    if path == STDIN:
+        return sys.stdin.buffer
+    try:
+        if path.endswith(".gz"):
+            import gzip
+
+            return gzip.open(path, "rb")
+        if path.endswith(".xz"):
+            import lzma
+
+            return lzma.open(path, "rb")
+        if path.endswith(".zst"):
+            import zstandard
+
+            return zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True)
+        return open(path, "rb")
+    except OSError as e:
+        raise BitextmineError(e.strerror or str(e), path=path) from e
+
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def count_lines(path: str) -> int:
+    """Number of lines (a last line without newline counts), without decoding."""
+    count, last = 0, b"\n"
+    with open_binary(path) as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            count += block.count(b"\n")
+            last = block[-1:]
+    return count + (last != b"\n")
+
+
+@dataclass
+class Shard:
+    """A text shard read into memory, with what the manifest records about its source."""
+
+    source: str  # the path as given, or "-"
+    lines: list[str]
+    blank: list[bool]
+    source_size: int  # bytes as stored (compressed size for compressed shards)
+    source_sha256: str  # of the bytes as stored
+
+    @property
+    def blank_count(self) -> int:
+        return sum(self.blank)
+
+
+def _decode(data: bytes, path: str, errors: str) -> str:
+    """UTF-8 bytes -> str, naming the first bad line in the error."""
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        if errors == "strict":
+            line = data.count(b"\n", 0, nul) + 1
+            raise BitextmineError("NUL byte in text (a binary file?); use --errors replace to map it to a space",
+                                  path=path, line=line)
+        data = data.replace(b"\x00", b" ")
+    try:
+        return data.decode("utf-8", errors=errors)
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        bad = data[e.start : e.start + 4]
+        raise BitextmineError(f"invalid UTF-8 (bytes {bad!r}); use --errors replace to substitute U+FFFD",
+                              path=path, line=line) from None
+
+
+def read_shard(path: str, errors: str = "strict") -> Shard:
+    """Read a whole shard: lines without their newline, a blank flag per line.
+
+    ``errors``: ``strict`` raises on invalid UTF-8 or NUL bytes, naming file and line;
+    ``replace`` maps invalid bytes to U+FFFD and NUL to a space.
+    """
+    if errors not in TEXT_ERROR_MODES:
+        raise BitextmineError(f"unknown --errors mode {errors!r}: use strict or replace")
+    if path == STDIN:
+        raw = sys.stdin.buffer.read()
+        data = raw
+        size = len(raw)
+        digest = hashlib.sha256(raw).hexdigest()
+    else:
+        size = os.path.getsize(path)
+        digest = file_sha256(path)
+        with open_binary(path) as f:
+            try:
+                data = f.read()
+            except Exception as e:  # truncated or corrupt archive: gzip, lzma and zstd each raise their own
+                raise BitextmineError(f"cannot decompress: {e}", path=path) from e
+    text = _decode(data, path, errors)
+    if text.startswith("\ufeff"):  # a UTF-8 byte order mark is not part of line 1
+        text = text[1:]
+    lines = text.split("\n")
+    if lines and lines[-1] == "":  # the final newline ends the last line, it does not start one
+        lines.pop()
+    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    if not lines:
+        raise BitextmineError("empty file: a shard needs at least one line", path=path)
+    blank = [not line.strip() for line in lines]
+    if all(blank):
+        raise BitextmineError("only blank lines: nothing to embed", path=path)
+    return Shard(source=path, lines=lines, blank=blank, source_size=size, source_sha256=digest)
