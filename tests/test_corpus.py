@@ -54,7 +54,7 @@ def test_byte_order_mark_is_dropped(tmp_path):
 @pytest.mark.parametrize("suffix, compress", [
     (".gz", gzip.compress), (".xz", lzma.compress), (".zst", lambda b: zstandard.ZstdCompressor().compress(b))])
 def test_compression_by_extension(tmp_path, suffix, compress):
-    raw = "Guten Morgen.\nGute Nacht.\n".encode()
+    raw = b"Guten Morgen.\nGute Nacht.\n"
     path = write(tmp_path / f"a.txt{suffix}", compress(raw))
     shard = read_shard(path)
     assert shard.lines == ["Guten Morgen.", "Gute Nacht."]

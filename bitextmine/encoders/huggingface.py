@@ -20,7 +20,9 @@ class SentenceTransformerEncoder(Encoder):
         super().__init__(device, precision)
         self.model_name = model
         self.name = f"hf:{model}"
-        self.dim = int(self.model.get_sentence_embedding_dimension())
+        model = self.model
+        dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        self.dim = int(dimension())
 
     @cached_property
     def model(self):
@@ -78,6 +80,7 @@ class SentenceTransformerEncoder(Encoder):
         features = {k: v.to(self.device) for k, v in features.items()}
         dtype = matmul_dtype(self.device, self.precision)
         device_type = "cuda" if self.device.startswith("cuda") else "cpu"
-        with torch.inference_mode(), torch.autocast(device_type, dtype=dtype or torch.float32, enabled=dtype is not None):
+        autocast = torch.autocast(device_type, dtype=dtype or torch.float32, enabled=dtype is not None)
+        with torch.inference_mode(), autocast:
             out = self.model(features)["sentence_embedding"]
         return torch.nn.functional.normalize(out.float(), dim=1).cpu().numpy()

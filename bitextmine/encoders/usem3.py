@@ -137,7 +137,8 @@ def _build_network(weights: dict[str, np.ndarray]):
             # Sum over tokens, then project: the sum commutes with the linear projection,
             # so this GEMM has one row per sentence instead of one per token.
             sentence = torch.zeros(lengths.shape[0], f.shape[1], dtype=f.dtype, device=f.device)
-            sentence.index_add_(0, torch.repeat_interleave(torch.arange(lengths.shape[0], device=ids.device), lengths), f)
+            owner = torch.repeat_interleave(torch.arange(lengths.shape[0], device=ids.device), lengths)  # (T,)
+            sentence.index_add_(0, owner, f)
             flen = lengths.to(f.dtype)[:, None]
             pooled = (sentence @ self.pool_w + flen * self.pool_b) / flen.sqrt()
             y0 = torch.relu(pooled @ self.d0)
