@@ -19,3 +19,39 @@ TEXT_ERRORS = "strict"  # how invalid UTF-8 is handled: strict (an error) or rep
 # Matmul precision of the forward pass: auto = bf16 on CPUs with native bf16 matmuls
 # (AMX / AVX512-BF16), fp16 on CUDA, fp32 elsewhere. Accumulation is always fp32.
 PRECISION = "auto"
+
+# --- index ----------------------------------------------------------------------------
+# `auto` index type by database size (stopes `determine_faiss_index_type`): exact search up
+# to FLAT_MAX_ROWS, then OPQ + IVF + PQ with more lists as the database grows.
+FLAT_MAX_ROWS = 10_000
+IVF_LISTS_BY_SIZE = (  # (more than this many rows, number of IVF lists)
+    (500_000_000, 262_144),
+    (100_000_000, 131_072),
+    (10_000_000, 65_536),
+    (4_000_000, 32_768),
+    (700_000, 16_384),
+    (250_000, 8_192),
+    (160_000, 4_096),
+    (80_000, 2_048),
+    (10_000, 1_024),
+)
+PQ_BYTES = 64  # OPQ64 / PQ64: 64 bytes per vector
+NPROBE = 128
+TRAIN_SAMPLES_PER_LIST = 50  # faiss wants >= 39 training points per centroid; 50 leaves room
+SEED = 1234
+
+# --- mine -----------------------------------------------------------------------------
+K = 4  # neighbours that define the margin (LASER, xsim)
+MARGIN = "ratio"  # Artetxe & Schwenk 2019
+RETRIEVAL = "max"  # greedy one-to-one over forward and backward candidates (LASER BUCC setting)
+# Score thresholds on LASER's scale. An encoder may declare its own, measured on held-out
+# data (see ENCODER_THRESHOLDS in its module); those take precedence.
+THRESHOLDS = {
+    "ratio": 1.06,  # stopes module default (WikiMatrix used 1.04; LASER BUCC optimum 1.086-1.093)
+    "distance": 0.04,
+    "absolute": 0.6,
+    "cosine": 0.6,  # LaBSE §7: CommonCrawl mining at cosine 0.6
+}
+# Exact kNN works on blocks of this many query and database rows: the similarity block
+# (rows x rows fp32) bounds memory whatever the corpus size.
+KNN_BLOCK_ROWS = 8192

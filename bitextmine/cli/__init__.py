@@ -15,7 +15,7 @@ import click
 import typer
 
 from bitextmine import __version__
-from bitextmine.cli import embed
+from bitextmine.cli import embed, index, mine
 from bitextmine.errors import BitextmineError
 
 app = typer.Typer(
@@ -27,6 +27,8 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(embed.app)
+app.add_typer(index.app)
+app.add_typer(mine.app)
 
 
 def _version(value: bool) -> None:

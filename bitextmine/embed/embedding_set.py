@@ -164,3 +164,4 @@ class EmbeddingSet:
 def row_is_blank(rows: np.ndarray) -> np.ndarray:
     """True for the all-zero rows that stand for blank lines."""
     return ~np.any(rows != 0, axis=1)
+

@@ -34,6 +34,13 @@ MAX_RIGHT = max(n - 1 - left for n, left in NGRAM_ORDERS)
 BOS_ID, EOS_ID = 1, 2
 TOKEN_BUCKET = 256
 
+# Mining thresholds on this encoder's own score scale (k=4, max retrieval): the F1-optimal
+# thresholds on held-out French-English pools with 20% planted translations, measured by
+# benchmarks/mining_thresholds.py (benchmarks/RESULTS.md). Its true pairs score higher
+# than LASER's, so LASER's 1.06 ratio margin lets too much through. The optimum moves with
+# the share of true pairs (1.10 at 50%, 1.19 at 5%): calibrate on your own data.
+MINING_THRESHOLDS = {"ratio": 1.14, "distance": 0.09, "cosine": 0.74}
+
 
 def package_resources() -> Path:
     """Directory holding ``weights.npz`` and ``sp.model`` inside the installed package."""

@@ -42,3 +42,41 @@ def remove_stale_temporaries(directory: str | Path) -> int:
             tmp.unlink()
             removed += 1
     return removed
+
+
+@contextlib.contextmanager
+def atomic_text_writer(path: str | Path):
+    """A UTF-8 text stream to ``path``, compressed by extension, renamed into place on success.
+
+    ``-`` writes to standard output (no atomicity there: the reader sees the stream).
+    """
+    import io
+    import sys
+
+    if str(path) == "-":
+        stream = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="\n", write_through=False)
+        try:
+            yield stream
+        finally:
+            stream.flush()
+            stream.detach()
+        return
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        suffix = path.suffix
+        if suffix == ".gz":
+            import gzip
+
+            raw = gzip.open(tmp, "wb")
+        elif suffix == ".xz":
+            import lzma
+
+            raw = lzma.open(tmp, "wb")
+        elif suffix == ".zst":
+            import zstandard
+
+            raw = zstandard.ZstdCompressor().stream_writer(open(tmp, "wb"), closefd=True)
+        else:
+            raw = open(tmp, "wb")
+        with io.TextIOWrapper(raw, encoding="utf-8", newline="\n") as stream:
+            yield stream

@@ -1,0 +1,115 @@
+"""One side of a mining job: one or more embedding sets read as a single row space."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+
+from bitextmine.embed.embedding_set import EmbeddingSet, ShardEntry
+from bitextmine.encoders.base import EncoderIdentity
+from bitextmine.errors import BitextmineError
+
+
+def set_fingerprint(emb_set: EmbeddingSet) -> str:
+    """A digest of what a set holds (encoder + every shard's file checksum)."""
+    data = {"encoder": emb_set.encoder.to_dict(), "shards": [(s.file, s.lines, s.file_sha256) for s in emb_set.shards]}
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+class EmbeddingCorpus:
+    """Embedding sets concatenated: global row ids run over their shards in order.
+
+    Shards are labelled by their file name without ``.npy`` (prefixed by the set's
+    directory name when two sets use the same name), which is what provenance ids
+    ``label:line`` print.
+    """
+
+    def __init__(self, sets: list[EmbeddingSet]):
+        if not sets:
+            raise BitextmineError("no embedding set given")
+        self.sets = sets
+        first = sets[0]
+        for other in sets[1:]:
+            if other.encoder.space() != first.encoder.space() or other.dim != first.dim:
+                raise BitextmineError(f"made with {other.encoder.name}, but {first.path} with {first.encoder.name}; "
+                                      "one side must come from one encoder", path=other.path)
+        self.encoder: EncoderIdentity = first.encoder
+        self.dim = first.dim
+        self.dtype = first.dtype
+        self._where = [(s, i) for s in sets for i in range(len(s.shards))]
+        self.shards: list[ShardEntry] = [s.shards[i] for s, i in self._where]
+        if not self.shards:
+            raise BitextmineError("the embedding set is empty (no shard)", path=first.path)
+        labels = [e.file.removesuffix(".npy") for e in self.shards]
+        clash = {x for x in labels if labels.count(x) > 1}
+        self.labels = [f"{s.path.name}/{lab}" if lab in clash else lab
+                       for (s, _), lab in zip(self._where, labels, strict=True)]
+
+    @classmethod
+    def load(cls, paths: list[str | Path], verify: bool = True) -> EmbeddingCorpus:
+        return cls([EmbeddingSet.load(p, verify=verify) for p in paths])
+
+    @property
+    def total_rows(self) -> int:
+        return sum(e.lines for e in self.shards)
+
+    def shard_offsets(self) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum([e.lines for e in self.shards])]).astype(np.int64)
+
+    def open_shard(self, index: int) -> np.ndarray:
+        emb_set, i = self._where[index]
+        return emb_set.open_shard(i)
+
+    def read_lines(self, index: int) -> list[str]:
+        emb_set, i = self._where[index]
+        return emb_set.read_lines(i)
+
+    def fingerprints(self) -> list[str]:
+        return [set_fingerprint(s) for s in self.sets]
+
+    def describe(self) -> list[dict]:
+        return [{"path": str(s.path.resolve()), "fingerprint": set_fingerprint(s), "rows": s.total_rows}
+                for s in self.sets]
+
+    def provenance(self, global_ids: np.ndarray) -> list[str]:
+        """``label:line`` (1-based line numbers) for global row ids."""
+        offsets = self.shard_offsets()
+        shard = np.searchsorted(offsets, global_ids, side="right") - 1
+        return [f"{self.labels[s]}:{g - offsets[s] + 1}" for s, g in zip(shard.tolist(), global_ids.tolist(),
+                                                                           strict=True)]
+
+
+class SelectedRows:
+    """Chosen rows of a corpus, indexable like one array but never loaded whole.
+
+    ``view[a:b]`` and ``view[int_array]`` read the selected rows from the memory-mapped
+    shards, so a kNN kernel can walk a corpus of any size block by block.
+    """
+
+    def __init__(self, corpus: EmbeddingCorpus | EmbeddingSet, global_ids: np.ndarray):
+        self.arrays = [corpus.open_shard(i) for i in range(len(corpus.shards))]
+        self.offsets = corpus.shard_offsets()
+        self.global_ids = np.asarray(global_ids, dtype=np.int64)
+        self.dim = corpus.dim
+        self.dtype = np.dtype(corpus.dtype)
+
+    def __len__(self) -> int:
+        return len(self.global_ids)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (len(self), self.dim)
+
+    def __getitem__(self, key) -> np.ndarray:
+        ids = self.global_ids[key]
+        scalar = np.ndim(ids) == 0
+        ids = np.atleast_1d(ids)
+        out = np.empty((len(ids), self.dim), dtype=self.dtype)
+        shard_of = np.searchsorted(self.offsets, ids, side="right") - 1
+        for s in np.unique(shard_of):
+            mask = shard_of == s
+            out[mask] = self.arrays[s][ids[mask] - self.offsets[s]]
+        return out[0] if scalar else out

@@ -1,0 +1,276 @@
+"""Embedding sets -> a FAISS index (``index.faiss`` + ``index.json``).
+
+The index holds every non-blank row under its global row id (rows numbered over the
+sets' shards in order), with inner product as the metric. ``auto`` picks exact search
+for small databases and OPQ + IVF + PQ beyond (``defaults.IVF_LISTS_BY_SIZE``). IVF
+indexes are trained on a seeded sample, then filled shard by shard from the
+memory-mapped fp16 shards. Indexes filled from one trained index can be merged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bitextmine import __version__, defaults
+from bitextmine.embed.corpus import EmbeddingCorpus
+from bitextmine.embed.embedding_set import row_is_blank
+from bitextmine.errors import BitextmineError
+from bitextmine.io.atomic import atomic_path, write_json
+
+log = logging.getLogger(__name__)
+
+INDEX_FILE = "index.faiss"
+META_FILE = "index.json"
+FORMAT_NAME = "bitextmine-index"
+FORMAT_VERSION = 1
+ADD_BLOCK_ROWS = 65536
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    index_type: str = "auto"  # or any FAISS factory string, e.g. "OPQ64,IVF4096,PQ64"
+    nprobe: int = defaults.NPROBE
+    train_sample: int | None = None  # None: TRAIN_SAMPLES_PER_LIST x lists
+    seed: int = defaults.SEED
+    device: str = "auto"  # auto: faiss-gpu when installed and a GPU is visible
+    trained_from: str | None = None  # reuse the training of this index (so results can be merged)
+
+
+def choose_index_type(rows: int, dim: int) -> str:
+    """The ``auto`` factory string for a database of ``rows`` vectors."""
+    if rows <= defaults.FLAT_MAX_ROWS:
+        return "Flat"
+    lists = next(n for more_than, n in defaults.IVF_LISTS_BY_SIZE if rows > more_than)
+    pq = defaults.PQ_BYTES if dim % defaults.PQ_BYTES == 0 else _largest_divisor(dim, defaults.PQ_BYTES)
+    return f"OPQ{pq},IVF{lists},PQ{pq}"
+
+
+def _largest_divisor(n: int, at_most: int) -> int:
+    return max(m for m in range(1, at_most + 1) if n % m == 0)
+
+
+def ivf_lists(index) -> int | None:
+    import faiss
+
+    try:
+        return faiss.extract_index_ivf(index).nlist
+    except RuntimeError:
+        return None
+
+
+def faiss_gpu_available() -> bool:
+    import faiss
+
+    return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
+
+
+def _non_blank_rows(corpus: EmbeddingCorpus):
+    """Yield (global ids, fp32 block) of non-blank rows, shard by shard, block by block."""
+    offsets = corpus.shard_offsets()
+    for s in range(len(corpus.shards)):
+        array = corpus.open_shard(s)
+        for start in range(0, len(array), ADD_BLOCK_ROWS):
+            block = np.asarray(array[start : start + ADD_BLOCK_ROWS], dtype=np.float32)
+            keep = ~row_is_blank(block)
+            ids = np.arange(start, start + len(block), dtype=np.int64)[keep] + offsets[s]
+            yield ids, np.ascontiguousarray(block[keep])
+
+
+def _training_sample(corpus: EmbeddingCorpus, size: int, seed: int) -> np.ndarray:
+    """A seeded uniform sample of non-blank rows, read without loading the corpus."""
+    rng = np.random.default_rng(seed)
+    total = corpus.total_rows
+    picked = np.sort(rng.choice(total, size=min(total, size), replace=False))
+    offsets = corpus.shard_offsets()
+    shard_of = np.searchsorted(offsets, picked, side="right") - 1
+    parts = []
+    for s in np.unique(shard_of):
+        rows = picked[shard_of == s] - offsets[s]
+        parts.append(np.asarray(corpus.open_shard(s)[rows], dtype=np.float32))
+    sample = np.concatenate(parts)
+    return np.ascontiguousarray(sample[~row_is_blank(sample)])
+
+
+def _trained_sha256(index) -> str:
+    """Digest of the trained, empty index: equal digests mean compatible codebooks."""
+    import faiss
+
+    empty = faiss.clone_index(index)
+    empty.reset()
+    return hashlib.sha256(faiss.serialize_index(empty).tobytes()).hexdigest()
+
+
+def build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConfig = IndexConfig()) -> dict:
+    """Build the index of the corpus made of ``emb_dirs``; return its metadata."""
+    import faiss
+
+    started = time.time()
+    corpus = EmbeddingCorpus.load(emb_dirs, verify=True)
+    rows = corpus.total_rows - sum(e.blank_lines for e in corpus.shards)
+    if rows == 0:
+        raise BitextmineError("nothing to index: every line is blank", path=emb_dirs[0])
+    metric = faiss.METRIC_INNER_PRODUCT
+    if cfg.trained_from:
+        index, trained_meta = load_index(cfg.trained_from)
+        if trained_meta["dim"] != corpus.dim:
+            raise BitextmineError(f"dimension {trained_meta['dim']} differs from the embeddings' {corpus.dim}",
+                                  path=cfg.trained_from)
+        index.reset()
+        factory = trained_meta["factory"]
+        sample_size = trained_meta["train_sample"]
+    else:
+        factory = choose_index_type(rows, corpus.dim) if cfg.index_type == "auto" else cfg.index_type
+        try:
+            index = faiss.index_factory(corpus.dim, factory, metric)
+        except RuntimeError as e:
+            raise BitextmineError(f"FAISS cannot build index type {factory!r}: {str(e).splitlines()[0]}") from None
+        lists = ivf_lists(index)
+        sample_size = 0
+        if not index.is_trained:
+            wanted = cfg.train_sample or max(defaults.TRAIN_SAMPLES_PER_LIST * (lists or 1), 256 * 39)
+            sample = _training_sample(corpus, wanted, cfg.seed)
+            sample_size = len(sample)
+            if lists and sample_size < 39 * lists:
+                raise BitextmineError(f"{factory} needs at least {39 * lists} training vectors, the corpus has "
+                                      f"{sample_size}; use a smaller index type (e.g. Flat)")
+            log.info("training %s on %d vectors", factory, sample_size)
+            index = _on_gpu(index, cfg.device)
+            faiss.omp_set_num_threads(faiss.omp_get_max_threads())
+            index.train(sample)
+            index = _to_cpu(index)
+    if ivf_lists(index) is None and not isinstance(index, faiss.IndexIDMap):
+        index = faiss.IndexIDMap2(index)  # flat-like indexes need an id map for global ids
+    trained = _trained_sha256(index)
+    device_index = _on_gpu(index, cfg.device)
+    for ids, block in _non_blank_rows(corpus):
+        device_index.add_with_ids(block, ids)
+    index = _to_cpu(device_index)
+    if index.ntotal != rows:
+        raise BitextmineError(f"index holds {index.ntotal} vectors, expected {rows}")
+    meta = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "factory": factory,
+        "metric": "inner_product",
+        "dim": corpus.dim,
+        "ntotal": int(index.ntotal),
+        "nprobe": cfg.nprobe,
+        "train_sample": sample_size,
+        "seed": cfg.seed,
+        "trained_sha256": trained,
+        "encoder": corpus.encoder.to_dict(),
+        "embedding_sets": corpus.describe(),
+        "shard_offsets": corpus.shard_offsets().tolist(),
+        "shard_labels": corpus.labels,
+        "bitextmine_version": __version__,
+        "seconds": round(time.time() - started, 2),
+    }
+    save_index(index, meta, out_dir)
+    return meta
+
+
+def save_index(index, meta: dict, out_dir: str | Path) -> None:
+    import faiss
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out_dir / INDEX_FILE) as tmp:
+        faiss.write_index(index, str(tmp))
+    write_json(out_dir / META_FILE, meta)
+
+
+def load_index(index_dir: str | Path, mmap: bool = False):
+    """(faiss index, metadata) from a directory written by ``build_index``."""
+    import faiss
+
+    index_dir = Path(index_dir)
+    meta_path = index_dir / META_FILE
+    if not meta_path.is_file() or not (index_dir / INDEX_FILE).is_file():
+        raise BitextmineError(f"not an index directory (needs {INDEX_FILE} and {META_FILE})", path=index_dir)
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    if meta.get("format") != FORMAT_NAME or meta.get("format_version") != FORMAT_VERSION:
+        raise BitextmineError(f"not a {FORMAT_NAME} v{FORMAT_VERSION} index", path=meta_path)
+    flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if mmap else 0
+    index = faiss.read_index(str(index_dir / INDEX_FILE), flags)
+    if index.ntotal != meta["ntotal"]:
+        raise BitextmineError(f"index holds {index.ntotal} vectors, {META_FILE} says {meta['ntotal']}",
+                              path=index_dir / INDEX_FILE)
+    return index, meta
+
+
+def check_index_matches(meta: dict, corpus: EmbeddingCorpus, index_dir: str | Path) -> None:
+    """Refuse an index built from other embeddings than ``corpus``."""
+    built_from = [s["fingerprint"] for s in meta["embedding_sets"]]
+    if built_from != corpus.fingerprints():
+        paths = ", ".join(s["path"] for s in meta["embedding_sets"])
+        raise BitextmineError(f"index was built from other embeddings ({paths}); rebuild it with "
+                              "`bitextmine index` for these", path=index_dir)
+
+
+def merge_indexes(index_dirs: list[str | Path], out_dir: str | Path) -> dict:
+    """Merge IVF indexes filled from the same trained index (``--trained-from``).
+
+    Row ids of the second index onwards are shifted by the rows before them, so the
+    merged index addresses the concatenation of their embedding sets.
+    """
+    import faiss
+
+    if len(index_dirs) < 2:
+        raise BitextmineError("merging needs at least two indexes")
+    merged, meta = load_index(index_dirs[0])
+    merged_ivf = _extract_ivf(merged, index_dirs[0])
+    sets, offsets, labels = list(meta["embedding_sets"]), list(meta["shard_offsets"]), list(meta["shard_labels"])
+    for directory in index_dirs[1:]:
+        index, other = load_index(directory)
+        if other["trained_sha256"] != meta["trained_sha256"]:
+            raise BitextmineError("trained separately from the first index; build the parts with "
+                                  f"--trained-from {index_dirs[0]} to merge them", path=directory)
+        shift = offsets[-1]
+        merged_ivf.merge_from(_extract_ivf(index, directory), shift)
+        sets += other["embedding_sets"]
+        offsets += [o + shift for o in other["shard_offsets"][1:]]
+        labels += other["shard_labels"]
+    merged.ntotal = merged_ivf.ntotal
+    meta = {**meta, "ntotal": int(merged.ntotal), "embedding_sets": sets, "shard_offsets": offsets,
+            "shard_labels": labels, "merged_from": [str(Path(d).resolve()) for d in index_dirs]}
+    save_index(merged, meta, out_dir)
+    return meta
+
+
+def _extract_ivf(index, path):
+    import faiss
+
+    try:
+        return faiss.extract_index_ivf(index)
+    except RuntimeError:
+        raise BitextmineError("only IVF indexes can be merged", path=path) from None
+
+
+def _on_gpu(index, device: str):
+    """The index on all GPUs when faiss-gpu and a GPU are there (and wanted), else itself."""
+    if device == "cpu" or not faiss_gpu_available():
+        return index
+    import faiss
+
+    log.info("using faiss-gpu on %d GPU(s)", faiss.get_num_gpus())
+    try:
+        return faiss.index_cpu_to_all_gpus(index)
+    except RuntimeError as e:  # e.g. a type without a GPU implementation
+        log.warning("staying on CPU: %s", str(e).splitlines()[0])
+        return index
+
+
+def _to_cpu(index):
+    import faiss
+
+    on_gpu = type(index).__name__.startswith(("Gpu", "IndexReplicas", "IndexShards"))
+    if on_gpu and hasattr(faiss, "index_gpu_to_cpu"):
+        return faiss.index_gpu_to_cpu(index)
+    return index

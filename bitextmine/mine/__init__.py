@@ -1,0 +1,227 @@
+"""Embedding sets (and optionally their indexes) -> scored sentence pairs.
+
+``mine_vectors`` is the pure core (vectors in, scored row pairs out). ``mine_corpora``
+wraps it for embedding sets: it drops blank lines, searches identical sentences once,
+uses FAISS indexes when given, and maps pairs back to text and ``shard:line`` ids.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bitextmine import __version__, defaults
+from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
+from bitextmine.errors import BitextmineError
+from bitextmine.mine.knn import Neighbours, exact_knn_both_ways, index_knn
+from bitextmine.mine.scoring import RETRIEVALS, SCORE_ALIASES, SCORES, Pairs, candidates, retrieve
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MineConfig:
+    k: int = defaults.K
+    score: str = defaults.MARGIN  # ratio | distance | cosine ("absolute" is an alias of cosine)
+    retrieval: str = defaults.RETRIEVAL
+    threshold: float | None = None  # None: the encoder's declared default for the score
+    top_n: int | None = None  # keep only the best N pairs
+    nprobe: int | None = None  # None: the index's own
+    device: str = "auto"  # for exact search: a GPU when torch sees one
+    block_rows: int = defaults.KNN_BLOCK_ROWS
+
+    def __post_init__(self):
+        score = SCORE_ALIASES.get(self.score, self.score)
+        if score not in SCORES:
+            raise BitextmineError(f"unknown score {self.score!r}: use ratio, distance, absolute or cosine")
+        object.__setattr__(self, "score", score)
+        if self.retrieval not in RETRIEVALS:
+            raise BitextmineError(f"unknown retrieval {self.retrieval!r}: use one of {', '.join(RETRIEVALS)}")
+        if self.k < 1:
+            raise BitextmineError("k must be at least 1")
+        if self.top_n is not None and self.top_n < 0:
+            raise BitextmineError("--top-n must be >= 0")
+
+
+def default_threshold(encoder_name: str, score: str) -> float:
+    """The encoder's declared threshold for ``score``, else the LASER-scale default."""
+    from bitextmine.encoders import declared_thresholds
+
+    score = SCORE_ALIASES.get(score, score)
+    return declared_thresholds(encoder_name).get(score, defaults.THRESHOLDS[score])
+
+
+def mine_vectors(x, y, cfg: MineConfig, threshold: float, fwd: Neighbours | None = None,
+                 bwd: Neighbours | None = None, device: str = "cpu") -> Pairs:
+    """Score and select pairs between rows of ``x`` and ``y`` (both L2-normalised).
+
+    ``fwd``/``bwd``: neighbours already found (e.g. through an index); otherwise exact
+    search runs on ``device``. Returns pairs scoring >= ``threshold``, best first.
+    """
+    if fwd is None or bwd is None:
+        fwd, bwd = exact_knn_both_ways(x, y, cfg.k, device=device, block_rows=cfg.block_rows)
+    fwd_pairs, bwd_pairs = candidates(fwd, bwd, cfg.score)
+    pairs = retrieve(fwd_pairs, bwd_pairs, cfg.retrieval, threshold)
+    if cfg.top_n is not None:
+        pairs = pairs.take(np.arange(min(cfg.top_n, len(pairs))))
+    return pairs
+
+
+@dataclass
+class UniqueSentences:
+    """The distinct non-blank sentences of one side, each with the row that stands for it."""
+
+    texts: list[str]
+    rows: np.ndarray  # global row of each distinct sentence's first occurrence
+    inverse: np.ndarray  # for every global row, its distinct-sentence number (-1: blank)
+    total_rows: int
+    blank_rows: int
+
+
+def unique_sentences(corpus: EmbeddingCorpus) -> UniqueSentences:
+    """Read the text of every shard; identical sentences (after trimming) share one entry."""
+    first: dict[str, int] = {}
+    texts: list[str] = []
+    rows: list[int] = []
+    inverse = np.full(corpus.total_rows, -1, dtype=np.int64)
+    offsets = corpus.shard_offsets()
+    for s, entry in enumerate(corpus.shards):
+        lines = corpus.read_lines(s)
+        if len(lines) != entry.lines:
+            raise BitextmineError(f"has {len(lines)} lines, the embedding set {entry.lines}", path=entry.source)
+        base = int(offsets[s])
+        for i, line in enumerate(lines):
+            key = line.strip()
+            if not key:
+                continue
+            number = first.get(key)
+            if number is None:
+                number = first[key] = len(texts)
+                texts.append(key)
+                rows.append(base + i)
+            inverse[base + i] = number
+    blank = int((inverse < 0).sum())
+    return UniqueSentences(texts, np.asarray(rows, dtype=np.int64), inverse, corpus.total_rows, blank)
+
+
+def _collapse_duplicates(nb: Neighbours, k: int) -> Neighbours:
+    """Keep each row's first k distinct neighbours (an index may hold a sentence many times)."""
+    ids = nb.ids
+    dup = np.zeros(ids.shape, dtype=bool)
+    for j in range(1, ids.shape[1]):
+        dup[:, j] = (ids[:, :j] == ids[:, j : j + 1]).any(axis=1) | (ids[:, j] < 0)
+    dup[:, 0] = ids[:, 0] < 0
+    order = np.argsort(dup, axis=1, kind="stable")[:, :k]
+    sims = np.take_along_axis(nb.sims, order, 1)
+    out = np.take_along_axis(ids, order, 1)
+    gone = np.take_along_axis(dup, order, 1)
+    return Neighbours(np.where(gone, -np.inf, sims).astype(np.float32), np.where(gone, -1, out))
+
+
+def _search_index(index_dir, corpus: EmbeddingCorpus, side: UniqueSentences, queries, database, k: int,
+                  nprobe: int | None) -> Neighbours:
+    from bitextmine.index import check_index_matches, load_index
+
+    index, meta = load_index(index_dir)
+    check_index_matches(meta, corpus, index_dir)
+    found = index_knn(index, queries, database, 2 * k, nprobe or meta["nprobe"], id_map=side.inverse)
+    return _collapse_duplicates(found, k)
+
+
+@dataclass
+class MinedPairs:
+    scores: np.ndarray
+    src_text: list[str]
+    tgt_text: list[str]
+    src_ids: list[str]
+    tgt_ids: list[str]
+    stats: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+
+def check_compatible(src: EmbeddingCorpus, tgt: EmbeddingCorpus) -> None:
+    a, b = src.encoder, tgt.encoder
+    if a.dim != b.dim:
+        raise BitextmineError(f"source vectors have {a.dim} dimensions, target vectors {b.dim}: "
+                              f"they come from different encoders ({a.name}, {b.name})", path=tgt.sets[0].path)
+    if a.space() != b.space():
+        raise BitextmineError(
+            f"source and target come from different encoders ({a.name} {a.weights_sha256[:12]}, "
+            f"{b.name} {b.weights_sha256[:12]}); their cosines mean nothing together. Embed both sides with "
+            "one encoder, or with a student checkpoint declared compatible with it", path=tgt.sets[0].path)
+
+
+def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = MineConfig(),
+                 src_index: str | Path | None = None, tgt_index: str | Path | None = None) -> MinedPairs:
+    """Mine pairs between two sides; text read back from the shards."""
+    from bitextmine.devices import resolve_devices
+
+    started = time.time()
+    check_compatible(src, tgt)
+    threshold = cfg.threshold if cfg.threshold is not None else default_threshold(src.encoder.name, cfg.score)
+    src_side, tgt_side = unique_sentences(src), unique_sentences(tgt)
+    for corpus, side in ((src, src_side), (tgt, tgt_side)):
+        if not side.texts:
+            raise BitextmineError("no sentence to mine: every line is blank", path=corpus.sets[0].path)
+    x = SelectedRows(src, src_side.rows)
+    y = SelectedRows(tgt, tgt_side.rows)
+    log.info("mining %d x %d distinct sentences (%d x %d rows), k=%d, %s margin, %s retrieval, threshold %g",
+             len(x), len(y), src.total_rows, tgt.total_rows, cfg.k, cfg.score, cfg.retrieval, threshold)
+    fwd = bwd = None
+    search = "exact"
+    if src_index is not None and tgt_index is not None:
+        fwd = _search_index(tgt_index, tgt, tgt_side, x, y, cfg.k, cfg.nprobe)
+        bwd = _search_index(src_index, src, src_side, y, x, cfg.k, cfg.nprobe)
+        search = "index"
+    elif src_index is not None or tgt_index is not None:
+        log.warning("one index given: exact search computes both directions at once, so it is used for both")
+    device = resolve_devices(cfg.device)[0]
+    knn_started = time.time()
+    pairs = mine_vectors(x, y, cfg, threshold, fwd, bwd, device=device)
+    knn_seconds = time.time() - knn_started
+    src_rows, tgt_rows = src_side.rows[pairs.src], tgt_side.rows[pairs.tgt]
+    mined = MinedPairs(
+        scores=pairs.score,
+        src_text=[src_side.texts[i] for i in pairs.src.tolist()],
+        tgt_text=[tgt_side.texts[i] for i in pairs.tgt.tolist()],
+        src_ids=src.provenance(src_rows),
+        tgt_ids=tgt.provenance(tgt_rows),
+    )
+    mined.stats = {
+        "bitextmine_version": __version__,
+        "parameters": {**asdict(cfg), "threshold": threshold, "search": search, "device": device,
+                       "src_index": str(src_index) if src_index else None,
+                       "tgt_index": str(tgt_index) if tgt_index else None},
+        "encoder": src.encoder.to_dict(),
+        "src": {"sets": src.describe(), "rows": src_side.total_rows, "blank": src_side.blank_rows,
+                "distinct": len(src_side.texts)},
+        "tgt": {"sets": tgt.describe(), "rows": tgt_side.total_rows, "blank": tgt_side.blank_rows,
+                "distinct": len(tgt_side.texts)},
+        "pairs": len(mined),
+        "score_max": float(pairs.score.max()) if len(pairs) else None,
+        "score_min": float(pairs.score.min()) if len(pairs) else None,
+        "seconds": {"search_and_score": round(knn_seconds, 3), "total": round(time.time() - started, 3)},
+    }
+    return mined
+
+
+def write_pairs(mined: MinedPairs, output: str | Path, with_ids: bool = False) -> None:
+    """TSV ``score<TAB>src<TAB>tgt[<TAB>src_id<TAB>tgt_id]``, best first; ``-`` is stdout.
+
+    A tab inside a sentence would shift the columns, so it is written as a space.
+    """
+    from bitextmine.io.atomic import atomic_text_writer
+
+    with atomic_text_writer(output) as out:
+        for i in range(len(mined)):
+            fields = [f"{mined.scores[i]:.6f}", mined.src_text[i].replace("\t", " "),
+                      mined.tgt_text[i].replace("\t", " ")]
+            if with_ids:
+                fields += [mined.src_ids[i], mined.tgt_ids[i]]
+            out.write("\t".join(fields) + "\n")

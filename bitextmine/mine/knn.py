@@ -1,0 +1,190 @@
+"""k-nearest-neighbour search in both directions, behind one interface.
+
+Kernels:
+- ``exact_knn_both_ways``: blocked matmul + top-k in torch (CPU or CUDA). Each block of
+  the similarity matrix is computed once and serves both directions, where running
+  FAISS twice (source->target, target->source) computes every similarity twice.
+  Memory is bounded by the block size, never by N x M.
+- ``index_knn``: search a FAISS index (IVF-PQ for large databases), then recompute the
+  exact cosine of every neighbour from the stored vectors.
+
+Vectors are L2-normalised, so inner product = cosine and higher is better throughout.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from bitextmine import defaults
+
+log = logging.getLogger(__name__)
+
+SEED_ROWS = 1024  # rows used to start each column's top-k list before filtering
+
+
+@dataclass
+class Neighbours:
+    """For each query row: its k nearest database rows, best first (ids -1 = none)."""
+
+    sims: np.ndarray  # (n, k) float32 cosines
+    ids: np.ndarray  # (n, k) int64 database row numbers
+
+    @property
+    def k(self) -> int:
+        return self.sims.shape[1]
+
+    def mean_sim(self) -> np.ndarray:
+        """Mean cosine to the k neighbours, per query (the margin's neighbourhood term)."""
+        valid = self.ids >= 0
+        return np.where(valid, self.sims, 0).sum(axis=1) / np.maximum(valid.sum(axis=1), 1)
+
+
+def _as_tensor(block: np.ndarray, device, dtype):
+    import torch
+
+    return torch.from_numpy(np.ascontiguousarray(block)).to(device=device, dtype=dtype)
+
+
+def _merge_topk(run_s, run_i, new_s, new_i, k):
+    """Best k of the running and new candidates, per row."""
+    import torch
+
+    s = torch.cat([run_s, new_s], dim=1)
+    i = torch.cat([run_i, new_i], dim=1)
+    top_s, pos = s.topk(k, dim=1)
+    return top_s, torch.gather(i, 1, pos)
+
+
+def _merge_columns_above(run_s, run_i, block, row_offset, k):
+    """Column-wise top-k update that only looks at entries above each column's k-th best.
+
+    A full ``topk`` along dim 0 of a row-major block is several times slower on CPU than
+    along dim 1 (strided access). Once the columns' lists are seeded, few entries beat a
+    column's k-th best, so a comparison, a ``nonzero`` and a small sparse merge cost
+    about one pass over the block.
+    """
+    import torch
+
+    n_cols = block.shape[1]
+    rows, cols = (block > run_s[:, -1][None, :]).nonzero(as_tuple=True)
+    if rows.numel() == 0:
+        return run_s, run_i
+    vals = block[rows, cols]
+    all_cols = torch.cat([torch.arange(n_cols, device=block.device).repeat_interleave(k), cols])
+    all_vals = torch.cat([run_s.reshape(-1), vals])
+    all_ids = torch.cat([run_i.reshape(-1), rows.to(run_i.dtype) + row_offset])
+    # group by column, best value first within a column; keep each column's first k
+    order = torch.argsort(all_vals, descending=True, stable=True)
+    order = order[torch.argsort(all_cols[order], stable=True)]
+    counts = torch.bincount(all_cols, minlength=n_cols)
+    starts = torch.cumsum(counts, 0) - counts
+    chosen = order[(starts[:, None] + torch.arange(k, device=block.device)[None, :]).reshape(-1)]
+    return all_vals[chosen].view(n_cols, k), all_ids[chosen].view(n_cols, k)
+
+
+def exact_knn_both_ways(
+    x: np.ndarray,
+    y: np.ndarray,
+    k: int,
+    device: str = "cpu",
+    block_rows: int = defaults.KNN_BLOCK_ROWS,
+) -> tuple[Neighbours, Neighbours]:
+    """Exact k-NN of every x among y (forward) and of every y among x (backward).
+
+    ``x`` (n, d) and ``y`` (m, d) may be fp16 or fp32, in memory or memory-mapped; they
+    are converted block by block. On CUDA the blocks are multiplied in fp16 with fp32
+    accumulation and the kept cosines are recomputed exactly afterwards.
+    """
+    import torch
+
+    n, m = len(x), len(y)
+    kf, kb = min(k, m), min(k, n)
+    cuda = device.startswith("cuda")
+    dtype = torch.float16 if cuda else torch.float32
+    neg = float("-inf")
+    fwd_s = torch.full((n, kf), neg, device=device)
+    fwd_i = torch.full((n, kf), -1, dtype=torch.int64, device=device)
+    bwd_s = torch.full((m, kb), neg, device=device)
+    bwd_i = torch.full((m, kb), -1, dtype=torch.int64, device=device)
+    log.debug("exact kNN %d x %d, k=%d, blocks of %d rows (%.0f MB each)", n, m, k, block_rows,
+              block_rows * block_rows * 4 / 2**20)
+    with torch.inference_mode():
+        for j in range(0, m, block_rows):
+            yb = _as_tensor(y[j : j + block_rows], device, dtype)
+            for i in range(0, n, block_rows):
+                xb = _as_tensor(x[i : i + block_rows], device, dtype)
+                sims = (xb @ yb.T).float()  # (bi, bj)
+                rows, cols = slice(i, i + len(xb)), slice(j, j + len(yb))
+                if cuda:  # top-k is cheap on GPU in both directions
+                    s, idx = sims.topk(min(kf, sims.shape[1]), dim=1)
+                    fwd_s[rows], fwd_i[rows] = _merge_topk(fwd_s[rows], fwd_i[rows], s, idx + j, kf)
+                    s, idx = sims.topk(min(kb, sims.shape[0]), dim=0)
+                    bwd_s[cols], bwd_i[cols] = _merge_topk(bwd_s[cols], bwd_i[cols], s.T, idx.T + i, kb)
+                    continue
+                s, idx = sims.topk(min(kf, sims.shape[1]), dim=1)  # contiguous: fast
+                fwd_s[rows], fwd_i[rows] = _merge_topk(fwd_s[rows], fwd_i[rows], s, idx + j, kf)
+                seed = 0
+                if i == 0:  # seed each column's list from a few rows, then filter the rest
+                    seed = min(SEED_ROWS, sims.shape[0])
+                    s, idx = sims[:seed].topk(min(kb, seed), dim=0)
+                    bwd_s[cols], bwd_i[cols] = _merge_topk(bwd_s[cols], bwd_i[cols], s.T, idx.T, kb)
+                if seed < sims.shape[0]:
+                    bwd_s[cols], bwd_i[cols] = _merge_columns_above(bwd_s[cols], bwd_i[cols], sims[seed:],
+                                                                    i + seed, kb)
+    fwd = Neighbours(fwd_s.cpu().numpy(), fwd_i.cpu().numpy())
+    bwd = Neighbours(bwd_s.cpu().numpy(), bwd_i.cpu().numpy())
+    if cuda:  # fp16 products: make the kept cosines exact
+        fwd.sims = exact_sims(x, y, fwd.ids)
+        bwd.sims = exact_sims(y, x, bwd.ids)
+    return fwd, bwd
+
+
+def exact_sims(queries: np.ndarray, database: np.ndarray, ids: np.ndarray, block_rows: int = 65536) -> np.ndarray:
+    """cos(query i, database ids[i, j]) in fp32, for ids >= 0 (else -inf)."""
+    out = np.full(ids.shape, -np.inf, dtype=np.float32)
+    for start in range(0, len(ids), block_rows):
+        block_ids = ids[start : start + block_rows]
+        valid = block_ids >= 0
+        q = np.asarray(queries[start : start + block_rows], dtype=np.float32)
+        neighbours = np.asarray(database[np.where(valid, block_ids, 0).ravel()], dtype=np.float32)
+        sims = np.einsum("nd,nkd->nk", q, neighbours.reshape(*block_ids.shape, -1))
+        out[start : start + block_rows] = np.where(valid, sims, -np.inf)
+    return out
+
+
+def index_knn(index, queries: np.ndarray, database: np.ndarray, k: int, nprobe: int,
+              block_rows: int = 65536, id_map: np.ndarray | None = None) -> Neighbours:
+    """Search a FAISS index with ``queries``; cosines recomputed exactly from ``database``.
+
+    ``id_map`` turns the index's ids (global row ids of its embedding set) into rows of
+    ``database``; ids it maps to -1 (rows not searched, e.g. blank lines) are dropped.
+    """
+    import faiss
+
+    params = faiss.extract_index_ivf(index) if _is_ivf(index) else None
+    if params is not None:
+        params.nprobe = nprobe
+    sims = np.empty((len(queries), k), dtype=np.float32)
+    ids = np.empty((len(queries), k), dtype=np.int64)
+    for start in range(0, len(queries), block_rows):
+        q = np.ascontiguousarray(queries[start : start + block_rows], dtype=np.float32)
+        _, found = index.search(q, k)
+        if id_map is not None:
+            found = np.where(found >= 0, id_map[np.maximum(found, 0)], -1)
+        ids[start : start + len(q)] = found
+    sims = exact_sims(queries, database, ids)
+    order = np.argsort(-sims, axis=1, kind="stable")  # PQ distances are approximate: re-rank
+    return Neighbours(np.take_along_axis(sims, order, 1), np.take_along_axis(ids, order, 1))
+
+
+def _is_ivf(index) -> bool:
+    import faiss
+
+    try:
+        faiss.extract_index_ivf(index)
+        return True
+    except RuntimeError:
+        return False
