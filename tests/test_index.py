@@ -1,0 +1,78 @@
+"""`bitextmine index`: type by size, ids, metadata, merging."""
+
+import faiss
+import numpy as np
+import pytest
+
+from bitextmine import defaults
+from bitextmine.index import choose_index_type, load_index
+from tests.conftest import clustered_vectors, make_embedding_set
+
+
+@pytest.mark.parametrize("rows, expected", [
+    (500, "Flat"), (10_000, "Flat"), (10_001, "OPQ64,IVF1024,PQ64"), (80_001, "OPQ64,IVF2048,PQ64"),
+    (160_001, "OPQ64,IVF4096,PQ64"), (250_001, "OPQ64,IVF8192,PQ64"), (700_001, "OPQ64,IVF16384,PQ64"),
+    (4_000_001, "OPQ64,IVF32768,PQ64"), (10_000_001, "OPQ64,IVF65536,PQ64"),
+    (100_000_001, "OPQ64,IVF131072,PQ64"), (500_000_001, "OPQ64,IVF262144,PQ64")])
+def test_auto_type_follows_the_size_table(rows, expected):
+    assert choose_index_type(rows, 512) == expected
+
+
+def test_flat_index_holds_non_blank_rows_under_global_ids(cli, tmp_path):
+    vectors = clustered_vectors(300)
+    vectors[[5, 17]] = 0  # blank lines
+    make_embedding_set(tmp_path / "emb", vectors)
+    result = cli("index", tmp_path / "emb", "-o", tmp_path / "idx", "-q")
+    assert result.exit_code == 0, result.stderr
+    index, meta = load_index(tmp_path / "idx")
+    assert meta["factory"] == "Flat" and meta["metric"] == "inner_product"
+    assert meta["ntotal"] == index.ntotal == 298
+    assert meta["nprobe"] == defaults.NPROBE and meta["shard_offsets"] == [0, 300]
+    _, ids = index.search(vectors[[42]], 1)
+    assert ids[0, 0] == 42
+    assert 5 not in faiss.vector_to_array(index.id_map)
+
+
+def test_ivf_index_is_trained_on_a_seeded_sample_and_recalls_neighbours(cli, tmp_path):
+    vectors = clustered_vectors(6000, dim=64, clusters=100, seed=3)
+    make_embedding_set(tmp_path / "emb", vectors)
+    args = ["index", tmp_path / "emb", "--type", "IVF64,Flat", "--train-sample", "3000", "--seed", "5", "-q"]
+    assert cli(*args, "-o", tmp_path / "a").exit_code == 0
+    assert cli(*args, "-o", tmp_path / "b").exit_code == 0
+    assert (tmp_path / "a" / "index.faiss").read_bytes() == (tmp_path / "b" / "index.faiss").read_bytes()
+    index, meta = load_index(tmp_path / "a")
+    assert meta["train_sample"] == 3000 and meta["seed"] == 5 and meta["ntotal"] == 6000
+    faiss.extract_index_ivf(index).nprobe = 16
+    _, ids = index.search(vectors[:200], 1)
+    assert (ids[:, 0] == np.arange(200)).mean() > 0.95
+
+
+def test_indexes_filled_from_one_training_merge_into_the_concatenation(cli, tmp_path):
+    a, b = clustered_vectors(3000, seed=1), clustered_vectors(2000, seed=2)
+    make_embedding_set(tmp_path / "ea", a, shard="a")
+    make_embedding_set(tmp_path / "eb", b, shard="b")
+    assert cli("index", tmp_path / "ea", "-o", tmp_path / "ia", "--type", "IVF32,Flat", "-q").exit_code == 0
+    assert cli("index", tmp_path / "eb", "-o", tmp_path / "ib", "--trained-from", tmp_path / "ia", "-q") \
+        .exit_code == 0
+    assert cli("index-merge", tmp_path / "ia", tmp_path / "ib", "-o", tmp_path / "merged").exit_code == 0
+    index, meta = load_index(tmp_path / "merged")
+    assert meta["ntotal"] == 5000 and meta["shard_offsets"] == [0, 3000, 5000]
+    faiss.extract_index_ivf(index).nprobe = 32  # all lists: exact
+    _, ids = index.search(b[:50], 1)
+    np.testing.assert_array_equal(ids[:, 0], np.arange(50) + 3000)
+
+
+def test_merging_separately_trained_indexes_is_refused(cli, tmp_path):
+    for name, seed in (("a", 1), ("b", 2)):
+        make_embedding_set(tmp_path / f"e{name}", clustered_vectors(2000, seed=seed), shard=name)
+        assert cli("index", tmp_path / f"e{name}", "-o", tmp_path / f"i{name}", "--type", "IVF16,Flat",
+                   "--seed", str(seed), "-q").exit_code == 0
+    result = cli("index-merge", tmp_path / "ia", tmp_path / "ib", "-o", tmp_path / "m")
+    assert result.exit_code == 1 and "trained separately" in result.stderr
+    assert not (tmp_path / "m").exists()
+
+
+def test_bad_factory_string_is_a_clear_error(cli, tmp_path):
+    make_embedding_set(tmp_path / "emb", clustered_vectors(100))
+    result = cli("index", tmp_path / "emb", "-o", tmp_path / "idx", "--type", "NotAnIndex42")
+    assert result.exit_code == 1 and "NotAnIndex42" in result.stderr

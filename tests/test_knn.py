@@ -1,0 +1,50 @@
+"""kNN kernels against brute force, both directions, inner product (higher is better)."""
+
+import faiss
+import numpy as np
+import pytest
+
+from bitextmine.mine.knn import Neighbours, exact_knn_both_ways, exact_sims, index_knn
+from tests.conftest import clustered_vectors
+
+
+def brute_force(x, y, k):
+    sims = x.astype(np.float32) @ y.astype(np.float32).T
+    ids = np.argsort(-sims, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(sims, ids, 1), ids
+
+
+@pytest.mark.parametrize("n, m, k, block", [(700, 530, 4, 128), (300, 3, 4, 64), (5, 900, 2, 256), (1000, 1000, 1, 4096)])
+def test_exact_knn_matches_brute_force_in_both_directions(n, m, k, block):
+    x = clustered_vectors(n, seed=1).astype(np.float16)
+    y = clustered_vectors(m, seed=2).astype(np.float16)
+    fwd, bwd = exact_knn_both_ways(x, y, k, block_rows=block)
+    want_s, want_i = brute_force(x, y, min(k, m))
+    np.testing.assert_array_equal(fwd.ids, want_i)
+    np.testing.assert_allclose(fwd.sims, want_s, atol=1e-5)
+    want_s, want_i = brute_force(y, x, min(k, n))
+    np.testing.assert_array_equal(bwd.ids, want_i)
+    np.testing.assert_allclose(bwd.sims, want_s, atol=1e-5)
+    assert (np.diff(fwd.sims, axis=1) <= 0).all()  # best first: higher similarity is better
+
+
+def test_index_search_with_exact_rescoring_matches_exact_search():
+    x, y = clustered_vectors(400, seed=3), clustered_vectors(600, seed=4)
+    index = faiss.IndexIDMap2(faiss.IndexFlatIP(x.shape[1]))
+    index.add_with_ids(y, np.arange(len(y)) + 1000)  # index ids are global rows...
+    id_map = np.full(1600, -1)
+    id_map[1000:] = np.arange(len(y))  # ...mapped back to rows of y
+    found = index_knn(index, x, y, 4, nprobe=1, id_map=id_map)
+    fwd, _ = exact_knn_both_ways(x, y, 4)
+    np.testing.assert_array_equal(found.ids, fwd.ids)
+    np.testing.assert_allclose(found.sims, fwd.sims, atol=1e-5)
+
+
+def test_exact_sims_and_neighbourhood_mean():
+    x, y = clustered_vectors(10, seed=5), clustered_vectors(20, seed=6)
+    ids = np.array([[3, 7, -1]] * 10)
+    sims = exact_sims(x, y, ids)
+    np.testing.assert_allclose(sims[:, 0], x @ y[3], atol=1e-6)
+    assert np.isneginf(sims[:, 2]).all()
+    mean = Neighbours(sims, ids).mean_sim()  # missing neighbours do not count
+    np.testing.assert_allclose(mean, (x @ y[3] + x @ y[7]) / 2, atol=1e-6)
