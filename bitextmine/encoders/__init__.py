@@ -2,6 +2,7 @@
 
 Names on the command line:
 - ``usem3``: USE multilingual v3, the default (16 languages, ships with the toolkit);
+- ``ckpt:DIR``: an encoder trained or fine-tuned with ``bitextmine train``;
 - ``hf:NAME_OR_DIR``: a sentence-transformers model, e.g. ``hf:sentence-transformers/LaBSE``
   (needs the ``hf`` extra);
 - any name registered by another package under the ``bitextmine.encoders`` entry-point
@@ -35,7 +36,15 @@ def _huggingface(argument: str, device: str, precision: str) -> Encoder:
     return SentenceTransformerEncoder(argument, device=device, precision=precision)
 
 
-BUILTIN: dict[str, EncoderFactory] = {"usem3": _usem3, "hf": _huggingface}
+def _checkpoint(argument: str, device: str, precision: str) -> Encoder:
+    from bitextmine.encoders.checkpoint import CheckpointEncoder
+
+    if not argument:
+        raise BitextmineError("ckpt: needs a checkpoint directory, e.g. ckpt:models/de-en")
+    return CheckpointEncoder(argument, device=device, precision=precision)
+
+
+BUILTIN: dict[str, EncoderFactory] = {"usem3": _usem3, "ckpt": _checkpoint, "hf": _huggingface}
 
 
 def _plugins() -> dict[str, EncoderFactory]:

@@ -1,0 +1,106 @@
+"""``bitextmine train``: parallel pairs -> an encoder checkpoint (use it as ckpt:DIR)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from bitextmine.train import TrainConfig
+
+app = typer.Typer()
+D = TrainConfig()  # the defaults, read once for the help texts
+
+
+@app.command()
+def train(
+    data: Annotated[list[str], typer.Argument(
+        help="Training pairs: TSV files (src<TAB>tgt), or SRC,TGT for two aligned files. .gz works.",
+        show_default=False)],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Checkpoint directory.", show_default=False)],
+    dev: Annotated[str | None, typer.Option(
+        help="Held-out pairs (TSV or SRC,TGT) [default: a seeded slice of the data].", show_default=False)] = None,
+    dev_size: Annotated[int, typer.Option(help="Size of the default dev slice.", min=2)] = D.dev_size,
+    init: Annotated[str | None, typer.Option(
+        help="usem3: fine-tune the default encoder (ported weights) instead of training from scratch.",
+        show_default=False)] = None,
+    preset: Annotated[str, typer.Option(help="Model shape: cpu (256d, 2 layers) or use-xling (512d, 3 layers, "
+                                             "8 heads, 2048 ff).")] = D.preset,
+    dim: Annotated[int | None, typer.Option(help="Override the preset's width.", show_default=False)] = None,
+    layers: Annotated[int | None, typer.Option(help="Override the preset's depth.", show_default=False)] = None,
+    heads: Annotated[int | None, typer.Option(help="Override the preset's heads.", show_default=False)] = None,
+    ff: Annotated[int | None, typer.Option(help="Override the preset's feed-forward size.", show_default=False)]
+    = None,
+    pooling: Annotated[str, typer.Option(help="mean or cls.")] = D.pooling,
+    char_ngrams: Annotated[int, typer.Option(
+        help="Hash buckets for character 3-5-gram embeddings averaged with the pieces (0: off).")]
+    = D.char_ngram_buckets,
+    max_tokens: Annotated[int, typer.Option(help="Longer sentences are cut.")] = D.max_tokens,
+    vocab_size: Annotated[int, typer.Option(help="SentencePiece unigram vocabulary trained on both sides.")]
+    = D.vocab_size,
+    spm_model: Annotated[Path | None, typer.Option(help="Use this SentencePiece model instead of training one.",
+                                                   show_default=False)] = None,
+    margin: Annotated[float, typer.Option(help="Additive margin (0: plain translation ranking).")] = D.margin,
+    scale: Annotated[float, typer.Option(help="Softmax scale = 1/temperature.")] = D.scale,
+    hard_negatives: Annotated[int, typer.Option(help="Hard negatives per pair, mined with --hard-negative-encoder "
+                                                     "(USE-xling used 5).")] = D.hard_negatives,
+    hard_negative_encoder: Annotated[str, typer.Option(help="Encoder that mines the hard negatives.")]
+    = D.hard_negative_encoder,
+    teacher: Annotated[str | None, typer.Option(
+        help="Distil toward this encoder: student(src) and student(tgt) -> teacher(src), MSE. The checkpoint "
+             "is then declared compatible with the teacher's embedding sets.", show_default=False)] = None,
+    distill_weight: Annotated[float, typer.Option(help="Weight of the distillation loss.")] = D.distill_weight,
+    no_translation_loss: Annotated[bool, typer.Option(
+        "--distill-only", help="Distillation alone, without the ranking loss.")] = False,
+    batch_size: Annotated[int, typer.Option(help="Pairs per batch (in-batch negatives).", min=2)] = D.batch_size,
+    accumulation: Annotated[int, typer.Option(help="Gradient accumulation steps.", min=1)] = D.accumulation,
+    lr: Annotated[float, typer.Option(help="Peak learning rate (AdamW).")] = D.lr,
+    warmup_steps: Annotated[int, typer.Option(help="Linear warmup steps.")] = D.warmup_steps,
+    max_steps: Annotated[int, typer.Option(help="Optimizer steps (the LR decays over them).", min=1)]
+    = D.max_steps,
+    max_minutes: Annotated[float | None, typer.Option(help="Stop after this much training time.",
+                                                      show_default=False)] = None,
+    weight_decay: Annotated[float, typer.Option(help="AdamW weight decay.")] = D.weight_decay,
+    clip_norm: Annotated[float, typer.Option(help="Gradient clipping norm.")] = D.clip_norm,
+    amp: Annotated[str, typer.Option(help="auto (bf16 on GPU and on CPUs with native bf16) or off.")] = D.amp,
+    seed: Annotated[int, typer.Option(help="Seed of initialisation, data order and dev split.")] = D.seed,
+    eval_every: Annotated[int, typer.Option(help="Steps between dev P@1 evaluations.", min=1)] = D.eval_every,
+    patience: Annotated[int, typer.Option(help="Evaluations without improvement before stopping.", min=1)]
+    = D.patience,
+    save_every: Annotated[int, typer.Option(help="Steps between resumable checkpoints.", min=1)] = D.save_every,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the run in OUTPUT.")] = False,
+    device: Annotated[str, typer.Option(help="auto, cpu, cuda or cuda:N (several GPUs: launch with torchrun).")]
+    = D.device,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or info messages.")] = False,
+) -> None:
+    """Train a dual sentence encoder on translation pairs, or fine-tune the default one.
+
+    Objective: LaBSE's bidirectional in-batch softmax with additive margin, optionally
+    with hard negatives and with distillation toward a teacher. The best dev checkpoint
+    is kept: embed with --encoder ckpt:OUTPUT.
+
+    Add a language the default encoder does not know (teacher-student distillation):
+
+        bitextmine train en-cs.tsv -o ckpt/cs --init usem3 --teacher usem3 --distill-only
+    """
+    from bitextmine.cli import setup_logging
+    from bitextmine.train import train as run_training
+    from bitextmine.train.data import read_parallel
+
+    setup_logging(quiet)
+    cfg = TrainConfig(preset=preset, dim=dim, layers=layers, heads=heads, ff=ff, pooling=pooling,
+                      char_ngram_buckets=char_ngrams, max_tokens=max_tokens, init=init, vocab_size=vocab_size,
+                      spm_model=str(spm_model) if spm_model else None, margin=margin, scale=scale,
+                      hard_negatives=hard_negatives, hard_negative_encoder=hard_negative_encoder, teacher=teacher,
+                      distill_weight=distill_weight, translation_loss=not no_translation_loss,
+                      batch_size=batch_size, accumulation=accumulation, lr=lr, warmup_steps=warmup_steps,
+                      max_steps=max_steps, max_minutes=max_minutes, weight_decay=weight_decay, clip_norm=clip_norm,
+                      amp=amp, seed=seed, dev_size=dev_size, eval_every=eval_every, patience=patience,
+                      save_every=save_every, device=device)
+    if pooling not in ("mean", "cls"):
+        raise typer.BadParameter("use mean or cls", param_hint="--pooling")
+    result = run_training(read_parallel(data), output, cfg, dev=read_parallel([dev]) if dev else None,
+                          resume=resume, progress=not quiet)
+    typer.echo(f"{output}: {result['steps']} steps, best dev P@1 {result['best_dev_p@1']:.2f} "
+               f"({result['stopped']}, {result['seconds']:.0f} s)", err=True)

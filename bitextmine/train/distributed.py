@@ -1,0 +1,71 @@
+"""Multi-process training (one process per GPU, started by ``torchrun``).
+
+Each process embeds its own slice of the batch; embeddings are gathered with their
+gradients, so every device's loss sees the negatives of the global batch (LaBSE's
+cross-accelerator negatives), and gradients are averaged after backward. A single
+process (the CPU path) passes everything through unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+
+def world() -> tuple[int, int]:
+    """(rank, world size): from torch.distributed when initialised, else (0, 1)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def init_from_environment() -> str | None:
+    """Join the process group ``torchrun`` describes; return this process's device."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return None
+    import torch.distributed as dist
+
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if torch.cuda.is_available():
+        torch.cuda.set_device(local_rank)
+        dist.init_process_group("nccl")
+        return f"cuda:{local_rank}"
+    dist.init_process_group("gloo")
+    return "cpu"
+
+
+def gather_with_grad(x: torch.Tensor) -> torch.Tensor:
+    """Concatenate ``x`` from every process, keeping the gradient path to the local part."""
+    rank, size = world()
+    if size == 1:
+        return x
+    from torch.distributed.nn.functional import all_gather
+
+    return torch.cat(all_gather(x), dim=0)
+
+
+def average_gradients(params) -> None:
+    rank, size = world()
+    if size == 1:
+        return
+    import torch.distributed as dist
+
+    for p in params:
+        if p.grad is not None:
+            dist.all_reduce(p.grad)
+            p.grad /= size
+
+
+def agree(flag: bool) -> bool:
+    """Rank 0's decision (stop, save) shared with every process; itself when alone."""
+    rank, size = world()
+    if size == 1:
+        return flag
+    import torch.distributed as dist
+
+    value = torch.tensor([1 if flag else 0])
+    dist.broadcast(value, src=0)
+    return bool(value.item())

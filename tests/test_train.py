@@ -1,0 +1,146 @@
+"""`bitextmine train` on tiny data: learning, checkpoints, resume, bad input."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from bitextmine.train import TrainConfig, get_lr, train
+from bitextmine.train.data import ParallelData
+from bitextmine.train.losses import AdditiveMarginSoftmaxLoss, ContrastiveNLILoss, DistillationLoss
+from tests.conftest import EXAMPLES, read_lines
+
+TINY = dict(dim=32, layers=1, heads=2, ff=64, vocab_size=300, batch_size=16, lr=3e-3, warmup_steps=5,
+            eval_every=10, save_every=10, dev_size=40, device="cpu", amp="off")
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    de, en = read_lines(EXAMPLES / "de.txt"), read_lines(EXAMPLES / "en.txt")
+    gold = [tuple(int(x) - 1 for x in line.split("\t")) for line in read_lines(EXAMPLES / "gold.tsv")]
+    return ParallelData([en[e] for _, e in gold], [de[d] for d, _ in gold])
+
+
+def test_lr_schedule_warms_up_then_decays():
+    cfg = TrainConfig(lr=1.0, warmup_steps=10, max_steps=110)
+    assert get_lr(0, cfg) == pytest.approx(0.1) and get_lr(9, cfg) == pytest.approx(1.0)
+    assert get_lr(60, cfg) == pytest.approx(0.55) and get_lr(110, cfg) == pytest.approx(0.1)
+
+
+def test_additive_margin_loss_by_hand():
+    src = torch.nn.functional.normalize(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), dim=1)
+    tgt = torch.nn.functional.normalize(torch.tensor([[1.0, 0.1], [0.1, 1.0]]), dim=1)
+    loss = AdditiveMarginSoftmaxLoss(margin=0.3, scale=10).compute_loss_from_embeddings(src, tgt)
+    sims = src @ tgt.T - 0.3 * torch.eye(2)
+    want = (torch.nn.functional.cross_entropy(10 * sims, torch.arange(2))
+            + torch.nn.functional.cross_entropy(10 * sims.T, torch.arange(2))) / 2
+    assert loss.item() == pytest.approx(want.item())
+    # a hard negative identical to the positive makes the forward direction harder
+    harder = AdditiveMarginSoftmaxLoss(0.3, 10).compute_loss_from_embeddings(src, tgt, hard_negatives=tgt[:1])
+    assert harder > loss
+    assert DistillationLoss().compute_loss_from_embeddings(src, src, src).item() == 0
+    assert ContrastiveNLILoss(10).compute_loss_from_embeddings(src, tgt, -tgt).item() < 0.01
+
+
+def test_loss_decreases_and_checkpoint_round_trips(tmp_path, pairs):
+    from bitextmine.encoders import load_encoder
+
+    result = train(pairs, tmp_path / "ckpt", TrainConfig(max_steps=40, **TINY), progress=False)
+    losses = [r["loss"] for r in result["history"]]
+    assert losses[-1] < losses[0] * 0.8, losses
+    assert result["best_dev_p@1"] > 5  # well above chance (1 in 40)
+    config = json.loads((tmp_path / "ckpt" / "config.json").read_text())
+    assert config["architecture"] == "transformer" and config["model"]["dim"] == 32
+    assert {p.name for p in (tmp_path / "ckpt").iterdir()} >= {"config.json", "model.safetensors",
+                                                                "sentencepiece.model", "train_log.jsonl"}
+    assert not list((tmp_path / "ckpt").rglob("*.pt")) and not list((tmp_path / "ckpt").rglob("*.bin"))
+
+    encoder = load_encoder(f"ckpt:{tmp_path / 'ckpt'}", device="cpu")
+    a = encoder.encode(pairs.src[:20])
+    b = load_encoder(f"ckpt:{tmp_path / 'ckpt'}", device="cpu").encode(pairs.src[:20])
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1, atol=1e-5)
+
+
+def test_sigint_saves_and_resume_continues_the_same_run(tmp_path, pairs, monkeypatch):
+    import os
+    import signal
+
+    import bitextmine.train as training
+
+    cfg = TrainConfig(max_steps=30, **TINY)
+    full = train(pairs, tmp_path / "full", cfg, progress=False)
+
+    real_append = training._append_log
+
+    def interrupt_at_step_20(out_dir, record):  # as if the user pressed Ctrl-C there
+        real_append(out_dir, record)
+        if record["step"] == 20:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(training, "_append_log", interrupt_at_step_20)
+    with pytest.raises(KeyboardInterrupt):
+        train(pairs, tmp_path / "part", cfg, progress=False)
+    monkeypatch.undo()
+    saved = json.loads((tmp_path / "part" / "state" / "last.json").read_text())
+    assert saved["run"]["step"] == 20
+
+    resumed = train(pairs, tmp_path / "part", cfg, resume=True, progress=False)
+    assert [r["loss"] for r in resumed["history"]] == [r["loss"] for r in full["history"]]
+    assert [r["dev_p@1"] for r in resumed["history"]] == [r["dev_p@1"] for r in full["history"]]
+    log = [json.loads(x) for x in (tmp_path / "part" / "train_log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log] == [10, 20, 30]
+
+    changed = TrainConfig(max_steps=30, **{**TINY, "lr": 1e-3})
+    with pytest.raises(Exception, match="different settings"):
+        train(pairs, tmp_path / "part", changed, resume=True, progress=False)
+
+
+def test_embed_with_a_trained_checkpoint(cli, tmp_path, pairs):
+    train(pairs, tmp_path / "ckpt", TrainConfig(max_steps=10, **TINY), progress=False)
+    src = tmp_path / "en.txt"
+    src.write_text("\n".join(pairs.src[:30]) + "\n")
+    result = cli("embed", src, "-o", tmp_path / "emb", "--encoder", f"ckpt:{tmp_path / 'ckpt'}", "-q")
+    assert result.exit_code == 0, result.stderr
+    manifest = json.loads((tmp_path / "emb" / "manifest.json").read_text())
+    assert manifest["encoder"]["name"].startswith("ckpt:") and manifest["encoder"]["dim"] == 32
+
+
+def test_training_from_the_cli(cli, tmp_path, pairs):
+    tsv = tmp_path / "pairs.tsv.gz"
+    import gzip
+
+    tsv.write_bytes(gzip.compress("".join(f"{a}\t{b}\n" for a, b in zip(pairs.src, pairs.tgt, strict=True))
+                                  .encode()))
+    result = cli("train", tsv, "-o", tmp_path / "ckpt", "--dim", "32", "--layers", "1", "--heads", "2",
+                 "--ff", "64", "--vocab-size", "300", "--max-steps", "5", "--eval-every", "5",
+                 "--batch-size", "16", "--device", "cpu", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert "5 steps" in result.stderr
+    again = cli("train", tsv, "-o", tmp_path / "ckpt", "--max-steps", "5")
+    assert again.exit_code == 1 and "--resume" in again.stderr
+
+
+def test_bad_training_input(cli, tmp_path):
+    (tmp_path / "a.txt").write_text("one\ntwo\nthree\n")
+    (tmp_path / "b.txt").write_text("eins\nzwei\n")
+    result = cli("train", f"{tmp_path / 'a.txt'},{tmp_path / 'b.txt'}", "-o", tmp_path / "c1")
+    assert result.exit_code == 1 and "aligned files must match" in result.stderr and "a.txt" in result.stderr
+
+    (tmp_path / "p.tsv").write_text("one\teins\ntwo\t\n")
+    result = cli("train", tmp_path / "p.tsv", "-o", tmp_path / "c2")
+    assert result.exit_code == 1 and f"{tmp_path / 'p.tsv'}:2: empty side" in result.stderr
+
+    (tmp_path / "bad.tsv").write_bytes(b"one\teins\ntwo\tzw\xffei\n")
+    result = cli("train", tmp_path / "bad.tsv", "-o", tmp_path / "c3")
+    assert result.exit_code == 1 and f"{tmp_path / 'bad.tsv'}:2: invalid UTF-8" in result.stderr
+
+
+def test_a_directory_of_another_format_is_not_a_checkpoint(cli, tmp_path):
+    hf = tmp_path / "hf-model"
+    hf.mkdir()
+    (hf / "config.json").write_text(json.dumps({"model_type": "bert", "architectures": ["BertModel"]}))
+    (tmp_path / "a.txt").write_text("Hallo\n")
+    result = cli("embed", tmp_path / "a.txt", "-o", tmp_path / "emb", "--encoder", f"ckpt:{hf}")
+    assert result.exit_code == 1 and "not a bitextmine-checkpoint" in result.stderr and "hf:DIR" in result.stderr
