@@ -169,8 +169,9 @@ def run_ivfpq(n: int, factory: str, train_sample: int, keep: Path | None) -> Non
                               "--trained-from", str(workdir / "src.idx"), "-q"])
     rows.append((f"index tgt: add {n:,} (--trained-from src)", seconds))
     # a fresh child for mining alone, so that its ru_maxrss is the mining peak
-    probe = (f"import resource, subprocess, sys, time; t = time.perf_counter(); "
-             f"subprocess.run({[*cli, 'mine', '--src', str(workdir / 'src'), '--tgt', str(workdir / 'tgt'), '--src-index', str(workdir / 'src.idx'), '--tgt-index', str(workdir / 'tgt.idx'), '-o', str(workdir / 'pairs.tsv'), '-q']!r}, check=True); "
+    mine = [*cli, "mine", "--src", str(workdir / "src"), "--tgt", str(workdir / "tgt"), "--src-index",
+            str(workdir / "src.idx"), "--tgt-index", str(workdir / "tgt.idx"), "-o", str(workdir / "pairs.tsv"), "-q"]
+    probe = (f"import resource, subprocess, time; t = time.perf_counter(); subprocess.run({mine!r}, check=True); "
              "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
     out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout.split()
     mine_seconds, mine_rss_gb = float(out[0]), int(out[1]) / 2**20

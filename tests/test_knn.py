@@ -14,7 +14,8 @@ def brute_force(x, y, k):
     return np.take_along_axis(sims, ids, 1), ids
 
 
-@pytest.mark.parametrize("n, m, k, block", [(700, 530, 4, 128), (300, 3, 4, 64), (5, 900, 2, 256), (1000, 1000, 1, 4096)])
+@pytest.mark.parametrize("n, m, k, block",
+                         [(700, 530, 4, 128), (300, 3, 4, 64), (5, 900, 2, 256), (1000, 1000, 1, 4096)])
 def test_exact_knn_matches_brute_force_in_both_directions(n, m, k, block):
     x = clustered_vectors(n, seed=1).astype(np.float16)
     y = clustered_vectors(m, seed=2).astype(np.float16)

@@ -220,8 +220,6 @@ def merge_indexes(index_dirs: list[str | Path], out_dir: str | Path) -> dict:
     Row ids of the second index onwards are shifted by the rows before them, so the
     merged index addresses the concatenation of their embedding sets.
     """
-    import faiss
-
     if len(index_dirs) < 2:
         raise BitextmineError("merging needs at least two indexes")
     merged, meta = load_index(index_dirs[0])
