@@ -144,3 +144,18 @@ def test_a_directory_of_another_format_is_not_a_checkpoint(cli, tmp_path):
     (tmp_path / "a.txt").write_text("Hallo\n")
     result = cli("embed", tmp_path / "a.txt", "-o", tmp_path / "emb", "--encoder", f"ckpt:{hf}")
     assert result.exit_code == 1 and "not a bitextmine-checkpoint" in result.stderr and "hf:DIR" in result.stderr
+
+
+def test_nli_triples_train_the_contrastive_objective(tmp_path, pairs):
+    from bitextmine.train.data import read_parallel
+
+    english = pairs.src
+    triples = tmp_path / "nli.tsv"
+    # stand-ins: the translation as the entailment, another sentence as the contradiction
+    triples.write_text("".join(f"{a}\t{b}\t{english[(i + 7) % len(english)]}\n"
+                               for i, (a, b) in enumerate(zip(english, pairs.tgt, strict=True))))
+    data = read_parallel([str(triples)])
+    assert data.negative is not None and len(data.negative) == len(english)
+    result = train(data, tmp_path / "ckpt", TrainConfig(max_steps=20, **TINY), progress=False)
+    losses = [r["loss"] for r in result["history"]]
+    assert losses[-1] < losses[0]

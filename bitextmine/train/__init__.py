@@ -26,7 +26,7 @@ from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import atomic_path, write_json
 from bitextmine.train import checkpoint as ckpt
 from bitextmine.train.data import ParallelData
-from bitextmine.train.losses import AdditiveMarginSoftmaxLoss, DistillationLoss
+from bitextmine.train.losses import AdditiveMarginSoftmaxLoss, ContrastiveNLILoss, DistillationLoss
 from bitextmine.train.model import PRESETS, TransformerConfig, TransformerSentenceEncoder, pad_batch
 
 log = logging.getLogger(__name__)
@@ -334,6 +334,9 @@ def train(data: ParallelData, out_dir: str | Path, cfg: TrainConfig = TrainConfi
     distill = DistillationLoss()
     t0 = time.time()
     src_ids, tgt_ids = model.tokenize(data.src), model.tokenize(data.tgt)
+    nli_ids = None if data.negative is None else model.tokenize(data.negative)
+    if nli_ids is not None:
+        log.info("NLI triples: contrastive loss with contradictions as hard negatives (mSimCSE)")
     dev_src, dev_tgt = model.tokenize(dev.src), model.tokenize(dev.tgt)
     teacher_vectors = None
     compatible_with = None
@@ -394,8 +397,11 @@ def train(data: ParallelData, out_dir: str | Path, cfg: TrainConfig = TrainConfi
                 for _ in range(cfg.accumulation):
                     rows = next(batches)
                     with torch.autocast(device_type, dtype=amp or torch.float32, enabled=amp is not None):
-                        loss = _batch_loss(model, rows, src_ids, tgt_ids, negatives, teacher_vectors, ranking,
-                                           distill, cfg, device)
+                        if nli_ids is not None:
+                            loss = _nli_loss(model, rows, src_ids, tgt_ids, nli_ids, cfg, device)
+                        else:
+                            loss = _batch_loss(model, rows, src_ids, tgt_ids, negatives, teacher_vectors,
+                                               ranking, distill, cfg, device)
                     (loss / cfg.accumulation).backward()
                     total += loss.item() / cfg.accumulation
                     pairs_seen += len(rows)
@@ -467,6 +473,14 @@ def _batch_loss(model, rows, src_ids, tgt_ids, negatives, teacher_vectors, ranki
         teacher_src = teacher_vectors[rows].to(device)
         loss = loss + cfg.distill_weight * distill.compute_loss_from_embeddings(src.float(), tgt.float(), teacher_src)
     return loss
+
+
+def _nli_loss(model, rows, anchor_ids, positive_ids, negative_ids, cfg, device):
+    from bitextmine.train.distributed import gather_with_grad
+
+    embed = lambda ids: gather_with_grad(model.embed([ids[i] for i in rows], device)).float()  # noqa: E731
+    return ContrastiveNLILoss(cfg.scale).compute_loss_from_embeddings(embed(anchor_ids), embed(positive_ids),
+                                                                      embed(negative_ids))
 
 
 def mine_hard_negatives(data: ParallelData, k: int, encoder_name: str, device: str) -> torch.Tensor:

@@ -13,6 +13,8 @@ from bitextmine.io.text import read_shard
 class ParallelData:
     src: list[str]
     tgt: list[str]
+    # NLI triples (mSimCSE): a contradiction of each source, used as a hard negative
+    negative: list[str] | None = None
 
     def __len__(self) -> int:
         return len(self.src)
@@ -25,24 +27,28 @@ class ParallelData:
         return self.subset(train), self.subset(dev)
 
     def subset(self, rows: list[int]) -> ParallelData:
-        return ParallelData([self.src[i] for i in rows], [self.tgt[i] for i in rows])
-
-    def head(self, n: int) -> ParallelData:
-        return ParallelData(self.src[:n], self.tgt[:n])
+        negative = None if self.negative is None else [self.negative[i] for i in rows]
+        return ParallelData([self.src[i] for i in rows], [self.tgt[i] for i in rows], negative)
 
 
 def read_tsv_pairs(path: str) -> ParallelData:
-    src, tgt = [], []
+    """``src<TAB>tgt`` per line; ``anchor<TAB>entailment<TAB>contradiction`` for NLI triples."""
+    src, tgt, negative = [], [], []
+    columns = None
     for number, line in enumerate(read_shard(path).lines, 1):
-        fields = line.split("\t")
-        if len(fields) < 2:
-            raise BitextmineError("expected src<TAB>tgt", path=path, line=number)
-        a, b = fields[0].strip(), fields[1].strip()
-        if not a or not b:
+        fields = [f.strip() for f in line.split("\t")]
+        if columns is None:
+            columns = 3 if len(fields) == 3 else 2
+        if len(fields) < 2 or (columns == 3 and len(fields) != 3):
+            raise BitextmineError("expected src<TAB>tgt" if columns == 2 else
+                                  "expected anchor<TAB>entailment<TAB>contradiction", path=path, line=number)
+        if not all(fields[:columns]):
             raise BitextmineError("empty side in a pair", path=path, line=number)
-        src.append(a)
-        tgt.append(b)
-    return ParallelData(src, tgt)
+        src.append(fields[0])
+        tgt.append(fields[1])
+        if columns == 3:
+            negative.append(fields[2])
+    return ParallelData(src, tgt, negative if columns == 3 else None)
 
 
 def read_aligned_pairs(src_path: str, tgt_path: str) -> ParallelData:
@@ -60,13 +66,8 @@ def read_parallel(paths: list[str]) -> ParallelData:
     """Each argument is a TSV file, or ``SRC,TGT`` for two aligned files; all concatenated."""
     if not paths:
         raise BitextmineError("no training data given")
-    src, tgt = [], []
-    for spec in paths:
-        if "," in spec:
-            a, b = spec.split(",", 1)
-            part = read_aligned_pairs(a, b)
-        else:
-            part = read_tsv_pairs(spec)
-        src += part.src
-        tgt += part.tgt
-    return ParallelData(src, tgt)
+    parts = [read_aligned_pairs(*spec.split(",", 1)) if "," in spec else read_tsv_pairs(spec) for spec in paths]
+    if len({p.negative is None for p in parts}) > 1:
+        raise BitextmineError("mix of NLI triples and translation pairs: train on one kind at a time")
+    negative = None if parts[0].negative is None else [x for p in parts for x in p.negative]
+    return ParallelData([x for p in parts for x in p.src], [x for p in parts for x in p.tgt], negative)

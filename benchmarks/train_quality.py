@@ -1,0 +1,99 @@
+"""Training quality and speed: the figures of benchmarks/RESULTS.md, reproduced.
+
+    python benchmarks/train_quality.py scratch   [--minutes 30]   # (a) + (d)
+    python benchmarks/train_quality.py finetune  [--minutes 20]   # (b) + (c)
+
+(a) A transformer (preset ``cpu``) trained from scratch on the Tatoeba/manythings
+    German-English pairs for a fixed CPU-time budget; Tatoeba deu P@1 (mean of both
+    directions) of the best dev checkpoint, and the learning curve (dev P@1 by step).
+(b) ``--init usem3`` fine-tuned on the German and French pairs, with distillation toward
+    the original encoder; Tatoeba deu and fra P@1 against the default encoder.
+(c) For (b): the default encoder's other 12 languages, before and after.
+(d) Training throughput in pairs/s (from the training log).
+Every run is the ``bitextmine train`` command printed before it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+TRAIN = SHARED / "train"
+TATOEBA = SHARED / "tatoeba"
+OTHER_LANGS = ["spa", "ita", "por", "nld", "rus", "pol", "tur", "ara", "cmn", "jpn", "kor", "tha"]
+
+
+def run(command: list[str]) -> None:
+    print("$ " + " ".join(shlex.quote(c) for c in command), flush=True)
+    subprocess.run(command, check=True)
+
+
+def tatoeba(encoder: str, langs: list[str], out: Path) -> dict[str, float]:
+    run([sys.executable, "-m", "bitextmine", "eval", "tatoeba", "--data", str(TATOEBA), "--langs", ",".join(langs),
+         "--encoder", encoder, "--device", "cpu", "--json", str(out)])
+    metrics = json.loads(out.read_text())["metrics"]
+    return {lang: metrics[f"{lang}_p@1_mean"] for lang in langs}
+
+
+def scratch(args) -> None:
+    ckpt = args.work / "scratch-deu"
+    run([sys.executable, "-m", "bitextmine", "train", str(TRAIN / "tatoeba_manythings_deu-eng" / "train.eng-deu.tsv"),
+         "-o", str(ckpt), "--preset", "cpu", "--max-minutes", str(args.minutes), "--max-steps", str(args.steps),
+         "--batch-size", "256", "--lr", "1e-3", "--warmup-steps", "300", "--eval-every", "250",
+         "--save-every", "500", "--patience", "100", "--vocab-size", "16000", "--device", "cpu", "-q"])
+    result = tatoeba(f"ckpt:{ckpt}", ["deu"], args.work / "scratch-deu.json")
+    log = [json.loads(x) for x in (ckpt / "train_log.jsonl").read_text().splitlines()]
+    print("\n## (a) from scratch, deu-eng, preset cpu\n")
+    print(f"Tatoeba deu P@1 (mean of both directions): **{result['deu']:.2f}**\n")
+    print("| step | minutes | loss | dev P@1 | pairs/s |")
+    print("|---:|---:|---:|---:|---:|")
+    for r in log:
+        print(f"| {r['step']} | {r['seconds'] / 60:.1f} | {r['loss']:.3f} | {r['dev_p@1']:.2f} | "
+              f"{r['pairs_per_second']:.0f} |")
+
+
+def finetune(args) -> None:
+    ckpt = args.work / "usem3-deu-fra"
+    langs = ["deu", "fra", *OTHER_LANGS]
+    before = tatoeba("usem3", langs, args.work / "usem3.json")
+    run([sys.executable, "-m", "bitextmine", "train",
+         str(TRAIN / "tatoeba_manythings_deu-eng" / "train.eng-deu.tsv"),
+         str(TRAIN / "tatoeba_manythings_fra-eng" / "train.eng-fra.tsv"),
+         "-o", str(ckpt), "--init", "usem3", "--teacher", "usem3", "--distill-weight", str(args.distill_weight),
+         "--max-minutes", str(args.minutes), "--max-steps", str(args.steps), "--batch-size", "128",
+         "--lr", str(args.lr), "--warmup-steps", "100", "--eval-every", "200", "--save-every", "400",
+         "--patience", "100", "--device", "cpu", "-q"])
+    after = tatoeba(f"ckpt:{ckpt}", langs, args.work / "usem3-deu-fra.json")
+    log = [json.loads(x) for x in (ckpt / "train_log.jsonl").read_text().splitlines()]
+    print("\n## (b, c) --init usem3 fine-tuned on deu-eng + fra-eng, distilled toward usem3\n")
+    print("| language | usem3 | fine-tuned | change |")
+    print("|---|---:|---:|---:|")
+    for lang in langs:
+        print(f"| {lang} | {before[lang]:.2f} | {after[lang]:.2f} | {after[lang] - before[lang]:+.2f} |")
+    mean_before = sum(before[x] for x in OTHER_LANGS) / len(OTHER_LANGS)
+    mean_after = sum(after[x] for x in OTHER_LANGS) / len(OTHER_LANGS)
+    print(f"| other 12, mean | {mean_before:.2f} | {mean_after:.2f} | {mean_after - mean_before:+.2f} |")
+    print(f"\n{log[-1]['step']} steps in {log[-1]['seconds'] / 60:.1f} min, "
+          f"{log[-1]['pairs_per_second']:.0f} pairs/s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("what", choices=["scratch", "finetune"])
+    parser.add_argument("--work", type=Path, default=Path("out/train-bench"))
+    parser.add_argument("--minutes", type=float, default=30)
+    parser.add_argument("--steps", type=int, default=20000)
+    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--distill-weight", type=float, default=1.0)
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    scratch(args) if args.what == "scratch" else finetune(args)
+
+
+if __name__ == "__main__":
+    main()
