@@ -159,3 +159,36 @@ def test_nli_triples_train_the_contrastive_objective(tmp_path, pairs):
     result = train(data, tmp_path / "ckpt", TrainConfig(max_steps=20, **TINY), progress=False)
     losses = [r["loss"] for r in result["history"]]
     assert losses[-1] < losses[0]
+
+
+def test_finetuning_usem3_with_distillation_stays_in_its_space(cli, tmp_path, pairs):
+    cfg = TrainConfig(init="usem3", teacher="usem3", max_steps=6, batch_size=16, lr=1e-4, warmup_steps=2,
+                      eval_every=3, save_every=3, dev_size=40, device="cpu", amp="off")
+    result = train(pairs, tmp_path / "student", cfg, progress=False)
+    assert result["steps"] == 6
+    config = json.loads((tmp_path / "student" / "config.json").read_text())
+    assert config["architecture"] == "usem3" and config["teacher"] == "usem3"
+
+    from bitextmine.encoders import load_encoder
+
+    teacher, student = load_encoder("usem3", device="cpu"), load_encoder(f"ckpt:{tmp_path / 'student'}")
+    assert config["compatible_with"] == teacher.identity.weights_sha256
+    assert student.identity.space() == teacher.identity.space() != student.identity.weights_sha256
+    a, b = teacher.encode(pairs.src[:50]), student.encode(pairs.src[:50])
+    assert 0.9 < float((a * b).sum(axis=1).mean()) < 0.99999  # moved, but not far
+
+    # a set embedded by the student mines against a set embedded by the teacher...
+    (tmp_path / "de.txt").write_text("\n".join(pairs.tgt) + "\n")
+    (tmp_path / "en.txt").write_text("\n".join(pairs.src) + "\n")
+    assert cli("embed", tmp_path / "de.txt", "-o", tmp_path / "de", "--encoder", f"ckpt:{tmp_path / 'student'}",
+               "-q").exit_code == 0
+    assert cli("embed", tmp_path / "en.txt", "-o", tmp_path / "en", "-q").exit_code == 0
+    result = cli("mine", "--src", tmp_path / "de", "--tgt", tmp_path / "en", "-o", tmp_path / "p.tsv", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert len((tmp_path / "p.tsv").read_text().splitlines()) > 200
+    # ...while a checkpoint trained without a teacher is another space, and refused
+    train(pairs, tmp_path / "other", TrainConfig(max_steps=2, **{**TINY, "dim": 512}), progress=False)
+    assert cli("embed", tmp_path / "de.txt", "-o", tmp_path / "de2", "--encoder", f"ckpt:{tmp_path / 'other'}",
+               "-q").exit_code == 0
+    refused = cli("mine", "--src", tmp_path / "de2", "--tgt", tmp_path / "en", "-o", tmp_path / "q.tsv")
+    assert refused.exit_code == 1 and "different encoders" in refused.stderr
