@@ -55,3 +55,13 @@ THRESHOLDS = {
 # Exact kNN works on blocks of this many query and database rows: the similarity block
 # (rows x rows fp32) bounds memory whatever the corpus size.
 KNN_BLOCK_ROWS = 8192
+
+# --- filter ---------------------------------------------------------------------------
+FILTER_MIN_CHARS = 3
+FILTER_MAX_CHARS = 1000
+FILTER_MIN_TOKENS = 1
+FILTER_MAX_TOKENS = 250
+FILTER_MAX_LENGTH_RATIO = 3.0  # of UTF-8 byte lengths, which balances scripts
+FILTER_MIN_LETTER_SHARE = 0.5  # letters / characters, per side
+FILTER_NEAR_COPY_JACCARD = 0.9  # word overlap above which the sides count as copies
+FILTER_BOILERPLATE_COUNT = 10  # a side text seen this often in one file is boilerplate

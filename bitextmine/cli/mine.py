@@ -8,6 +8,22 @@ from typing import Annotated
 import typer
 
 from bitextmine import defaults
+from bitextmine.cli.filter import (
+    Boilerplate,
+    Dedup,
+    MaxChars,
+    MaxRatio,
+    MaxScore,
+    MaxTokens,
+    MinChars,
+    MinLetters,
+    MinTokens,
+    NearCopy,
+    Skip,
+    SrcLang,
+    TgtLang,
+    make_filter_config,
+)
 
 app = typer.Typer()
 
@@ -45,6 +61,23 @@ def mine(
     device: Annotated[str, typer.Option(help="Exact search on auto (a GPU when there is one), cpu or cuda:N.")]
     = "auto",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No info messages.")] = False,
+    filter_pairs: Annotated[bool, typer.Option(
+        "--filter", help="Apply `bitextmine filter` to the pairs before writing them (same options).")] = False,
+    rejects: Annotated[str | None, typer.Option(help="With --filter: write rejected pairs with their reason.",
+                                                show_default=False)] = None,
+    skip: Skip = None,
+    min_chars: MinChars = defaults.FILTER_MIN_CHARS,
+    max_chars: MaxChars = defaults.FILTER_MAX_CHARS,
+    min_tokens: MinTokens = defaults.FILTER_MIN_TOKENS,
+    max_side_tokens: MaxTokens = defaults.FILTER_MAX_TOKENS,
+    max_ratio: MaxRatio = defaults.FILTER_MAX_LENGTH_RATIO,
+    min_letters: MinLetters = defaults.FILTER_MIN_LETTER_SHARE,
+    near_copy: NearCopy = defaults.FILTER_NEAR_COPY_JACCARD,
+    boilerplate: Boilerplate = defaults.FILTER_BOILERPLATE_COUNT,
+    dedup: Dedup = "both",
+    max_score: MaxScore = None,
+    src_lang: SrcLang = None,
+    tgt_lang: TgtLang = None,
 ) -> None:
     """Mine sentence pairs between two embedding sets, scored by margin or cosine.
 
@@ -64,10 +97,20 @@ def mine(
                      nprobe=nprobe, device=device)
     src_corpus = EmbeddingCorpus.load(src, verify=True)
     tgt_corpus = EmbeddingCorpus.load(tgt, verify=True)
+    filter_cfg = make_filter_config(skip, min_chars, max_chars, min_tokens, max_side_tokens, max_ratio, min_letters,
+                                    near_copy, boilerplate, dedup, max_score, src_lang, tgt_lang)
     mined = mine_corpora(src_corpus, tgt_corpus, cfg, src_index=src_index, tgt_index=tgt_index)
-    write_pairs(mined, output, with_ids=with_ids)
+    stats = {**mined.stats, "output": output}
+    if filter_pairs:
+        from bitextmine.filter.run import filter_pairs_to_files
+
+        report = filter_pairs_to_files(mined.as_filter_pairs(with_ids), filter_cfg, output, None, rejects)
+        stats["filter"] = {"config": {**filter_cfg.__dict__, "disabled": list(filter_cfg.disabled)},
+                           **report.to_dict()}
+    else:
+        write_pairs(mined, output, with_ids=with_ids)
     meta_path = meta if meta is not None else (None if output == "-" else Path(output + ".json"))
     if meta_path is not None:
-        write_json(meta_path, {**mined.stats, "output": output})
+        write_json(meta_path, stats)
     logging.getLogger("bitextmine").info("%d pairs at %s >= %g -> %s", len(mined), cfg.score,
                                          mined.stats["parameters"]["threshold"], output)

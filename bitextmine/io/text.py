@@ -123,19 +123,13 @@ def _decode(data: bytes, path: str, errors: str) -> str:
                               path=path, line=line) from None
 
 
-def read_shard(path: str, errors: str = "strict") -> Shard:
-    """Read a whole shard: lines without their newline, a blank flag per line.
-
-    ``errors``: ``strict`` raises on invalid UTF-8 or NUL bytes, naming file and line;
-    ``replace`` maps invalid bytes to U+FFFD and NUL to a space.
-    """
+def _read_lines(path: str, errors: str) -> tuple[list[str], int, str]:
+    """(lines, stored size, SHA-256 of the stored bytes) of a text file or stdin."""
     if errors not in TEXT_ERROR_MODES:
         raise BitextmineError(f"unknown --errors mode {errors!r}: use strict or replace")
     if path == STDIN:
-        raw = sys.stdin.buffer.read()
-        data = raw
-        size = len(raw)
-        digest = hashlib.sha256(raw).hexdigest()
+        data = sys.stdin.buffer.read()
+        size, digest = len(data), hashlib.sha256(data).hexdigest()
     else:
         size = os.path.getsize(path)
         digest = file_sha256(path)
@@ -150,7 +144,24 @@ def read_shard(path: str, errors: str = "strict") -> Shard:
     lines = text.split("\n")
     if lines and lines[-1] == "":  # the final newline ends the last line, it does not start one
         lines.pop()
-    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    return [line[:-1] if line.endswith("\r") else line for line in lines], size, digest
+
+
+def read_lines(path: str, errors: str = "strict") -> list[str]:
+    """The lines of a text file (or ``-``), decompressed; an empty file has none."""
+    if path != STDIN and not os.path.isfile(path):
+        raise BitextmineError("no such file", path=path)
+    return _read_lines(path, errors)[0]
+
+
+def read_shard(path: str, errors: str = "strict") -> Shard:
+    """Read a whole shard: lines without their newline, a blank flag per line.
+
+    ``errors``: ``strict`` raises on invalid UTF-8 or NUL bytes, naming file and line;
+    ``replace`` maps invalid bytes to U+FFFD and NUL to a space. A shard must hold at
+    least one non-blank line.
+    """
+    lines, size, digest = _read_lines(path, errors)
     if not lines:
         raise BitextmineError("empty file: a shard needs at least one line", path=path)
     blank = [not line.strip() for line in lines]

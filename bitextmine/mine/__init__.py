@@ -144,6 +144,12 @@ class MinedPairs:
     def __len__(self) -> int:
         return len(self.scores)
 
+    def as_filter_pairs(self, with_ids: bool = False):
+        from bitextmine.filter import Pair
+
+        return [Pair(float(self.scores[i]), self.src_text[i].replace("\t", " "), self.tgt_text[i].replace("\t", " "),
+                     [self.src_ids[i], self.tgt_ids[i]] if with_ids else []) for i in range(len(self))]
+
 
 def check_compatible(src: EmbeddingCorpus, tgt: EmbeddingCorpus) -> None:
     a, b = src.encoder, tgt.encoder

@@ -142,8 +142,12 @@ def exact_knn_both_ways(
     return fwd, bwd
 
 
-def exact_sims(queries: np.ndarray, database: np.ndarray, ids: np.ndarray, block_rows: int = 65536) -> np.ndarray:
-    """cos(query i, database ids[i, j]) in fp32, for ids >= 0 (else -inf)."""
+def exact_sims(queries: np.ndarray, database: np.ndarray, ids: np.ndarray,
+               block_rows: int = 8192) -> np.ndarray:
+    """cos(query i, database ids[i, j]) in fp32, for ids >= 0 (else -inf).
+
+    Blocks of queries keep the gathered neighbours small (8192 x k x dim fp32).
+    """
     out = np.full(ids.shape, -np.inf, dtype=np.float32)
     for start in range(0, len(ids), block_rows):
         block_ids = ids[start : start + block_rows]

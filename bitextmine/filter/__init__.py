@@ -1,0 +1,266 @@
+"""Make mined pairs NMT-ready: rules that drop junk, each switchable, each counted.
+
+High-margin pairs still hold junk (WikiMatrix and LASER users report it): the wrong
+language on one side, copies, boilerplate, numbers or URLs that differ, duplicates that
+cost BLEU. Rules run in a fixed order, cheapest first; a rejected pair is charged to
+the first rule it fails. Deduplication keeps the first occurrence, which is the
+best-scoring one since mined files are sorted by score.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+
+from bitextmine import defaults
+from bitextmine.errors import BitextmineError
+
+RULES = ("score_cap", "length", "tokens", "ratio", "letters", "copy", "numbers", "urls", "boilerplate", "dedup",
+         "lid")
+DEDUP_MODES = ("pair", "src", "tgt", "both")
+
+
+@dataclass(frozen=True)
+class FilterConfig:
+    disabled: tuple[str, ...] = ()
+    min_chars: int = defaults.FILTER_MIN_CHARS
+    max_chars: int = defaults.FILTER_MAX_CHARS
+    min_tokens: int = defaults.FILTER_MIN_TOKENS
+    max_tokens: int = defaults.FILTER_MAX_TOKENS
+    max_ratio: float = defaults.FILTER_MAX_LENGTH_RATIO
+    min_letters: float = defaults.FILTER_MIN_LETTER_SHARE
+    near_copy: float = defaults.FILTER_NEAR_COPY_JACCARD
+    boilerplate_count: int = defaults.FILTER_BOILERPLATE_COUNT
+    dedup: str = "both"  # pair: identical pairs; src / tgt: one side seen before; both: src or tgt
+    max_score: float | None = None  # the score cap is off until given
+    src_lang: str | None = None  # language ID is off until a language is given
+    tgt_lang: str | None = None
+
+    def __post_init__(self):
+        unknown = set(self.disabled) - set(RULES)
+        if unknown:
+            raise BitextmineError(f"unknown filter rule(s) {', '.join(sorted(unknown))}: rules are {', '.join(RULES)}")
+        if self.dedup not in DEDUP_MODES:
+            raise BitextmineError(f"unknown dedup mode {self.dedup!r}: use {', '.join(DEDUP_MODES)}")
+
+    def active(self, rule: str) -> bool:
+        if rule in self.disabled:
+            return False
+        if rule == "score_cap":
+            return self.max_score is not None
+        if rule == "lid":
+            return self.src_lang is not None or self.tgt_lang is not None
+        return True
+
+
+@dataclass
+class Pair:
+    score: float | None
+    src: str
+    tgt: str
+    extra: list[str] = field(default_factory=list)  # further columns (ids), passed through
+
+    def fields(self) -> list[str]:
+        head = [] if self.score is None else [f"{self.score:.6f}"]
+        return [*head, self.src, self.tgt, *self.extra]
+
+
+@dataclass
+class FilterReport:
+    total: int = 0
+    kept: int = 0
+    rejected: dict[str, int] = field(default_factory=lambda: {r: 0 for r in RULES})
+    lid_unsupported: int = 0  # pairs that passed language ID because the detector does not know the language
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# --- text helpers -------------------------------------------------------------------------
+
+_URL = re.compile(r"(?:https?://|www\.)[^\s<>\"']+|[\w.+-]+@[\w-]+\.[\w.-]+", re.IGNORECASE)
+_NUMBER = re.compile(r"\d(?:[\d.,'\u00a0\u202f]*\d)?")  # 1,000 / 1.000 / 1 000 (narrow spaces)
+_WORD = re.compile(r"\w+")
+
+
+def normalise(text: str) -> str:
+    """For comparisons: NFKC, case-folded, letters and digits only, spaces squeezed."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(_WORD.findall(text))
+
+
+def numbers(text: str) -> set[str]:
+    """Digit runs with their separators dropped: 1,000 / 1.000 / 1 000 -> 1000."""
+    return {re.sub(r"\D", "", n) for n in _NUMBER.findall(text)}
+
+
+def urls(text: str) -> set[str]:
+    return {u.rstrip(".,;:!?)").lower() for u in _URL.findall(text)}
+
+
+def letter_share(text: str) -> float:
+    if not text:
+        return 0.0
+    letters = sum(1 for ch in text if ch.isalpha())
+    return letters / len(text)
+
+
+def token_count(text: str) -> int:
+    # scripts without spaces (CJK, Thai) count characters, so the bounds mean the same
+    count = len(text.split())
+    return max(count, sum(1 for ch in text if ord(ch) >= 0x2E80 and ch.isalpha()))
+
+
+# --- the rules ------------------------------------------------------------------------------
+
+class PairFilter:
+    """Applies the rules of a ``FilterConfig`` to pairs; ``run`` needs the whole input
+    (boilerplate counts are over all pairs), ``check`` judges one pair."""
+
+    def __init__(self, cfg: FilterConfig = FilterConfig()):
+        self.cfg = cfg
+        self.report = FilterReport()
+        self._seen_pairs: set[tuple[str, str]] = set()
+        self._seen_src: set[str] = set()
+        self._seen_tgt: set[str] = set()
+        self._boilerplate: set[str] = set()
+        self._lid = None
+        if cfg.active("lid"):
+            from bitextmine.filter.langid import LanguageIdentifier
+
+            self._lid = LanguageIdentifier()
+        self._order = [r for r in RULES if cfg.active(r)]
+
+    def count_boilerplate(self, pairs: Iterable[Pair]) -> None:
+        """Texts that occur at least ``boilerplate_count`` times on one side."""
+        counts: Counter[str] = Counter()
+        for p in pairs:
+            counts[normalise(p.src)] += 1
+            counts[normalise(p.tgt)] += 1
+        self._boilerplate = {t for t, c in counts.items() if c >= self.cfg.boilerplate_count and t}
+
+    def check(self, pair: Pair) -> str | None:
+        """The first rule ``pair`` fails, or None when it passes them all."""
+        cfg = self.cfg
+        src, tgt = pair.src, pair.tgt
+        norm_src = norm_tgt = None
+        for rule in self._order:
+            if rule == "score_cap":
+                if pair.score is not None and pair.score > cfg.max_score:
+                    return rule
+            elif rule == "length":
+                if not (cfg.min_chars <= len(src) <= cfg.max_chars and cfg.min_chars <= len(tgt) <= cfg.max_chars):
+                    return rule
+            elif rule == "tokens":
+                a, b = token_count(src), token_count(tgt)
+                if not (cfg.min_tokens <= a <= cfg.max_tokens and cfg.min_tokens <= b <= cfg.max_tokens):
+                    return rule
+            elif rule == "ratio":
+                a, b = len(src.encode()), len(tgt.encode())  # UTF-8 bytes: fair across scripts
+                if max(a, b) > cfg.max_ratio * max(1, min(a, b)):
+                    return rule
+            elif rule == "letters":
+                if letter_share(src) < cfg.min_letters or letter_share(tgt) < cfg.min_letters:
+                    return rule
+            elif rule == "copy":
+                norm_src, norm_tgt = normalise(src), normalise(tgt)
+                if norm_src == norm_tgt or _jaccard(norm_src, norm_tgt) >= cfg.near_copy:
+                    return rule
+            elif rule == "numbers":
+                if not _numbers_agree(src, tgt):
+                    return rule
+            elif rule == "urls":
+                if urls(src) != urls(tgt):
+                    return rule
+            elif rule == "boilerplate":
+                norm_src = norm_src if norm_src is not None else normalise(src)
+                norm_tgt = norm_tgt if norm_tgt is not None else normalise(tgt)
+                if norm_src in self._boilerplate or norm_tgt in self._boilerplate:
+                    return rule
+            elif rule == "dedup":
+                norm_src = norm_src if norm_src is not None else normalise(src)
+                norm_tgt = norm_tgt if norm_tgt is not None else normalise(tgt)
+                if self._seen(norm_src, norm_tgt):
+                    return rule
+            elif rule == "lid":
+                if not self._languages_match(src, tgt):
+                    return rule
+        return None
+
+    def _seen(self, src: str, tgt: str) -> bool:
+        mode = self.cfg.dedup
+        if mode == "pair":
+            seen = (src, tgt) in self._seen_pairs
+        elif mode == "src":
+            seen = src in self._seen_src
+        elif mode == "tgt":
+            seen = tgt in self._seen_tgt
+        else:
+            seen = src in self._seen_src or tgt in self._seen_tgt
+        if not seen:  # only a kept pair claims its sentences
+            self._seen_pairs.add((src, tgt))
+            self._seen_src.add(src)
+            self._seen_tgt.add(tgt)
+        return seen
+
+    def _languages_match(self, src: str, tgt: str) -> bool:
+        for text, want in ((src, self.cfg.src_lang), (tgt, self.cfg.tgt_lang)):
+            if want is None:
+                continue
+            if not self._lid.supports(want):
+                self.report.lid_unsupported += 1
+                continue
+            if self._lid.detect(text) != self._lid.canonical(want):
+                return False
+        return True
+
+    def run(self, pairs: list[Pair]) -> Iterator[tuple[Pair, str | None]]:
+        """(pair, reason) for each pair in order; reason None means kept."""
+        if self.cfg.active("boilerplate"):
+            self.count_boilerplate(pairs)
+        for pair in pairs:
+            reason = self.check(pair)
+            self.report.total += 1
+            if reason is None:
+                self.report.kept += 1
+            else:
+                self.report.rejected[reason] += 1
+            yield pair, reason
+
+
+def _jaccard(a: str, b: str) -> float:
+    x, y = set(a.split()), set(b.split())
+    if len(x) < 3 or len(y) < 3:  # too short to call a near copy by overlap
+        return 0.0
+    return len(x & y) / len(x | y)
+
+
+def _numbers_agree(src: str, tgt: str) -> bool:
+    """Both sides write the same numbers. When only one side has digits, the other has
+    most likely spelled them out ("at 2:30" / "a las dos y media"), which passes."""
+    a, b = numbers(src), numbers(tgt)
+    return a == b or not a or not b
+
+
+def read_pairs(lines: Iterable[str], path: str = "-") -> list[Pair]:
+    """Mined-pairs TSV (score, src, tgt, [ids...]) or plain ``src<TAB>tgt``."""
+    pairs = []
+    for number, line in enumerate(lines, 1):
+        line = line.rstrip("\n").rstrip("\r")
+        if not line:
+            continue
+        cols = line.split("\t")
+        try:
+            if len(cols) >= 3:
+                pairs.append(Pair(float(cols[0]), cols[1], cols[2], cols[3:]))
+                continue
+        except ValueError:
+            pass
+        if len(cols) == 2:
+            pairs.append(Pair(None, cols[0], cols[1]))
+        else:
+            raise BitextmineError("expected score<TAB>src<TAB>tgt (or src<TAB>tgt)", path=path, line=number)
+    return pairs
