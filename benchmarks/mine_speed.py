@@ -150,27 +150,30 @@ def peak_rss_of(command: list[str]) -> tuple[float, float]:
     return seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
 
 
-def run_ivfpq(n: int, factory: str, train_sample: int, keep: Path | None) -> None:
+def run_ivfpq(n: int, factory: str, train_sample: int, keep: Path | None, nprobe: int) -> None:
     import faiss
 
     from bitextmine.index import load_index
 
     workdir = Path(keep or tempfile.mkdtemp(prefix="bitextmine-bench-"))
     x, y = synthetic_pair(n, seed=1)
-    write_synthetic_set(workdir / "src", x, "src")
-    write_synthetic_set(workdir / "tgt", y, "tgt")
     cli = [sys.executable, "-m", "bitextmine"]
-    # Train once on the source side; fill the target index from the same training
-    # (--trained-from), as a sharded run would.
-    seconds, _ = peak_rss_of([*cli, "index", str(workdir / "src"), "-o", str(workdir / "src.idx"),
-                              "--type", factory, "--train-sample", str(train_sample), "-q"])
-    rows = [(f"index src: train {factory} on {train_sample:,} vectors, add {n:,}", seconds)]
-    seconds, _ = peak_rss_of([*cli, "index", str(workdir / "tgt"), "-o", str(workdir / "tgt.idx"),
-                              "--trained-from", str(workdir / "src.idx"), "-q"])
-    rows.append((f"index tgt: add {n:,} (--trained-from src)", seconds))
+    rows = []
+    if not (workdir / "tgt.idx" / "index.json").exists():  # a kept work directory is reused
+        write_synthetic_set(workdir / "src", x, "src")
+        write_synthetic_set(workdir / "tgt", y, "tgt")
+        # Train once on the source side; fill the target index from the same training
+        # (--trained-from), as a sharded run would.
+        seconds, _ = peak_rss_of([*cli, "index", str(workdir / "src"), "-o", str(workdir / "src.idx"),
+                                  "--type", factory, "--train-sample", str(train_sample), "-q"])
+        rows = [(f"index src: train {factory} on {train_sample:,} vectors, add {n:,}", seconds)]
+        seconds, _ = peak_rss_of([*cli, "index", str(workdir / "tgt"), "-o", str(workdir / "tgt.idx"),
+                                  "--trained-from", str(workdir / "src.idx"), "-q"])
+        rows.append((f"index tgt: add {n:,} (--trained-from src)", seconds))
     # a fresh child for mining alone, so that its ru_maxrss is the mining peak
     mine = [*cli, "mine", "--src", str(workdir / "src"), "--tgt", str(workdir / "tgt"), "--src-index",
-            str(workdir / "src.idx"), "--tgt-index", str(workdir / "tgt.idx"), "-o", str(workdir / "pairs.tsv"), "-q"]
+            str(workdir / "src.idx"), "--tgt-index", str(workdir / "tgt.idx"), "-o", str(workdir / "pairs.tsv"),
+            "--nprobe", str(nprobe), "-q"]
     probe = (f"import resource, subprocess, time; t = time.perf_counter(); subprocess.run({mine!r}, check=True); "
              "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
     out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout.split()
@@ -179,7 +182,7 @@ def run_ivfpq(n: int, factory: str, train_sample: int, keep: Path | None) -> Non
 
     # (c) recall@k of the target index against exact search, on 1000 sampled queries
     index, info = load_index(workdir / "tgt.idx")
-    faiss.extract_index_ivf(index).nprobe = info["nprobe"]
+    faiss.extract_index_ivf(index).nprobe = nprobe
     rng = np.random.default_rng(0)
     queries = x[rng.choice(n, 1000, replace=False)].astype(np.float32)
     exact = np.concatenate([faiss.knn(queries, y[s : s + 200_000].astype(np.float32), 10,
@@ -187,7 +190,7 @@ def run_ivfpq(n: int, factory: str, train_sample: int, keep: Path | None) -> Non
     exact_d = np.einsum("qd,qkd->qk", queries, y[exact].astype(np.float32))
     exact_top = np.take_along_axis(exact, np.argsort(-exact_d, axis=1), 1)  # best 10 of the blocks' best 10s
     _, approx = index.search(queries, 10)
-    print(f"## (b, c) {n:,} x {n:,} synthetic {DIM}-d with {factory} indexes, nprobe {info['nprobe']}\n")
+    print(f"## (b, c) {n:,} x {n:,} synthetic {DIM}-d with {info['factory']} indexes, nprobe {nprobe}\n")
     print("| step | seconds |")
     print("|---|---:|")
     for name, seconds in rows:
@@ -207,7 +210,8 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=None)
     parser.add_argument("--factory", default="OPQ64,IVF4096,PQ64")
     parser.add_argument("--train-sample", type=int, default=200_000)
-    parser.add_argument("--keep", type=Path, default=None, help="work directory to keep (ivfpq)")
+    parser.add_argument("--keep", type=Path, default=None, help="work directory to keep and reuse (ivfpq)")
+    parser.add_argument("--nprobe", type=int, default=16)
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", str(os.cpu_count()))
     if args.what == "exact":
@@ -215,7 +219,7 @@ def main() -> None:
     elif args.what == "tatoeba":
         run_tatoeba()
     else:
-        run_ivfpq(args.n or 1_000_000, args.factory, args.train_sample, args.keep)
+        run_ivfpq(args.n or 1_000_000, args.factory, args.train_sample, args.keep, args.nprobe)
 
 
 if __name__ == "__main__":

@@ -88,30 +88,43 @@ _WORD = re.compile(r"\w+")
 
 def normalise(text: str) -> str:
     """For comparisons: NFKC, case-folded, letters and digits only, spaces squeezed."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    return " ".join(_WORD.findall(text))
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    return " ".join(_WORD.findall(text.casefold()))
+
+
+_DIGIT = re.compile(r"\d")
+_NON_DIGIT = re.compile(r"\D")
+_NOT_LETTER = re.compile(r"[\W\d_]")
+# scripts written without spaces: CJK, kana, Hangul, Thai, Lao, Khmer, Myanmar
+_UNSPACED = re.compile(r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
 def numbers(text: str) -> set[str]:
     """Digit runs with their separators dropped: 1,000 / 1.000 / 1 000 -> 1000."""
-    return {re.sub(r"\D", "", n) for n in _NUMBER.findall(text)}
+    if not _DIGIT.search(text):
+        return set()
+    return {_NON_DIGIT.sub("", n) for n in _NUMBER.findall(text)}
 
 
 def urls(text: str) -> set[str]:
+    if "://" not in text and "www." not in text and "@" not in text:
+        return set()
     return {u.rstrip(".,;:!?)").lower() for u in _URL.findall(text)}
 
 
 def letter_share(text: str) -> float:
     if not text:
         return 0.0
-    letters = sum(1 for ch in text if ch.isalpha())
-    return letters / len(text)
+    return len(_NOT_LETTER.sub("", text)) / len(text)
 
 
 def token_count(text: str) -> int:
-    # scripts without spaces (CJK, Thai) count characters, so the bounds mean the same
+    # scripts without spaces count characters, so the bounds mean about the same
     count = len(text.split())
-    return max(count, sum(1 for ch in text if ord(ch) >= 0x2E80 and ch.isalpha()))
+    if text.isascii():
+        return count
+    return max(count, len(_UNSPACED.findall(text)))
 
 
 # --- the rules ------------------------------------------------------------------------------
