@@ -67,6 +67,20 @@ class EmbeddingCorpus:
         emb_set, i = self._where[index]
         return emb_set.read_lines(i)
 
+    def non_blank_ids(self, block_rows: int = 65536) -> np.ndarray:
+        """Global ids of the rows that are not blank lines, read block by block."""
+        from bitextmine.embed.embedding_set import row_is_blank
+
+        ids = []
+        offsets = self.shard_offsets()
+        for s in range(len(self.shards)):
+            array = self.open_shard(s)
+            for start in range(0, len(array), block_rows):
+                block = np.asarray(array[start : start + block_rows])
+                ids.append(np.flatnonzero(~row_is_blank(block)) + start + offsets[s])
+            _release_pages(array)
+        return np.concatenate(ids) if ids else np.empty(0, np.int64)
+
     def fingerprints(self) -> list[str]:
         return [set_fingerprint(s) for s in self.sets]
 

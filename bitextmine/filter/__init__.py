@@ -140,68 +140,70 @@ class PairFilter:
         self._seen_src: set[str] = set()
         self._seen_tgt: set[str] = set()
         self._boilerplate: set[str] = set()
-        self._lid = None
+        self._detector = None
         if cfg.active("lid"):
             from bitextmine.filter.langid import LanguageIdentifier
 
-            self._lid = LanguageIdentifier()
-        self._order = [r for r in RULES if cfg.active(r)]
+            self._detector = LanguageIdentifier()
+        methods = {"score_cap": self._score_cap, "length": self._length, "tokens": self._tokens,
+                   "ratio": self._ratio, "letters": self._letters, "copy": self._copy, "numbers": self._numbers,
+                   "urls": self._urls, "boilerplate": self._boilerplate_rule, "dedup": self._dedup, "lid": self._lid}
+        self._checks = [(rule, methods[rule]) for rule in RULES if cfg.active(rule)]
 
-    def count_boilerplate(self, pairs: Iterable[Pair]) -> None:
+    def count_boilerplate(self, normalised: Iterable[tuple[str, str]]) -> None:
         """Texts that occur at least ``boilerplate_count`` times on one side."""
         counts: Counter[str] = Counter()
-        for p in pairs:
-            counts[normalise(p.src)] += 1
-            counts[normalise(p.tgt)] += 1
+        for src, tgt in normalised:
+            counts[src] += 1
+            counts[tgt] += 1
         self._boilerplate = {t for t, c in counts.items() if c >= self.cfg.boilerplate_count and t}
 
-    def check(self, pair: Pair) -> str | None:
+    def check(self, pair: Pair, norm_src: str | None = None, norm_tgt: str | None = None) -> str | None:
         """The first rule ``pair`` fails, or None when it passes them all."""
-        cfg = self.cfg
-        src, tgt = pair.src, pair.tgt
-        norm_src = norm_tgt = None
-        for rule in self._order:
-            if rule == "score_cap":
-                if pair.score is not None and pair.score > cfg.max_score:
-                    return rule
-            elif rule == "length":
-                if not (cfg.min_chars <= len(src) <= cfg.max_chars and cfg.min_chars <= len(tgt) <= cfg.max_chars):
-                    return rule
-            elif rule == "tokens":
-                a, b = token_count(src), token_count(tgt)
-                if not (cfg.min_tokens <= a <= cfg.max_tokens and cfg.min_tokens <= b <= cfg.max_tokens):
-                    return rule
-            elif rule == "ratio":
-                a, b = len(src.encode()), len(tgt.encode())  # UTF-8 bytes: fair across scripts
-                if max(a, b) > cfg.max_ratio * max(1, min(a, b)):
-                    return rule
-            elif rule == "letters":
-                if letter_share(src) < cfg.min_letters or letter_share(tgt) < cfg.min_letters:
-                    return rule
-            elif rule == "copy":
-                norm_src, norm_tgt = normalise(src), normalise(tgt)
-                if norm_src == norm_tgt or _jaccard(norm_src, norm_tgt) >= cfg.near_copy:
-                    return rule
-            elif rule == "numbers":
-                if not _numbers_agree(src, tgt):
-                    return rule
-            elif rule == "urls":
-                if urls(src) != urls(tgt):
-                    return rule
-            elif rule == "boilerplate":
-                norm_src = norm_src if norm_src is not None else normalise(src)
-                norm_tgt = norm_tgt if norm_tgt is not None else normalise(tgt)
-                if norm_src in self._boilerplate or norm_tgt in self._boilerplate:
-                    return rule
-            elif rule == "dedup":
-                norm_src = norm_src if norm_src is not None else normalise(src)
-                norm_tgt = norm_tgt if norm_tgt is not None else normalise(tgt)
-                if self._seen(norm_src, norm_tgt):
-                    return rule
-            elif rule == "lid":
-                if not self._languages_match(src, tgt):
-                    return rule
+        if norm_src is None:
+            norm_src, norm_tgt = normalise(pair.src), normalise(pair.tgt)
+        for rule, fails in self._checks:
+            if fails(pair, norm_src, norm_tgt):
+                return rule
         return None
+
+    # one method per rule: (pair, normalised source, normalised target) -> fails?
+    def _score_cap(self, p, ns, nt):
+        return p.score is not None and p.score > self.cfg.max_score
+
+    def _length(self, p, ns, nt):
+        lo, hi = self.cfg.min_chars, self.cfg.max_chars
+        return not (lo <= len(p.src) <= hi and lo <= len(p.tgt) <= hi)
+
+    def _tokens(self, p, ns, nt):
+        lo, hi = self.cfg.min_tokens, self.cfg.max_tokens
+        a, b = token_count(p.src), token_count(p.tgt)
+        return not (lo <= a <= hi and lo <= b <= hi)
+
+    def _ratio(self, p, ns, nt):
+        a, b = len(p.src.encode()), len(p.tgt.encode())  # UTF-8 bytes: fair across scripts
+        return max(a, b) > self.cfg.max_ratio * max(1, min(a, b))
+
+    def _letters(self, p, ns, nt):
+        return letter_share(p.src) < self.cfg.min_letters or letter_share(p.tgt) < self.cfg.min_letters
+
+    def _copy(self, p, ns, nt):
+        return ns == nt or _jaccard(ns, nt) >= self.cfg.near_copy
+
+    def _numbers(self, p, ns, nt):
+        return not _numbers_agree(p.src, p.tgt)
+
+    def _urls(self, p, ns, nt):
+        return urls(p.src) != urls(p.tgt)
+
+    def _boilerplate_rule(self, p, ns, nt):
+        return ns in self._boilerplate or nt in self._boilerplate
+
+    def _dedup(self, p, ns, nt):
+        return self._seen(ns, nt)
+
+    def _lid(self, p, ns, nt):
+        return not self._languages_match(p.src, p.tgt)
 
     def _seen(self, src: str, tgt: str) -> bool:
         mode = self.cfg.dedup
@@ -223,19 +225,20 @@ class PairFilter:
         for text, want in ((src, self.cfg.src_lang), (tgt, self.cfg.tgt_lang)):
             if want is None:
                 continue
-            if not self._lid.supports(want):
+            if not self._detector.supports(want):
                 self.report.lid_unsupported += 1
                 continue
-            if self._lid.detect(text) != self._lid.canonical(want):
+            if self._detector.detect(text) != self._detector.canonical(want):
                 return False
         return True
 
     def run(self, pairs: list[Pair]) -> Iterator[tuple[Pair, str | None]]:
         """(pair, reason) for each pair in order; reason None means kept."""
+        normalised = [(normalise(p.src), normalise(p.tgt)) for p in pairs]  # once, for three rules
         if self.cfg.active("boilerplate"):
-            self.count_boilerplate(pairs)
-        for pair in pairs:
-            reason = self.check(pair)
+            self.count_boilerplate(normalised)
+        for pair, (norm_src, norm_tgt) in zip(pairs, normalised, strict=True):
+            reason = self.check(pair, norm_src, norm_tgt)
             self.report.total += 1
             if reason is None:
                 self.report.kept += 1
