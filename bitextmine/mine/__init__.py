@@ -122,14 +122,39 @@ def _collapse_duplicates(nb: Neighbours, k: int) -> Neighbours:
     return Neighbours(np.where(gone, -np.inf, sims).astype(np.float32), np.where(gone, -1, out))
 
 
-def _search_index(index_dir, corpus: EmbeddingCorpus, side: UniqueSentences, queries, database, k: int,
-                  nprobe: int | None) -> Neighbours:
-    from bitextmine.index import check_index_matches, load_index
+def _search_indexes(index_dirs: list, corpus: EmbeddingCorpus, side: UniqueSentences, queries, database, k: int,
+                    nprobe: int | None) -> Neighbours:
+    """Search one index, or several that split the corpus, and keep the best k overall.
 
-    index, meta = load_index(index_dir)
-    check_index_matches(meta, corpus, index_dir)
-    found = index_knn(index, queries, database, 2 * k, nprobe or meta["nprobe"], id_map=side.inverse)
-    return _collapse_duplicates(found, k)
+    Each part covers consecutive embedding sets of the corpus; its ids are rows of that
+    run of sets. Merging the parts' neighbour lists gives the neighbours one index over
+    the whole corpus would give (exactly so for exact indexes).
+    """
+    from bitextmine.index import load_index
+
+    fingerprints = corpus.fingerprints()
+    set_offsets = np.concatenate([[0], np.cumsum([s.total_rows for s in corpus.sets])]).astype(np.int64)
+    covered: list[int] = []
+    sims, ids = [], []
+    for index_dir in index_dirs:
+        index, meta = load_index(index_dir)
+        built_from = [s["fingerprint"] for s in meta["embedding_sets"]]
+        start = fingerprints.index(built_from[0]) if built_from[0] in fingerprints else -1
+        if start < 0 or fingerprints[start : start + len(built_from)] != built_from:
+            paths = ", ".join(s["path"] for s in meta["embedding_sets"])
+            raise BitextmineError(f"index was built from other embeddings ({paths}); rebuild it with "
+                                  "`bitextmine index` for these", path=index_dir)
+        covered += range(start, start + len(built_from))
+        lo, hi = set_offsets[start], set_offsets[start + len(built_from)]
+        found = index_knn(index, queries, database, 2 * k, nprobe or meta["nprobe"], id_map=side.inverse[lo:hi])
+        sims.append(found.sims)
+        ids.append(found.ids)
+    if sorted(covered) != list(range(len(corpus.sets))):
+        raise BitextmineError("the indexes do not cover the embedding sets exactly once", path=index_dirs[0])
+    all_sims, all_ids = np.concatenate(sims, axis=1), np.concatenate(ids, axis=1)
+    order = np.argsort(-all_sims, axis=1, kind="stable")
+    merged = Neighbours(np.take_along_axis(all_sims, order, 1), np.take_along_axis(all_ids, order, 1))
+    return _collapse_duplicates(merged, k)
 
 
 @dataclass
@@ -164,8 +189,12 @@ def check_compatible(src: EmbeddingCorpus, tgt: EmbeddingCorpus) -> None:
 
 
 def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = MineConfig(),
-                 src_index: str | Path | None = None, tgt_index: str | Path | None = None) -> MinedPairs:
-    """Mine pairs between two sides; text read back from the shards."""
+                 src_index: str | Path | list | None = None, tgt_index: str | Path | list | None = None) -> MinedPairs:
+    """Mine pairs between two sides; text read back from the shards.
+
+    ``src_index``/``tgt_index``: an index directory, or a list of index directories
+    that split that side (see ``_search_indexes``).
+    """
     from bitextmine.devices import resolve_devices
 
     started = time.time()
@@ -181,9 +210,11 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
              len(x), len(y), src.total_rows, tgt.total_rows, cfg.k, cfg.score, cfg.retrieval, threshold)
     fwd = bwd = None
     search = "exact"
-    if src_index is not None and tgt_index is not None:
-        fwd = _search_index(tgt_index, tgt, tgt_side, x, y, cfg.k, cfg.nprobe)
-        bwd = _search_index(src_index, src, src_side, y, x, cfg.k, cfg.nprobe)
+    as_list = lambda v: None if v is None else ([v] if isinstance(v, (str, Path)) else list(v))  # noqa: E731
+    src_index, tgt_index = as_list(src_index), as_list(tgt_index)
+    if src_index and tgt_index:
+        fwd = _search_indexes(tgt_index, tgt, tgt_side, x, y, cfg.k, cfg.nprobe)
+        bwd = _search_indexes(src_index, src, src_side, y, x, cfg.k, cfg.nprobe)
         search = "index"
     elif src_index is not None or tgt_index is not None:
         log.warning("one index given: exact search computes both directions at once, so it is used for both")

@@ -1,0 +1,62 @@
+"""``bitextmine doctor``: report the environment for GPU and CPU use, with advice."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from bitextmine.launch.doctor import Environment, Finding
+
+app = typer.Typer()
+
+
+def _table(env: Environment) -> list[str]:
+    """The environment as aligned ``name  value`` rows: what a bug report needs first."""
+    torch = "not installed" if env.torch is None else (
+        f"{env.torch} (CUDA {env.torch_cuda})" if env.torch_cuda else f"{env.torch} (CPU build)")
+    faiss = "not installed" if env.faiss is None else (
+        f"{env.faiss} (GPU build, {env.faiss_gpus} GPU(s))" if env.faiss_gpu else f"{env.faiss} (CPU build)")
+    visible = "(unset)" if env.cuda_visible_devices is None else repr(env.cuda_visible_devices)
+    rows = [("python", env.python), ("platform", env.platform), ("bitextmine", env.bitextmine),
+            ("torch", torch), ("faiss", faiss),
+            ("cpus", f"{env.cpu_count} (native bf16: {'yes' if env.bf16_cpu else 'no'})"),
+            ("nvidia driver", env.nvidia_smi_driver or "none"), ("CUDA_VISIBLE_DEVICES", visible)]
+    rows += [(f"gpu {g['index']}", f"{g['name']}, {g['memory_gb']:g} GiB, compute {g['capability']}")
+             for g in env.gpus]
+    if not env.gpus:
+        rows.append(("gpus", "none visible to torch"))
+    width = max(len(name) for name, _ in rows)
+    return [f"{name:<{width}}  {value}" for name, value in rows]
+
+
+def _finding_lines(finding: Finding) -> list[str]:
+    lines = [f"[{finding.level}] {finding.message}"]
+    if finding.advice:
+        lines.append(f"    {finding.advice}")
+    return lines
+
+
+@app.command()
+def doctor(
+    json_out: Annotated[Path | None, typer.Option("--json", help="Also write the environment and findings as JSON.",
+                                                  show_default=False)] = None,
+) -> None:
+    """Check torch, faiss, GPUs and the CPU, and say what to fix to use them.
+    Exits with status 1 when something needed is missing."""
+    from bitextmine.launch.doctor import collect, diagnose, has_errors, to_dict
+
+    env = collect()
+    findings = diagnose(env)
+    lines = _table(env) + [""]
+    for finding in findings:
+        lines += _finding_lines(finding)
+    typer.echo("\n".join(lines))
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(to_dict(env, findings), indent=2) + "\n", encoding="utf-8")
+    if has_errors(findings):
+        raise typer.Exit(code=1)

@@ -1,0 +1,1 @@
+"""Running stages at scale: launchers, planning, environment checks."""

@@ -1,0 +1,155 @@
+"""`bitextmine doctor`: what it reads from this machine, the advice rules, and the command."""
+
+from __future__ import annotations
+
+import json
+
+import faiss
+import torch
+from typer.testing import CliRunner
+
+from bitextmine import __version__
+from bitextmine.cli.doctor import app
+from bitextmine.launch.doctor import Environment, Finding, collect, diagnose, to_dict
+
+H100 = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_gb": 79.1, "capability": "9.0"}
+
+
+def make_env(**overrides) -> Environment:
+    """A healthy CPU machine with torch and faiss-cpu; each test changes what it checks."""
+    values = dict(python="3.11.7", platform="Linux-x86_64", bitextmine=__version__, torch="2.13.0+cpu",
+                  torch_cuda=None, cuda_available=False, gpus=[], faiss="1.15.1", faiss_gpu=False, faiss_gpus=0,
+                  cpu_count=8, bf16_cpu=False, cuda_visible_devices=None, nvidia_smi_driver=None)
+    values.update(overrides)
+    return Environment(**values)
+
+
+def levels(findings: list[Finding]) -> list[str]:
+    return [f.level for f in findings]
+
+
+def only(findings: list[Finding], level: str) -> Finding:
+    matching = [f for f in findings if f.level == level]
+    assert len(matching) == 1, findings
+    return matching[0]
+
+
+def test_collect_reads_this_machine():
+    env = collect()
+    assert env.bitextmine == __version__
+    assert env.torch == torch.__version__ and env.faiss == faiss.__version__
+    assert env.torch_cuda == torch.version.cuda
+    assert env.faiss_gpu == hasattr(faiss, "StandardGpuResources")
+    assert env.cpu_count >= 1 and env.python.count(".") == 2
+    assert env.cuda_available == torch.cuda.is_available()
+    assert len(env.gpus) == (torch.cuda.device_count() if env.cuda_available else 0)
+    if torch.version.cuda is None:  # the CPU wheel this project's CI installs
+        assert env.cuda_available is False and env.gpus == [] and env.faiss_gpus == 0
+    assert env.import_errors == {}
+
+
+def test_healthy_cpu_machine_is_all_ok():
+    findings = diagnose(make_env(cpu_count=16, bf16_cpu=True))
+    assert set(levels(findings)) == {"ok"}
+    messages = [f.message for f in findings]
+    assert "CPU mode: 16 cores" in messages
+    assert any("bf16" in m and "lacks" not in m for m in messages)
+
+
+def test_cpu_without_bf16_says_fp32():
+    findings = diagnose(make_env(bf16_cpu=False))
+    assert set(levels(findings)) == {"ok"}
+    assert any("fp32" in f.message for f in findings)
+
+
+def test_missing_torch_is_an_error_with_the_pinned_cpu_install():
+    findings = diagnose(make_env(torch=None))
+    error = only(findings, "error")
+    assert "torch is not installed" in error.message
+    assert "pip install torch==2.13.0" in error.advice
+
+
+def test_broken_torch_import_is_not_reported_as_missing():
+    findings = diagnose(make_env(torch=None, import_errors={"torch": "OSError: libcudnn.so.9: cannot open"}))
+    error = only(findings, "error")
+    assert "fails to import" in error.message and "libcudnn" in error.message
+
+
+def test_missing_faiss_is_an_error():
+    findings = diagnose(make_env(faiss=None))
+    error = only(findings, "error")
+    assert "faiss is not installed" in error.message and "faiss-cpu" in error.advice
+    on_gpu = diagnose(make_env(faiss=None, torch_cuda="12.8", cuda_available=True, gpus=[H100]))
+    assert "bitextmine[gpu]" in only(on_gpu, "error").advice
+
+
+def test_cpu_torch_build_on_a_gpu_machine_warns():
+    findings = diagnose(make_env(torch_cuda=None, nvidia_smi_driver="570.86.15"))
+    warning = only(findings, "warning")
+    assert "CPU-only build" in warning.message and "570.86.15" in warning.message
+    assert "CUDA build of torch" in warning.advice
+
+
+def test_cuda_torch_without_gpu_mentions_an_empty_cuda_visible_devices():
+    findings = diagnose(make_env(torch="2.13.0+cu128", torch_cuda="12.8", cuda_visible_devices="",
+                                 nvidia_smi_driver="570.86.15"))
+    warning = only(findings, "warning")
+    assert "sees no GPU" in warning.message
+    assert "CUDA_VISIBLE_DEVICES" in warning.advice and "empty string" in warning.advice
+    no_driver = only(diagnose(make_env(torch="2.13.0+cu128", torch_cuda="12.8")), "warning")
+    assert "CUDA_VISIBLE_DEVICES" not in no_driver.advice and "driver" in no_driver.advice
+
+
+def test_gpus_without_faiss_gpu_warn_that_indexes_train_on_cpu():
+    findings = diagnose(make_env(torch="2.13.0+cu128", torch_cuda="12.8", cuda_available=True, gpus=[H100]))
+    warning = only(findings, "warning")
+    assert "faiss-gpu" in warning.message and "torch" in warning.message and "CPU" in warning.message
+    assert warning.advice == "pip install 'bitextmine[gpu]' to build large indexes on GPU"
+    assert any(f.level == "ok" and "GPU mode: 1 GPU(s)" in f.message and "79.1 GiB" in f.message for f in findings)
+    assert not any("CPU mode" in f.message for f in findings)
+
+
+def test_faiss_gpu_seeing_no_gpu_points_at_a_cuda_mismatch():
+    findings = diagnose(make_env(torch="2.13.0+cu128", torch_cuda="12.8", cuda_available=True, gpus=[H100, H100],
+                                 faiss_gpu=True, faiss_gpus=0, nvidia_smi_driver="570.86.15"))
+    warning = only(findings, "warning")
+    assert "0 GPUs while torch sees 2" in warning.message and "mismatch" in warning.message
+    assert "12.8" in warning.message and "570.86.15" in warning.message
+
+
+def test_faiss_gpu_seeing_gpus_is_ok():
+    findings = diagnose(make_env(torch="2.13.0+cu128", torch_cuda="12.8", cuda_available=True, gpus=[H100],
+                                 faiss_gpu=True, faiss_gpus=1))
+    assert set(levels(findings)) == {"ok"}
+    assert any("faiss-gpu 1.15.1 sees 1 GPU(s)" in f.message for f in findings)
+
+
+def test_to_dict_is_json_ready():
+    env = make_env(gpus=[H100])
+    data = json.loads(json.dumps(to_dict(env, diagnose(env))))
+    assert data["environment"]["gpus"][0]["capability"] == "9.0"
+    assert {"level", "message", "advice"} <= set(data["findings"][0])
+
+
+def test_cli_prints_versions_and_findings_and_writes_json(tmp_path):
+    out = tmp_path / "sub" / "doctor.json"
+    result = CliRunner().invoke(app, ["--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "torch" in result.output and torch.__version__ in result.output
+    assert faiss.__version__ in result.output and "[ok]" in result.output
+    data = json.loads(out.read_text())
+    assert set(data) == {"environment", "findings"}
+    assert data["environment"]["torch"] == torch.__version__
+    assert all(f["level"] in ("ok", "warning", "error") for f in data["findings"])
+
+
+def test_cli_exits_1_on_an_error_and_indents_advice(monkeypatch):
+    import bitextmine.launch.doctor as doctor
+
+    monkeypatch.setattr(doctor, "collect", lambda: make_env(torch=None))
+    result = CliRunner().invoke(app, [])
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    at = lines.index("[error] torch is not installed")
+    assert lines[at + 1].startswith("    pip install torch==2.13.0")
+    assert "not installed" in next(line for line in lines if line.startswith("torch "))
