@@ -15,7 +15,7 @@ import click
 import typer
 
 from bitextmine import __version__
-from bitextmine.cli import calibrate, doctor, embed, evaluate, filter, index, mine, report, score_pairs, train
+from bitextmine.cli import calibrate, doctor, embed, evaluate, filter, index, mine, report, run, score_pairs, train
 from bitextmine.errors import BitextmineError
 
 app = typer.Typer(
@@ -34,6 +34,7 @@ app.add_typer(score_pairs.app)
 app.add_typer(report.app)
 app.add_typer(calibrate.app)
 app.add_typer(doctor.app)
+app.add_typer(run.app)
 app.add_typer(evaluate.app, name="eval")
 app.add_typer(train.app)
 

