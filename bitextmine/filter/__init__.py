@@ -181,7 +181,9 @@ class PairFilter:
         return not (lo <= a <= hi and lo <= b <= hi)
 
     def _ratio(self, p, ns, nt):
-        a, b = len(p.src.encode()), len(p.tgt.encode())  # UTF-8 bytes: fair across scripts
+        # UTF-8 bytes: fair across scripts (an ASCII string's length is its byte count)
+        a = len(p.src) if p.src.isascii() else len(p.src.encode())
+        b = len(p.tgt) if p.tgt.isascii() else len(p.tgt.encode())
         return max(a, b) > self.cfg.max_ratio * max(1, min(a, b))
 
     def _letters(self, p, ns, nt):
@@ -248,6 +250,8 @@ class PairFilter:
 
 
 def _jaccard(a: str, b: str) -> float:
+    if 2 * min(len(a), len(b)) < max(len(a), len(b)):  # near copies have about the same length
+        return 0.0
     x, y = set(a.split()), set(b.split())
     if len(x) < 3 or len(y) < 3:  # too short to call a near copy by overlap
         return 0.0
