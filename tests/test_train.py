@@ -67,7 +67,7 @@ def test_sigint_saves_and_resume_continues_the_same_run(tmp_path, pairs, monkeyp
     import os
     import signal
 
-    import bitextmine.train as training
+    import bitextmine.train.loop as training
 
     cfg = TrainConfig(max_steps=30, **TINY)
     full = train(pairs, tmp_path / "full", cfg, progress=False)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from bitextmine.train import TrainConfig
+from bitextmine.train.config import TrainConfig
 
 app = typer.Typer()
 D = TrainConfig()  # the defaults, read once for the help texts
