@@ -126,12 +126,6 @@ class EmbeddingSet:
                                       "after embedding; embed it again", path=file)
             self.open_shard(i)
 
-    def load_all(self) -> np.ndarray:
-        """Every row of the set, shards concatenated in manifest order (in memory)."""
-        if not self.shards:
-            raise BitextmineError("the embedding set holds no shard", path=self.path)
-        return np.concatenate([np.asarray(self.open_shard(i)) for i in range(len(self.shards))])
-
     def read_lines(self, index: int) -> list[str]:
         """The text of one shard, for writing mined pairs (the source must be unchanged)."""
         from bitextmine.io.text import read_shard

@@ -113,10 +113,6 @@ class PipelineConfig:
 
 # --- reading ------------------------------------------------------------------------------
 
-def _type_name(t) -> str:
-    return getattr(t, "__name__", str(t))
-
-
 def _check_type(value: Any, expected: str, where: str, path: Path):
     """Coerce a YAML scalar to the field's declared type (as a string annotation)."""
     optional = expected.endswith(" | None")

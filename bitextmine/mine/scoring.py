@@ -37,10 +37,6 @@ class Pairs:
     def take(self, keep: np.ndarray) -> Pairs:
         return Pairs(self.src[keep], self.tgt[keep], self.score[keep], self.cosine[keep])
 
-    @classmethod
-    def empty(cls) -> Pairs:
-        return cls(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32), np.empty(0, np.float32))
-
 
 def score_pairs(cosine: np.ndarray, src_avg: np.ndarray, tgt_avg: np.ndarray, score: str) -> np.ndarray:
     """The score of pairs with cosine ``cosine`` whose sides have neighbourhood means ``*_avg``."""
