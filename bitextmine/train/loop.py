@@ -28,6 +28,7 @@ from bitextmine.train import checkpoint as ckpt
 from bitextmine.train.config import TrainConfig, get_lr
 from bitextmine.train.data import ParallelData
 from bitextmine.train.losses import AdditiveMarginSoftmaxLoss, ContrastiveNLILoss, DistillationLoss
+from bitextmine.train.optim import Optimizers, build_optimizers, clip_gradients
 from bitextmine.train.model import PRESETS, TransformerConfig, TransformerSentenceEncoder, pad_batch
 
 log = logging.getLogger(__name__)
@@ -102,14 +103,15 @@ class USEm3Trainable(TrainableEncoder):
 
     architecture = "usem3"
 
-    def __init__(self, max_tokens: int, train_embeddings: bool = False, freeze_network: bool = False):
+    def __init__(self, max_tokens: int, train_embeddings: bool = False, freeze_network: bool = False,
+                 sparse_embeddings: bool = True):
         from bitextmine.encoders.usem3 import USEm3Encoder
 
         encoder = USEm3Encoder(device="cpu", precision="fp32")
         self.encoder = encoder
         self.module = encoder.network.train().requires_grad_(not freeze_network)
         if train_embeddings:
-            self.module.make_embeddings_trainable()
+            self.module.make_embeddings_trainable(sparse=sparse_embeddings)
         self.module.use_matmul_dtype(None)
         self.tokenizer_file = encoder.resources / "sp.model"
         self.max_tokens = max_tokens
@@ -204,25 +206,28 @@ def _amp_dtype(cfg: TrainConfig, device: str):
     return torch.bfloat16 if torch.ops.mkldnn._is_mkldnn_bf16_supported() else None
 
 
-def _state_tensors(model: TrainableEncoder, optimizer) -> tuple[dict, dict]:
+def _state_tensors(model: TrainableEncoder, optimizer: Optimizers) -> tuple[dict, dict]:
     """Flatten model + optimizer state into tensors (safetensors) and scalars (JSON)."""
     tensors = {f"model.{k}": v for k, v in model.module.state_dict().items()}
-    opt = optimizer.state_dict()
-    for pid, st in opt["state"].items():
-        for name, value in st.items():
-            tensors[f"optim.{pid}.{name}"] = value if torch.is_tensor(value) else torch.tensor(value)
+    param_groups = []
+    for j, opt in enumerate(optimizer.state_dict()):
+        for pid, st in opt["state"].items():
+            for name, value in st.items():
+                tensors[f"optim{j}.{pid}.{name}"] = value if torch.is_tensor(value) else torch.tensor(value)
+        param_groups.append(opt["param_groups"])
     tensors["rng.torch"] = torch.get_rng_state()
-    return tensors, {"param_groups": opt["param_groups"]}
+    return tensors, {"param_groups": param_groups}
 
 
-def _restore_state(model: TrainableEncoder, optimizer, tensors: dict, scalars: dict) -> None:
+def _restore_state(model: TrainableEncoder, optimizer: Optimizers, tensors: dict, scalars: dict) -> None:
     model.module.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
-    state: dict[int, dict] = {}
+    states: list[dict[int, dict]] = [{} for _ in scalars["param_groups"]]
     for key, value in tensors.items():
-        if key.startswith("optim."):
-            _, pid, name = key.split(".", 2)
-            state.setdefault(int(pid), {})[name] = value
-    optimizer.load_state_dict({"state": state, "param_groups": scalars["param_groups"]})
+        if key.startswith("optim"):
+            which, pid, name = key.split(".", 2)
+            states[int(which[len("optim"):])].setdefault(int(pid), {})[name] = value
+    optimizer.load_state_dict([{"state": st, "param_groups": groups}
+                               for st, groups in zip(states, scalars["param_groups"], strict=True)])
     torch.set_rng_state(tensors["rng.torch"])
 
 
@@ -264,7 +269,9 @@ def train(data: ParallelData, out_dir: str | Path, cfg: TrainConfig = TrainConfi
     out_dir.mkdir(parents=True, exist_ok=True)
     # 2-3. vocabulary and model
     if cfg.init == "usem3":
-        model: TrainableEncoder = USEm3Trainable(cfg.max_tokens, cfg.train_embeddings, cfg.freeze_network)
+        # sparse embedding gradients: one process only (gradient averaging is dense)
+        model: TrainableEncoder = USEm3Trainable(cfg.max_tokens, cfg.train_embeddings, cfg.freeze_network,
+                                                 sparse_embeddings=world_size == 1)
     elif cfg.init is None:
         spm = Path(cfg.spm_model) if cfg.spm_model else (out_dir / ckpt.TOKENIZER if resumed else None)
         if spm is None:
@@ -305,17 +312,10 @@ def train(data: ParallelData, out_dir: str | Path, cfg: TrainConfig = TrainConfi
     log.info("prepared %d training and %d dev pairs in %.0f s", len(data), len(dev), time.time() - t0)
 
     # 5. loop
-    named = [(n, p) for n, p in model.module.named_parameters() if p.requires_grad]
-    params = [p for _, p in named]
+    params = [p for p in model.module.parameters() if p.requires_grad]
     if not params:
         raise BitextmineError("nothing to train: --freeze-network needs --train-embeddings")
-    # no weight decay on biases and norms, nor on usem3's piece embeddings: decay would
-    # shrink every row, also those of the 16 languages the training data does not touch
-    decays = [p.dim() >= 2 and "piece_embedding" not in n for n, p in named]
-    decay = [p for (_, p), d in zip(named, decays, strict=True) if d]
-    no_decay = [p for (_, p), d in zip(named, decays, strict=True) if not d]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr)
+    optimizer = build_optimizers(model.module, cfg.lr, cfg.weight_decay, cfg.embedding_lr_scale)
     state = RunState()
     if resumed:
         saved = json.loads((out_dir / ckpt.STATE_DIR / "last.json").read_text())
@@ -349,8 +349,7 @@ def train(data: ParallelData, out_dir: str | Path, cfg: TrainConfig = TrainConfi
             bar.update(state.step)
             while state.step < cfg.max_steps:
                 lr = get_lr(state.step, cfg)
-                for group in optimizer.param_groups:
-                    group["lr"] = lr
+                optimizer.set_lr(lr)
                 total = 0.0
                 for _ in range(cfg.accumulation):
                     rows = next(batches)
@@ -364,9 +363,9 @@ def train(data: ParallelData, out_dir: str | Path, cfg: TrainConfig = TrainConfi
                     total += loss.item() / cfg.accumulation
                     pairs_seen += len(rows)
                 average_gradients(params)
-                torch.nn.utils.clip_grad_norm_(params, cfg.clip_norm)
+                clip_gradients(params, cfg.clip_norm)
                 optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
+                optimizer.zero_grad()
                 state.step += 1
                 bar.update(1)
                 elapsed = time.time() - started
