@@ -28,8 +28,8 @@ from bitextmine.train import checkpoint as ckpt
 from bitextmine.train.config import TrainConfig, get_lr
 from bitextmine.train.data import ParallelData
 from bitextmine.train.losses import AdditiveMarginSoftmaxLoss, ContrastiveNLILoss, DistillationLoss
-from bitextmine.train.optim import Optimizers, build_optimizers, clip_gradients
 from bitextmine.train.model import PRESETS, TransformerConfig, TransformerSentenceEncoder, pad_batch
+from bitextmine.train.optim import Optimizers, build_optimizers, clip_gradients
 
 log = logging.getLogger(__name__)
 
