@@ -148,22 +148,26 @@ def test_mine_with_filter_in_one_pipe(cli, tmp_path):
 
 
 def test_fast_helpers_match_their_regular_expression_definitions():
-    """letter_share and numbers take C-speed shortcuts; on every Tatoeba text in every
-    language (and on awkward cases) they must give what the plain definitions give."""
+    """normalise, letter_share and numbers take C-speed shortcuts; on every Tatoeba text
+    in every language (and on awkward cases) they must give what the plain definitions give."""
     import re
 
     from tests.conftest import TATOEBA
 
     if not TATOEBA.is_dir():
         pytest.skip(f"Tatoeba data not found under {TATOEBA}")
-    from bitextmine.filter import letter_share
+    import unicodedata
+
+    from bitextmine.filter import letter_share, normalise
 
     texts = [line for f in sorted(TATOEBA.glob("tatoeba.*-eng.*")) for line in read_lines(f)]
     texts += ["", " ", "²³ Ⅻ a_b 1 000", "ﬁne Straße", "«Hallo» – ja!", "\u00a0x\u00a0y", "ǅemal", "x\u200by",
-              "١٢٣ ٤٥", "1,000.50 and 1'000", "٣ apples"]
+              "١٢٣ ٤٥", "1,000.50 and 1'000", "٣ apples", "snake_case\x1cand\ttabs!", "  A-B  c "]
     not_letter, not_digit = re.compile(r"[\W\d_]"), re.compile(r"\D")
     number = re.compile(r"\d(?:[\d.,'\u00a0\u202f]*\d)?")
+    word = re.compile(r"\w+")
     assert len(texts) > 100_000
     for text in texts:
         assert letter_share(text) == (len(not_letter.sub("", text)) / len(text) if text else 0.0), text
         assert numbers(text) == {not_digit.sub("", n) for n in number.findall(text)}, text
+        assert normalise(text) == " ".join(word.findall(unicodedata.normalize("NFKC", text).casefold())), text
