@@ -68,7 +68,7 @@ def finetune(args) -> None:
          "-o", str(ckpt), "--init", "usem3", "--teacher", "usem3", "--distill-weight", str(args.distill_weight),
          *(["--train-embeddings", "--embedding-lr-scale", str(args.embedding_lr_scale)] if args.train_embeddings
            else []),
-         "--max-minutes", str(args.minutes), "--max-steps", str(args.steps), "--batch-size", "128",
+         "--max-minutes", str(args.minutes), "--max-steps", str(args.steps), "--batch-size", str(args.batch_size),
          "--lr", str(args.lr), "--warmup-steps", "100", "--eval-every", str(args.eval_every),
          "--save-every", "1000", "--patience", "100", "--dev-size", str(args.dev_size), "--device", "cpu", "-q"])
     after = tatoeba(f"ckpt:{ckpt}", langs, args.work / "usem3-deu-fra.json")
@@ -122,6 +122,7 @@ def main() -> None:
     parser.add_argument("--embedding-lr-scale", type=float, default=1.0)
     parser.add_argument("--eval-every", type=int, default=200)
     parser.add_argument("--dev-size", type=int, default=1000)
+    parser.add_argument("--batch-size", type=int, default=128, help="finetune")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     {"scratch": scratch, "finetune": finetune, "throughput": throughput}[args.what](args)

@@ -40,9 +40,12 @@ def test_default_settings_keep_clean_pairs(lang):
     assert report.total == len(pairs) and report.kept == reasons.count(None)
 
 
-def test_default_settings_with_language_id_keep_clean_pairs():
-    pairs = clean_pairs("deu")
-    reasons, _ = judge(pairs, src_lang="de", tgt_lang="en")
+@pytest.mark.parametrize("lang, code", [("deu", "de"), ("cmn", "zh")])
+def test_default_settings_with_language_id_keep_clean_pairs(lang, code):
+    # cmn: short Mandarin sentences are often detected as Cantonese or Wu, which belong
+    # to the macrolanguage zh and must count as it
+    pairs = clean_pairs(lang)
+    reasons, _ = judge(pairs, src_lang=code, tgt_lang="en")
     assert reasons.count(None) / len(pairs) >= 0.98, {r: reasons.count(r) for r in set(reasons)}
 
 

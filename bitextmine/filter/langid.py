@@ -24,7 +24,7 @@ _ISO3_TO_ISO1 = {
     "por": "pt", "que": "qu", "ron": "ro", "rus": "ru", "kin": "rw", "sme": "se", "sin": "si", "slk": "sk",
     "slv": "sl", "sqi": "sq", "srp": "sr", "swe": "sv", "swh": "sw", "swa": "sw", "tam": "ta", "tel": "te",
     "tha": "th", "tgl": "tl", "tur": "tr", "uig": "ug", "ukr": "uk", "urd": "ur", "vie": "vi", "vol": "vo",
-    "wln": "wa", "xho": "xh", "yue": "zh", "zul": "zu",
+    "wln": "wa", "xho": "xh", "yue": "zh", "wuu": "zh", "zul": "zu",
 }
 
 
@@ -51,4 +51,5 @@ class LanguageIdentifier:
         return self.canonical(lang) in self.languages
 
     def detect(self, text: str) -> str:
-        return self._model.classify(text)[0]
+        # canonical: varieties inside a macrolanguage compare equal to it (yue, wuu -> zh)
+        return self.canonical(self._model.classify(text)[0])
