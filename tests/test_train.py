@@ -63,23 +63,28 @@ def test_loss_decreases_and_checkpoint_round_trips(tmp_path, pairs):
     np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1, atol=1e-5)
 
 
-def test_sigint_saves_and_resume_continues_the_same_run(tmp_path, pairs, monkeypatch):
+def interrupt_at_step(step: int, monkeypatch) -> None:
+    """Send SIGINT once the log records ``step``, as if the user pressed Ctrl-C there."""
     import os
     import signal
 
     import bitextmine.train.loop as training
 
+    real_append = training._append_log
+
+    def append_then_interrupt(out_dir, record):
+        real_append(out_dir, record)
+        if record["step"] == step:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(training, "_append_log", append_then_interrupt)
+
+
+def test_sigint_saves_and_resume_continues_the_same_run(tmp_path, pairs, monkeypatch):
     cfg = TrainConfig(max_steps=30, **TINY)
     full = train(pairs, tmp_path / "full", cfg, progress=False)
 
-    real_append = training._append_log
-
-    def interrupt_at_step_20(out_dir, record):  # as if the user pressed Ctrl-C there
-        real_append(out_dir, record)
-        if record["step"] == 20:
-            os.kill(os.getpid(), signal.SIGINT)
-
-    monkeypatch.setattr(training, "_append_log", interrupt_at_step_20)
+    interrupt_at_step(20, monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         train(pairs, tmp_path / "part", cfg, progress=False)
     monkeypatch.undo()
@@ -231,30 +236,18 @@ def test_clip_gradients_counts_sparse_rows_as_their_dense_equivalent():
     assert grads[True][0] == pytest.approx(grads[False][0], rel=1e-6) and grads[False][0] > 0.5
     torch.testing.assert_close(grads[True][1], grads[False][1])
     torch.testing.assert_close(grads[True][2], grads[False][2])
-    total = (grads[False][1].pow(2).sum() + grads[False][2].pow(2).sum() + 0).sqrt()
+    total = (grads[False][1].pow(2).sum() + grads[False][2].pow(2).sum()).sqrt()
     assert float(total) <= 0.5 + 1e-4  # clipped to the limit (the bias grad counts too, hence <=)
 
 
 def test_usem3_with_sparse_piece_embeddings_resumes_the_same_run(tmp_path, pairs, monkeypatch):
     """Network and embeddings trained together (AdamW + SparseAdam): resume is exact."""
-    import os
-    import signal
-
-    import bitextmine.train.loop as training
-
     cfg = TrainConfig(init="usem3", teacher="usem3", distill_weight=0.5, train_embeddings=True,
                       embedding_lr_scale=10.0, max_steps=4, batch_size=8, lr=1e-4, warmup_steps=1, eval_every=2,
                       save_every=2, dev_size=20, device="cpu", amp="off")
     small = ParallelData(pairs.src[:120], pairs.tgt[:120])
     full = train(small, tmp_path / "full", cfg, progress=False)
-    real_append = training._append_log
-
-    def interrupt_at_step_2(out_dir, record):
-        real_append(out_dir, record)
-        if record["step"] == 2:
-            os.kill(os.getpid(), signal.SIGINT)
-
-    monkeypatch.setattr(training, "_append_log", interrupt_at_step_2)
+    interrupt_at_step(2, monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         train(small, tmp_path / "part", cfg, progress=False)
     monkeypatch.undo()

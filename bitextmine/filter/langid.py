@@ -51,5 +51,6 @@ class LanguageIdentifier:
         return self.canonical(lang) in self.languages
 
     def detect(self, text: str) -> str:
-        # canonical: varieties inside a macrolanguage compare equal to it (yue, wuu -> zh)
-        return self.canonical(self._model.classify(text)[0])
+        # varieties inside a macrolanguage compare equal to it (yue, wuu -> zh)
+        code = self._model.classify(text)[0]
+        return _ISO3_TO_ISO1.get(code, code)

@@ -17,14 +17,11 @@ class Optimizers:
     def __init__(self, optimizers: list[torch.optim.Optimizer]):
         self.optimizers = optimizers
 
-    @property
-    def param_groups(self) -> list[dict]:
-        return [group for opt in self.optimizers for group in opt.param_groups]
-
     def set_lr(self, lr: float) -> None:
         """Every group to ``lr`` times its own ``lr_scale``."""
-        for group in self.param_groups:
-            group["lr"] = lr * group.get("lr_scale", 1.0)
+        for opt in self.optimizers:
+            for group in opt.param_groups:
+                group["lr"] = lr * group.get("lr_scale", 1.0)
 
     def step(self) -> None:
         for opt in self.optimizers:
@@ -77,7 +74,7 @@ def clip_gradients(params: list[torch.nn.Parameter], max_norm: float) -> float:
     for p in params:
         if p.grad is None:
             continue
-        g = p.grad.coalesce()._values() if p.grad.is_sparse else p.grad
+        g = p.grad.coalesce().values() if p.grad.is_sparse else p.grad
         squares.append(g.float().pow(2).sum())
     if not squares:
         return 0.0
