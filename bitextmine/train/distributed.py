@@ -47,6 +47,18 @@ def gather_with_grad(x: torch.Tensor) -> torch.Tensor:
     return torch.cat(all_gather(x), dim=0)
 
 
+def gather(x: torch.Tensor) -> torch.Tensor:
+    """Concatenate ``x`` from every process (no gradient): labels and keys of the global batch."""
+    rank, size = world()
+    if size == 1:
+        return x
+    import torch.distributed as dist
+
+    parts = [torch.empty_like(x) for _ in range(size)]
+    dist.all_gather(parts, x.contiguous())
+    return torch.cat(parts, dim=0)
+
+
 def average_gradients(params) -> None:
     rank, size = world()
     if size == 1:

@@ -306,9 +306,11 @@ def train(data: ParallelData, out_dir: str | Path, cfg: TrainConfig = TrainConfi
         log.info("embedding %d sources with the teacher %s", len(data), cfg.teacher)
         teacher_vectors = torch.from_numpy(teacher.encode(data.src))
         compatible_with = teacher.identity.space()
+    src_keys, tgt_keys = text_keys(data.src), text_keys(data.tgt)
     negatives = None
     if cfg.hard_negatives:
-        negatives = mine_hard_negatives(data, cfg.hard_negatives, cfg.hard_negative_encoder, device)
+        negatives = mine_hard_negatives(data, cfg.hard_negatives, cfg.hard_negative_encoder, device,
+                                        src_keys, tgt_keys)
     log.info("prepared %d training and %d dev pairs in %.0f s", len(data), len(dev), time.time() - t0)
 
     # 5. loop
@@ -357,8 +359,8 @@ def train(data: ParallelData, out_dir: str | Path, cfg: TrainConfig = TrainConfi
                         if nli_ids is not None:
                             loss = _nli_loss(model, rows, src_ids, tgt_ids, nli_ids, cfg, device)
                         else:
-                            loss = _batch_loss(model, rows, src_ids, tgt_ids, negatives, teacher_vectors,
-                                               ranking, distill, cfg, device)
+                            loss = _batch_loss(model, rows, src_ids, tgt_ids, src_keys, tgt_keys, negatives,
+                                               teacher_vectors, ranking, distill, cfg, device)
                     (loss / cfg.accumulation).backward()
                     total += loss.item() / cfg.accumulation
                     pairs_seen += len(rows)
@@ -411,8 +413,9 @@ def train(data: ParallelData, out_dir: str | Path, cfg: TrainConfig = TrainConfi
             "seconds": round(state.seconds, 1), "history": state.history}
 
 
-def _batch_loss(model, rows, src_ids, tgt_ids, negatives, teacher_vectors, ranking, distill, cfg, device):
-    from bitextmine.train.distributed import gather_with_grad
+def _batch_loss(model, rows, src_ids, tgt_ids, src_keys, tgt_keys, negatives, teacher_vectors, ranking, distill,
+                cfg, device):
+    from bitextmine.train.distributed import gather, gather_with_grad
 
     src = model.embed([src_ids[i] for i in rows], device)
     tgt = model.embed([tgt_ids[i] for i in rows], device)
@@ -425,7 +428,9 @@ def _batch_loss(model, rows, src_ids, tgt_ids, negatives, teacher_vectors, ranki
         # negatives from every device's batch (LaBSE's cross-accelerator negatives)
         loss = loss + ranking.compute_loss_from_embeddings(gather_with_grad(src).float(),
                                                            gather_with_grad(tgt).float(),
-                                                           None if hard is None else hard.float())
+                                                           None if hard is None else hard.float(),
+                                                           gather(src_keys[rows].to(device)),
+                                                           gather(tgt_keys[rows].to(device)))
     if teacher_vectors is not None:
         teacher_src = teacher_vectors[rows].to(device)
         loss = loss + cfg.distill_weight * distill.compute_loss_from_embeddings(src.float(), tgt.float(), teacher_src)
@@ -440,8 +445,20 @@ def _nli_loss(model, rows, anchor_ids, positive_ids, negative_ids, cfg, device):
                                                                       embed(negative_ids))
 
 
-def mine_hard_negatives(data: ParallelData, k: int, encoder_name: str, device: str) -> torch.Tensor:
-    """For each pair, the k targets nearest to its source (its own target excluded)."""
+def text_keys(texts: list[str]) -> torch.Tensor:
+    """One integer per distinct text (the index of its first occurrence), for each text."""
+    first: dict[str, int] = {}
+    return torch.tensor([first.setdefault(t, i) for i, t in enumerate(texts)], dtype=torch.long)
+
+
+def mine_hard_negatives(data: ParallelData, k: int, encoder_name: str, device: str,
+                        src_keys: torch.Tensor | None = None, tgt_keys: torch.Tensor | None = None) -> torch.Tensor:
+    """For each pair, the k targets nearest to its source that are not translations of it.
+
+    Excluded: the pair's own target, and any pair sharing its source or target text (in
+    parallel data one sentence often has several translations, and the nearest "negative"
+    would be one of them). Rows short of k clean candidates repeat their last one.
+    """
     from bitextmine.encoders import load_encoder
     from bitextmine.mine.knn import exact_knn_both_ways
 
@@ -449,12 +466,26 @@ def mine_hard_negatives(data: ParallelData, k: int, encoder_name: str, device: s
     log.info("mining %d hard negatives per pair with %s", k, encoder_name)
     x = encoder.encode(data.src).astype(np.float16)
     y = encoder.encode(data.tgt).astype(np.float16)
-    fwd, _ = exact_knn_both_ways(x, y, k + 1, device=device)
+    src_keys = text_keys(data.src) if src_keys is None else src_keys
+    tgt_keys = text_keys(data.tgt) if tgt_keys is None else tgt_keys
+    # room for the duplicates to be dropped: a few per row is typical
+    fwd, _ = exact_knn_both_ways(x, y, min(len(y), 2 * k + 8), device=device)
     ids = fwd.ids
-    own = ids == np.arange(len(ids))[:, None]
-    # drop the pair's own target (wherever it ranks), keep the first k others
-    order = np.argsort(own, axis=1, kind="stable")[:, :k]
-    return torch.from_numpy(np.take_along_axis(ids, order, 1))
+    rows = np.arange(len(ids))[:, None]
+    sk, tk = src_keys.numpy(), tgt_keys.numpy()
+    translation = (ids == rows) | (sk[ids] == sk[rows]) | (tk[ids] == tk[rows])
+    # stable sort puts the clean candidates first, in rank order
+    order = np.argsort(translation, axis=1, kind="stable")[:, :k]
+    chosen = np.take_along_axis(ids, order, 1)
+    clean = ~np.take_along_axis(translation, order, 1)
+    clean_count = clean.sum(axis=1)
+    if (clean_count == 0).any():
+        raise BitextmineError(f"{int((clean_count == 0).sum())} pairs have no hard negative that is not a translation "
+                              "of them: too few distinct pairs for --hard-negatives")
+    # a row with fewer than k clean candidates repeats its last clean one
+    last_clean = chosen[np.arange(len(chosen)), clean_count - 1]
+    chosen = np.where(clean, chosen, last_clean[:, None])
+    return torch.from_numpy(chosen)
 
 
-__all__ = ["PieceTokenizer", "TrainConfig", "get_lr", "mine_hard_negatives", "train"]
+__all__ = ["PieceTokenizer", "TrainConfig", "get_lr", "mine_hard_negatives", "text_keys", "train"]

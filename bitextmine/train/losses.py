@@ -24,7 +24,13 @@ class AdditiveMarginSoftmaxLoss(nn.Module):
     existing encoder, as in USE-xling) join the candidate targets of the source->target
     direction. ``margin=0`` gives plain translation ranking; ``scale`` = 1/temperature.
 
-    Inputs: src (B, D), tgt (B, D), optional hard_negatives (N, D). Output: a scalar.
+    Parallel data repeats sentences (one English sentence with several translations), so
+    an in-batch "negative" can be a true translation. With ``src_keys``/``tgt_keys`` (one
+    integer per distinct text), a candidate that shares the source or the target text of
+    pair i is no negative for it and drops out of its softmax.
+
+    Inputs: src (B, D), tgt (B, D), optional hard_negatives (N, D), optional src_keys and
+    tgt_keys (B,). Output: a scalar.
     """
 
     def __init__(self, margin: float = 0.3, scale: float = 20.0):
@@ -33,11 +39,17 @@ class AdditiveMarginSoftmaxLoss(nn.Module):
         self.scale = scale
 
     def compute_loss_from_embeddings(self, src: torch.Tensor, tgt: torch.Tensor,
-                                     hard_negatives: torch.Tensor | None = None) -> torch.Tensor:
+                                     hard_negatives: torch.Tensor | None = None,
+                                     src_keys: torch.Tensor | None = None,
+                                     tgt_keys: torch.Tensor | None = None) -> torch.Tensor:
         batch = src.shape[0]
         labels = torch.arange(batch, device=src.device)
+        eye = torch.eye(batch, device=src.device, dtype=torch.bool)
         sims = src @ tgt.T  # (B, B)
-        sims = sims - self.margin * torch.eye(batch, device=src.device, dtype=sims.dtype)
+        sims = sims - self.margin * eye.to(sims.dtype)
+        if src_keys is not None and tgt_keys is not None:
+            same = (src_keys[:, None] == src_keys[None, :]) | (tgt_keys[:, None] == tgt_keys[None, :])
+            sims = sims.masked_fill(same & ~eye, float("-inf"))
         fwd_logits = sims
         if hard_negatives is not None and hard_negatives.numel():
             fwd_logits = torch.cat([sims, src @ hard_negatives.T], dim=1)  # (B, B + N)
