@@ -18,15 +18,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import subprocess
 import sys
 from pathlib import Path
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+# the shared data beside the checkout, or where BITEXTMINE_SHARED_DATA points
+SHARED = Path(os.environ.get("BITEXTMINE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 TRAIN = SHARED / "train"
 TATOEBA = SHARED / "tatoeba"
 OTHER_LANGS = ["spa", "ita", "por", "nld", "rus", "pol", "tur", "ara", "cmn", "jpn", "kor", "tha"]
+
+
+def training_file(lang: str) -> Path:
+    """The manythings pairs of ``lang``, as shipped or gzipped (for copies made to travel)."""
+    tsv = TRAIN / f"tatoeba_manythings_{lang}-eng" / f"train.eng-{lang}.tsv"
+    return tsv if tsv.exists() or not tsv.with_suffix(".tsv.gz").exists() else tsv.with_suffix(".tsv.gz")
 
 
 def run(command: list[str]) -> None:
@@ -34,20 +42,20 @@ def run(command: list[str]) -> None:
     subprocess.run(command, check=True)
 
 
-def tatoeba(encoder: str, langs: list[str], out: Path) -> dict[str, float]:
+def tatoeba(encoder: str, langs: list[str], out: Path, device: str = "cpu") -> dict[str, float]:
     run([sys.executable, "-m", "bitextmine", "eval", "tatoeba", "--data", str(TATOEBA), "--langs", ",".join(langs),
-         "--encoder", encoder, "--device", "cpu", "--json", str(out)])
+         "--encoder", encoder, "--device", device, "--json", str(out)])
     metrics = json.loads(out.read_text())["metrics"]
     return {lang: metrics[f"{lang}_p@1_mean"] for lang in langs}
 
 
 def scratch(args) -> None:
     ckpt = args.work / "scratch-deu"
-    run([sys.executable, "-m", "bitextmine", "train", str(TRAIN / "tatoeba_manythings_deu-eng" / "train.eng-deu.tsv"),
+    run([sys.executable, "-m", "bitextmine", "train", str(training_file("deu")),
          "-o", str(ckpt), "--preset", "cpu", "--max-minutes", str(args.minutes), "--max-steps", str(args.steps),
          "--batch-size", "256", "--lr", "1e-3", "--warmup-steps", "300", "--eval-every", "250",
-         "--save-every", "500", "--patience", "100", "--vocab-size", "16000", "--device", "cpu", "-q"])
-    result = tatoeba(f"ckpt:{ckpt}", ["deu"], args.work / "scratch-deu.json")
+         "--save-every", "500", "--patience", "100", "--vocab-size", "16000", "--device", args.device, "-q"])
+    result = tatoeba(f"ckpt:{ckpt}", ["deu"], args.work / "scratch-deu.json", args.device)
     log = [json.loads(x) for x in (ckpt / "train_log.jsonl").read_text().splitlines()]
     print("\n## (a) from scratch, deu-eng, preset cpu\n")
     print(f"Tatoeba deu P@1 (mean of both directions): **{result['deu']:.2f}**\n")
@@ -61,17 +69,16 @@ def scratch(args) -> None:
 def finetune(args) -> None:
     ckpt = args.work / "usem3-deu-fra"
     langs = ["deu", "fra", *OTHER_LANGS]
-    before = tatoeba("usem3", langs, args.work / "usem3.json")
-    run([sys.executable, "-m", "bitextmine", "train",
-         str(TRAIN / "tatoeba_manythings_deu-eng" / "train.eng-deu.tsv"),
-         str(TRAIN / "tatoeba_manythings_fra-eng" / "train.eng-fra.tsv"),
+    before = tatoeba("usem3", langs, args.work / "usem3.json", args.device)
+    run([sys.executable, "-m", "bitextmine", "train", str(training_file("deu")), str(training_file("fra")),
          "-o", str(ckpt), "--init", "usem3", "--teacher", "usem3", "--distill-weight", str(args.distill_weight),
          *(["--train-embeddings", "--embedding-lr-scale", str(args.embedding_lr_scale)] if args.train_embeddings
            else []),
          "--max-minutes", str(args.minutes), "--max-steps", str(args.steps), "--batch-size", str(args.batch_size),
          "--lr", str(args.lr), "--warmup-steps", "100", "--eval-every", str(args.eval_every),
-         "--save-every", "1000", "--patience", "100", "--dev-size", str(args.dev_size), "--device", "cpu", "-q"])
-    after = tatoeba(f"ckpt:{ckpt}", langs, args.work / "usem3-deu-fra.json")
+         *(["--hard-negatives", str(args.hard_negatives)] if args.hard_negatives else []),
+         "--save-every", "1000", "--patience", "100", "--dev-size", str(args.dev_size), "--device", args.device, "-q"])
+    after = tatoeba(f"ckpt:{ckpt}", langs, args.work / "usem3-deu-fra.json", args.device)
     log = [json.loads(x) for x in (ckpt / "train_log.jsonl").read_text().splitlines()]
     print("\n## (b, c) --init usem3 fine-tuned on deu-eng + fra-eng, distilled toward usem3\n")
     print("| language | usem3 | fine-tuned | change |")
@@ -87,7 +94,10 @@ def finetune(args) -> None:
 
 def throughput(args) -> None:
     """pairs/s of the --init usem3 modes, one after the other on the same 20k pairs."""
-    lines = (TRAIN / "tatoeba_manythings_deu-eng" / "train.eng-deu.tsv").read_text(encoding="utf-8").split("\n")
+    import gzip
+
+    raw = training_file("deu").read_bytes()
+    lines = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8").split("\n")
     data = args.work / "deu-20k.tsv"
     data.write_text("\n".join(lines[:20_000]) + "\n", encoding="utf-8")
     modes = {
@@ -100,11 +110,11 @@ def throughput(args) -> None:
     for name, extra in modes.items():
         ckpt = args.work / f"throughput-{len(rows)}"
         run([sys.executable, "-m", "bitextmine", "train", str(data), "-o", str(ckpt), "--init", "usem3", *extra,
-             "--batch-size", "128", "--max-steps", "60", "--warmup-steps", "10", "--eval-every", "60",
-             "--save-every", "1000", "--device", "cpu", "-q"])
+             "--batch-size", str(args.batch_size), "--max-steps", str(args.steps), "--warmup-steps", "10",
+             "--eval-every", str(args.steps), "--save-every", "100000", "--device", args.device, "-q"])
         log = [json.loads(x) for x in (ckpt / "train_log.jsonl").read_text().splitlines()]
         rows.append((name, log[-1]["pairs_per_second"]))
-    print("\n| --init usem3, batch 128 | pairs/s |\n|---|---:|")
+    print(f"\n| --init usem3, batch {args.batch_size}, {args.device} | pairs/s |\n|---|---:|")
     for name, rate in rows:
         print(f"| {name} | {rate:.0f} |")
 
@@ -114,7 +124,7 @@ def main() -> None:
     parser.add_argument("what", choices=["scratch", "finetune", "throughput"])
     parser.add_argument("--work", type=Path, default=Path("out/train-bench"))
     parser.add_argument("--minutes", type=float, default=29)
-    parser.add_argument("--steps", type=int, default=2700)
+    parser.add_argument("--steps", type=int, default=None, help="default: 2700, throughput 60")
     parser.add_argument("--lr", type=float, default=1e-4)
     parser.add_argument("--distill-weight", type=float, default=1.0)
     parser.add_argument("--train-embeddings", action="store_true",
@@ -122,8 +132,11 @@ def main() -> None:
     parser.add_argument("--embedding-lr-scale", type=float, default=1.0)
     parser.add_argument("--eval-every", type=int, default=200)
     parser.add_argument("--dev-size", type=int, default=1000)
-    parser.add_argument("--batch-size", type=int, default=128, help="finetune")
+    parser.add_argument("--batch-size", type=int, default=128, help="finetune, throughput")
+    parser.add_argument("--hard-negatives", type=int, default=0, help="finetune: mined negatives per pair")
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda for the GPU figures")
     args = parser.parse_args()
+    args.steps = args.steps or (60 if args.what == "throughput" else 2700)
     args.work.mkdir(parents=True, exist_ok=True)
     {"scratch": scratch, "finetune": finetune, "throughput": throughput}[args.what](args)
 
