@@ -76,7 +76,7 @@ def finetune(args) -> None:
            else []),
          "--max-minutes", str(args.minutes), "--max-steps", str(args.steps), "--batch-size", str(args.batch_size),
          "--lr", str(args.lr), "--warmup-steps", "100", "--eval-every", str(args.eval_every),
-         *(["--hard-negatives", str(args.hard_negatives)] if args.hard_negatives else []),
+         *(["--hard-negatives", str(args.hard_negatives)] if args.hard_negatives else []), "--seed", str(args.seed),
          "--save-every", "1000", "--patience", "100", "--dev-size", str(args.dev_size), "--device", args.device, "-q"])
     after = tatoeba(f"ckpt:{ckpt}", langs, args.work / "usem3-deu-fra.json", args.device)
     log = [json.loads(x) for x in (ckpt / "train_log.jsonl").read_text().splitlines()]
@@ -135,6 +135,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=128, help="finetune, throughput")
     parser.add_argument("--hard-negatives", type=int, default=0, help="finetune: mined negatives per pair")
     parser.add_argument("--device", default="cpu", help="cpu, or cuda for the GPU figures")
+    parser.add_argument("--seed", type=int, default=0, help="finetune")
     args = parser.parse_args()
     args.steps = args.steps or (60 if args.what == "throughput" else 2700)
     args.work.mkdir(parents=True, exist_ok=True)

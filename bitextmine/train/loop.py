@@ -457,7 +457,7 @@ def mine_hard_negatives(data: ParallelData, k: int, encoder_name: str, device: s
 
     Excluded: the pair's own target, and any pair sharing its source or target text (in
     parallel data one sentence often has several translations, and the nearest "negative"
-    would be one of them). Rows short of k clean candidates repeat their last one.
+    would be one of them). Slots left without a clean candidate take random pairs.
     """
     from bitextmine.encoders import load_encoder
     from bitextmine.mine.knn import exact_knn_both_ways
@@ -477,14 +477,19 @@ def mine_hard_negatives(data: ParallelData, k: int, encoder_name: str, device: s
     # stable sort puts the clean candidates first, in rank order
     order = np.argsort(translation, axis=1, kind="stable")[:, :k]
     chosen = np.take_along_axis(ids, order, 1)
-    clean = ~np.take_along_axis(translation, order, 1)
-    clean_count = clean.sum(axis=1)
-    if (clean_count == 0).any():
-        raise BitextmineError(f"{int((clean_count == 0).sum())} pairs have no hard negative that is not a translation "
-                              "of them: too few distinct pairs for --hard-negatives")
-    # a row with fewer than k clean candidates repeats its last clean one
-    last_clean = chosen[np.arange(len(chosen)), clean_count - 1]
-    chosen = np.where(clean, chosen, last_clean[:, None])
+    short = np.take_along_axis(translation, order, 1)  # slots with no clean candidate left
+    # such slots (a sentence with many translations: all its neighbours are) take random
+    # pairs, drawn again while they are translations too
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        if not short.any():
+            break
+        rows_short = np.nonzero(short)[0]
+        draw = rng.integers(0, len(ids), len(rows_short))
+        chosen[short] = draw
+        short[short] = (draw == rows_short) | (sk[draw] == sk[rows_short]) | (tk[draw] == tk[rows_short])
+    if short.any():
+        raise BitextmineError("too few distinct pairs for --hard-negatives: no negative that is not a translation")
     return torch.from_numpy(chosen)
 
 
