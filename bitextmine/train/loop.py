@@ -92,6 +92,9 @@ class TransformerTrainable(TrainableEncoder):
         return {"architecture": self.architecture, "model": self.module.cfg.to_dict()}
 
 
+TRAIN_TOKEN_BUCKET = 64  # smaller than inference's: the padding is computed backwards too
+
+
 class USEm3Trainable(TrainableEncoder):
     """The default encoder's network, fine-tuned.
 
@@ -121,9 +124,17 @@ class USEm3Trainable(TrainableEncoder):
         return ids
 
     def embed(self, batch, device):
+        n_sentences = len(batch)
+        if torch.device(device).type == "cpu":
+            # oneDNN compiles kernels per matmul shape, and the network's shapes follow the
+            # batch's token count: rounding it up (with a throw-away sentence) keeps the
+            # shapes few over a long run
+            pad = -sum(map(len, batch)) % TRAIN_TOKEN_BUCKET
+            if pad:
+                batch = [*batch, [0] * pad]
         lengths = torch.tensor([len(x) for x in batch], dtype=torch.int64, device=device)
         flat = torch.tensor([i for x in batch for i in x], dtype=torch.int64, device=device)
-        return self.module(flat, lengths)
+        return self.module(flat, lengths)[:n_sentences]
 
     def config(self):
         return {"architecture": self.architecture, "model": {"max_tokens": self.max_tokens}}
