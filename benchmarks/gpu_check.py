@@ -14,26 +14,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.embed_throughput import timed
 from benchmarks.mine_speed import synthetic_pair
 
 DEFAULT_DATA = Path(os.environ.get("BITEXTMINE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 LANGS = ["ara", "ces", "cmn", "deu", "fra", "ita", "jpn", "kor", "nld", "pol", "por", "rus", "spa", "tha", "tur"]
-
-
-def timed(fn, repeats: int = 3):
-    times, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
 
 
 def sync(fn, device: str):
@@ -71,11 +62,11 @@ def embed(tatoeba: Path, cli_lines: int, device: str) -> None:
     torch.set_num_threads(os.cpu_count() or 1)
     gpu_tokens = defaults.BATCH_TOKENS * defaults.GPU_BATCH_TOKENS_FACTOR
     gpu.encode(texts[:2000], batch_tokens=gpu_tokens)  # warm-up
-    gpu_time, gpu_vectors = timed(sync(lambda: gpu.encode(texts, batch_tokens=gpu_tokens), device))
+    gpu_time, gpu_vectors = timed(sync(lambda: gpu.encode(texts, batch_tokens=gpu_tokens), device), 3)
     sample = texts[:: max(1, len(texts) // 6000)]
     cpu.encode(sample[:200])
     cpu_time, cpu_vectors = timed(lambda: cpu.encode(sample), repeats=1)
-    tokenize_time, _ = timed(lambda: gpu.tokenize(texts))
+    tokenize_time, _ = timed(lambda: gpu.tokenize(texts), 3)
     index = {t: i for i, t in enumerate(texts)}
     rows = [index[t] for t in sample]
     cosine = float((gpu_vectors[rows] * cpu_vectors).sum(axis=1).min())

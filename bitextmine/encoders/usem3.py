@@ -34,6 +34,17 @@ MAX_RIGHT = max(n - 1 - left for n, left in NGRAM_ORDERS)
 BOS_ID, EOS_ID = 1, 2
 TOKEN_BUCKET = 256
 
+
+def pad_to_token_bucket(batch: list[list[int]], bucket: int = TOKEN_BUCKET) -> list[list[int]]:
+    """``batch`` plus a throw-away sentence that rounds its token count up to ``bucket``.
+
+    oneDNN compiles a kernel per matmul shape, and the network's shapes follow the batch's
+    token count: rounding it keeps that to a handful of shapes. Real sentences embed as
+    before (the network never mixes sentences); drop the extra row of the output.
+    """
+    pad = -sum(map(len, batch)) % bucket
+    return [*batch, [0] * pad] if pad else batch
+
 # Mining thresholds on this encoder's own score scale (k=4, max retrieval): the F1-optimal
 # thresholds on held-out French-English pools with 20% planted translations, measured by
 # benchmarks/mining_thresholds.py (benchmarks/RESULTS.md). Its true pairs score higher
@@ -247,12 +258,7 @@ class USEm3Encoder(Encoder):
         import torch
 
         n_sentences = len(batch)
-        n_tokens = sum(map(len, batch))
-        # oneDNN compiles a kernel per matmul shape; rounding the token count up to a
-        # bucket (with a throw-away sentence) keeps that to a handful of shapes.
-        pad = -n_tokens % TOKEN_BUCKET
-        if pad:
-            batch = [*batch, [0] * pad]
+        batch = pad_to_token_bucket(batch)
         device = torch.device(self.device)
         lengths = torch.tensor([len(ids) for ids in batch], dtype=torch.int64)
         flat = torch.tensor([i for ids in batch for i in ids], dtype=torch.int64)
@@ -261,4 +267,4 @@ class USEm3Encoder(Encoder):
         return out[:n_sentences].cpu().numpy()
 
 
-__all__ = ["USEm3Encoder", "package_resources"]
+__all__ = ["USEm3Encoder", "package_resources", "pad_to_token_bucket"]

@@ -124,14 +124,11 @@ class USEm3Trainable(TrainableEncoder):
         return ids
 
     def embed(self, batch, device):
+        from bitextmine.encoders.usem3 import pad_to_token_bucket
+
         n_sentences = len(batch)
-        if torch.device(device).type == "cpu":
-            # oneDNN compiles kernels per matmul shape, and the network's shapes follow the
-            # batch's token count: rounding it up (with a throw-away sentence) keeps the
-            # shapes few over a long run
-            pad = -sum(map(len, batch)) % TRAIN_TOKEN_BUCKET
-            if pad:
-                batch = [*batch, [0] * pad]
+        if torch.device(device).type == "cpu":  # without it, a long run slows down (oneDNN kernel per shape)
+            batch = pad_to_token_bucket(batch, TRAIN_TOKEN_BUCKET)
         lengths = torch.tensor([len(x) for x in batch], dtype=torch.int64, device=device)
         flat = torch.tensor([i for x in batch for i in x], dtype=torch.int64, device=device)
         return self.module(flat, lengths)[:n_sentences]
@@ -484,7 +481,11 @@ def mine_hard_negatives(data: ParallelData, k: int, encoder_name: str, device: s
     ids = fwd.ids
     rows = np.arange(len(ids))[:, None]
     sk, tk = src_keys.numpy(), tgt_keys.numpy()
-    translation = (ids == rows) | (sk[ids] == sk[rows]) | (tk[ids] == tk[rows])
+
+    def translation_of(candidates, pairs):  # the same pair, or one sharing its source or target text
+        return (candidates == pairs) | (sk[candidates] == sk[pairs]) | (tk[candidates] == tk[pairs])
+
+    translation = translation_of(ids, rows)
     # stable sort puts the clean candidates first, in rank order
     order = np.argsort(translation, axis=1, kind="stable")[:, :k]
     chosen = np.take_along_axis(ids, order, 1)
@@ -498,7 +499,7 @@ def mine_hard_negatives(data: ParallelData, k: int, encoder_name: str, device: s
         rows_short = np.nonzero(short)[0]
         draw = rng.integers(0, len(ids), len(rows_short))
         chosen[short] = draw
-        short[short] = (draw == rows_short) | (sk[draw] == sk[rows_short]) | (tk[draw] == tk[rows_short])
+        short[short] = translation_of(draw, rows_short)
     if short.any():
         raise BitextmineError("too few distinct pairs for --hard-negatives: no negative that is not a translation")
     return torch.from_numpy(chosen)
