@@ -20,7 +20,7 @@ def calibrate(
                                             show_default=False)],
     seeds: Annotated[str | None, typer.Option(
         help="Known translation pairs, src<TAB>tgt (a few hundred): planted in the pools to measure precision "
-             "and recall. Without it, a mixture model of the score distribution is used.",
+             "and recall. Without it, each side mined against itself estimates the false pairs.",
         show_default=False)] = None,
     target_precision: Annotated[float, typer.Option(help="Recommend the lowest threshold with this precision.")]
     = 0.9,
@@ -66,15 +66,20 @@ def calibrate(
         result = calibrate_without_gold(np.asarray(x[:]), np.asarray(y[:]), cfg, seed, device_name)
     recommended = result.recommend(target_precision)
     typer.echo(f"method: {result.method}  ({cfg.score} margin, k={k}, {retrieval} retrieval)")
-    typer.echo("threshold  precision  recall   pairs")
-    for i in np.linspace(0, len(result.thresholds) - 1, min(15, len(result.thresholds))).astype(int):
-        r = result.recall[i]
-        typer.echo(f"{result.thresholds[i]:9.4f}  {100 * result.precision[i]:8.1f}%  "
-                   f"{'   -   ' if np.isnan(r) else f'{100 * r:6.1f}%'}  {int(result.pairs[i]):6d}")
-    if recommended is None:
-        typer.echo(f"no threshold reaches {100 * target_precision:.0f}% estimated precision")
+    for note in result.notes():
+        typer.echo(note)
+    if result.warning:
+        typer.echo(f"cannot tell: {result.warning}; no estimate, no threshold recommended")
     else:
-        typer.echo(f"recommended threshold for {100 * target_precision:.0f}% precision: {recommended:.4f}")
+        typer.echo("threshold  precision  recall   pairs")
+        for i in np.linspace(0, len(result.thresholds) - 1, min(15, len(result.thresholds))).astype(int):
+            r = result.recall[i]
+            typer.echo(f"{result.thresholds[i]:9.4f}  {100 * result.precision[i]:8.1f}%  "
+                       f"{'   -   ' if np.isnan(r) else f'{100 * r:6.1f}%'}  {int(result.pairs[i]):6d}")
+        if recommended is None:
+            typer.echo(f"no threshold reaches {100 * target_precision:.0f}% estimated precision")
+        else:
+            typer.echo(f"recommended threshold for {100 * target_precision:.0f}% precision: {recommended:.4f}")
     if json_out:
         write_json(json_out, {**result.to_dict(), "recommended_threshold": recommended,
                               "target_precision": target_precision, "config": {"k": k, "score": cfg.score,

@@ -87,7 +87,7 @@ def bucc(
     k: Annotated[int, typer.Option("-k", "--k", help="Neighbours for the margin.", min=1)] = defaults.K,
     margin: Annotated[str, typer.Option(help="ratio, distance or absolute (= cosine).")] = defaults.MARGIN,
     retrieval: Annotated[str, typer.Option(help="max, union, intersect, fwd or bwd.")] = defaults.RETRIEVAL,
-    threshold: Annotated[float | None, typer.Option(help="Threshold to report [default: the encoder's].",
+    threshold: Annotated[float | None, typer.Option(help="Threshold to report [default: the one `mine` chooses].",
                                                     show_default=False)] = None,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda or cuda:N.")] = "auto",
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the metrics as JSON.",
@@ -95,23 +95,24 @@ def bucc(
 ) -> None:
     """Mine a BUCC-style pair of files and score against the gold: P/R/F1 at the
     threshold and at the best threshold of a sweep."""
-    import numpy as np
-
     from bitextmine.devices import resolve_devices
     from bitextmine.encoders import load_encoder
     from bitextmine.evaluate import signature
     from bitextmine.evaluate.bucc import evaluate_mined, read_gold, read_id_sentences
     from bitextmine.io.atomic import write_json
-    from bitextmine.mine import MineConfig, default_threshold, mine_vectors
+    from bitextmine.mine import MineConfig
+    from bitextmine.mine.thresholds import mine_and_choose
 
-    cfg = MineConfig(k=k, score=margin, retrieval=retrieval)
+    cfg = MineConfig(k=k, score=margin, retrieval=retrieval, threshold=threshold)
     device_name = resolve_devices(device)[0]
     enc = load_encoder(encoder, device=device_name)
-    threshold = threshold if threshold is not None else default_threshold(enc.identity.name, cfg.score)
     src_s, tgt_s, gold_pairs = read_id_sentences(src), read_id_sentences(tgt), read_gold(gold)
     src_unique, tgt_unique = list(dict.fromkeys(src_s.texts)), list(dict.fromkeys(tgt_s.texts))
-    pairs = mine_vectors(enc.encode(src_unique), enc.encode(tgt_unique), cfg, threshold=-np.inf,
-                         device=device_name)
+    # the pairs with no threshold, and the threshold `mine` would choose for them
+    pairs, choice = mine_and_choose(enc.encode(src_unique), enc.encode(tgt_unique), cfg, (enc.identity,),
+                                    device=device_name)
+    threshold = choice.threshold
+    typer.echo(f"threshold {threshold:.4f}: {choice.reason}")
     metrics = evaluate_mined(src_s, tgt_s, src_unique, tgt_unique, pairs, gold_pairs, threshold)
     _print_table(
         [["at threshold", f"{threshold:.4f}", f"{100 * metrics['bucc_precision']:.2f}",

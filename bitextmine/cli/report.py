@@ -19,10 +19,14 @@ def report(
                                              show_default=False)] = None,
     filter_report: Annotated[str | None, typer.Option(help="A filter report JSON, for the filter counts.",
                                                       show_default=False)] = None,
+    calibration: Annotated[str | None, typer.Option(
+        help="A `bitextmine calibrate --json` file: plot its estimated precision and recall.",
+        show_default=False)] = None,
 ) -> None:
-    """Write a mining report: score histogram, pairs kept against the threshold, sampled
-    pairs per score band, filter counts and parameters. Opens without a server."""
-    from bitextmine.evaluate.report import load_inputs, write_report
+    """Write a mining report: score histogram, pairs kept and estimated precision against
+    the threshold, sampled pairs per score band, filter counts and parameters. Opens
+    without a server."""
+    from bitextmine.evaluate.report import load_calibration, load_inputs, write_report
 
-    written = write_report(load_inputs(mined, meta, filter_report), output)
+    written = write_report(load_inputs(mined, meta, filter_report), output, calibration=load_calibration(calibration))
     typer.echo("wrote " + ", ".join(str(p) for p in written), err=True)

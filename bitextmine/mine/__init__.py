@@ -19,6 +19,7 @@ from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
 from bitextmine.errors import BitextmineError
 from bitextmine.mine.knn import Neighbours, exact_knn_both_ways, index_knn
 from bitextmine.mine.scoring import RETRIEVALS, SCORE_ALIASES, SCORES, Pairs, candidates, retrieve
+from bitextmine.mine.thresholds import select_pairs, threshold_record
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,8 @@ class MineConfig:
     k: int = defaults.K
     score: str = defaults.MARGIN  # ratio | distance | cosine ("absolute" is an alias of cosine)
     retrieval: str = defaults.RETRIEVAL
-    threshold: float | None = None  # None: the encoder's declared default for the score
+    threshold: float | None = None  # None: chosen on the pools (mine/thresholds.py)
+    target_precision: float = defaults.TARGET_PRECISION  # what a chosen threshold aims for
     top_n: int | None = None  # keep only the best N pairs
     nprobe: int | None = None  # None: the index's own
     device: str = "auto"  # for exact search: a GPU when torch sees one
@@ -45,14 +47,10 @@ class MineConfig:
             raise BitextmineError("k must be at least 1")
         if self.top_n is not None and self.top_n < 0:
             raise BitextmineError("--top-n must be >= 0")
+        if not 0 < self.target_precision < 1:
+            raise BitextmineError("--target-precision must be between 0 and 1")
 
 
-def default_threshold(encoder_name: str, score: str) -> float:
-    """The encoder's declared threshold for ``score``, else the LASER-scale default."""
-    from bitextmine.encoders import declared_thresholds
-
-    score = SCORE_ALIASES.get(score, score)
-    return declared_thresholds(encoder_name).get(score, defaults.THRESHOLDS[score])
 
 
 def mine_vectors(x, y, cfg: MineConfig, threshold: float, fwd: Neighbours | None = None,
@@ -199,15 +197,15 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
 
     started = time.time()
     check_compatible(src, tgt)
-    threshold = cfg.threshold if cfg.threshold is not None else default_threshold(src.encoder.name, cfg.score)
     src_side, tgt_side = unique_sentences(src), unique_sentences(tgt)
     for corpus, side in ((src, src_side), (tgt, tgt_side)):
         if not side.texts:
             raise BitextmineError("no sentence to mine: every line is blank", path=corpus.sets[0].path)
     x = SelectedRows(src, src_side.rows)
     y = SelectedRows(tgt, tgt_side.rows)
-    log.info("mining %d x %d distinct sentences (%d x %d rows), k=%d, %s margin, %s retrieval, threshold %g",
-             len(x), len(y), src.total_rows, tgt.total_rows, cfg.k, cfg.score, cfg.retrieval, threshold)
+    log.info("mining %d x %d distinct sentences (%d x %d rows), k=%d, %s margin, %s retrieval, threshold %s",
+             len(x), len(y), src.total_rows, tgt.total_rows, cfg.k, cfg.score, cfg.retrieval,
+             "chosen on these pools" if cfg.threshold is None else f"{cfg.threshold:g}")
     fwd = bwd = None
     search = "exact"
     as_list = lambda v: None if v is None else ([v] if isinstance(v, (str, Path)) else list(v))  # noqa: E731
@@ -220,7 +218,9 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
         log.warning("one index given: exact search computes both directions at once, so it is used for both")
     device = resolve_devices(cfg.device)[0]
     knn_started = time.time()
-    pairs = mine_vectors(x, y, cfg, threshold, fwd, bwd, device=device)
+    selection = select_pairs(x, y, cfg, (src.encoder, tgt.encoder), fwd, bwd, device=device)
+    pairs, threshold = selection.pairs, selection.choice.threshold
+    log.info("threshold %g (%s)", threshold, selection.choice.reason)
     knn_seconds = time.time() - knn_started
     src_rows, tgt_rows = src_side.rows[pairs.src], tgt_side.rows[pairs.tgt]
     mined = MinedPairs(
@@ -232,7 +232,8 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
     )
     mined.stats = {
         "bitextmine_version": __version__,
-        "parameters": {**asdict(cfg), "threshold": threshold, "search": search, "device": device,
+        "parameters": {**asdict(cfg), "threshold": threshold, "threshold_source": selection.choice.reason,
+                       "search": search, "device": device,
                        "src_index": str(src_index) if src_index else None,
                        "tgt_index": str(tgt_index) if tgt_index else None},
         "encoder": src.encoder.to_dict(),
@@ -244,6 +245,7 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
         "score_max": float(pairs.score.max()) if len(pairs) else None,
         "score_min": float(pairs.score.min()) if len(pairs) else None,
         "seconds": {"search_and_score": round(knn_seconds, 3), "total": round(time.time() - started, 3)},
+        **threshold_record(selection),
     }
     return mined
 
