@@ -47,9 +47,13 @@ def mine(
     retrieval: Annotated[str, typer.Option(
         help="max (greedy one-to-one over both directions), union, intersect, fwd or bwd.")] = defaults.RETRIEVAL,
     threshold: Annotated[float | None, typer.Option(
-        help="Keep pairs scoring at least this [default: the encoder's own for the score type; "
-             f"else ratio {defaults.THRESHOLDS['ratio']}, cosine {defaults.THRESHOLDS['cosine']}].",
+        help="Keep pairs scoring at least this [default: chosen on these pools for --target-precision (margins); "
+             "else the encoder's own, or ratio "
+             f"{defaults.THRESHOLDS['ratio']}, cosine {defaults.THRESHOLDS['cosine']}].",
         show_default=False)] = None,
+    target_precision: Annotated[float, typer.Option(
+        help="Without --threshold: the estimated precision the chosen threshold must reach.", min=0.01, max=0.99)]
+    = defaults.TARGET_PRECISION,
     top_n: Annotated[int | None, typer.Option(help="Keep only the N best pairs.", min=0, show_default=False)]
     = None,
     nprobe: Annotated[int | None, typer.Option(help="IVF lists per query [default: the index's].", min=1,
@@ -94,7 +98,7 @@ def mine(
 
     setup_logging(quiet)
     cfg = MineConfig(k=k, score=score or margin, retrieval=retrieval, threshold=threshold, top_n=top_n,
-                     nprobe=nprobe, device=device)
+                     nprobe=nprobe, device=device, target_precision=target_precision)
     src_corpus = EmbeddingCorpus.load(src, verify=True)
     tgt_corpus = EmbeddingCorpus.load(tgt, verify=True)
     filter_cfg = make_filter_config(skip, min_chars, max_chars, min_tokens, max_side_tokens, max_ratio, min_letters,

@@ -24,8 +24,8 @@ out before planting, and the result says how many there were.
 **No gold** (``calibrate_without_gold``): the decoy estimate `mine` uses to choose its
 threshold (``bitextmine.mine.thresholds``): each side mined against itself stands for
 sentences without a translation, which gives the number of false pairs at each
-threshold. It says when it cannot tell (too few translations found, or the plain cosine,
-which has no margin to compare languages on) instead of giving numbers.
+threshold. It says when it cannot tell (too few translations found) instead of giving
+numbers.
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, seed: int = defaults
 
     fwd, bwd = exact_knn_both_ways(x_pool, y_pool, cfg.k, device=device, block_rows=cfg.block_rows)
     pairs = retrieve(*candidates(fwd, bwd, cfg.score), cfg.retrieval, -np.inf)
-    estimate = estimate_without_gold(pairs.score, x_pool, y_pool, cfg, fwd, bwd, device, seed)
+    estimate = estimate_without_gold(pairs, x_pool, y_pool, cfg, fwd, bwd, device, seed)
     return Calibration("decoy", estimate.thresholds, estimate.precision, estimate.recall, estimate.pairs,
                        {"estimated_translations_in_pools": round(estimate.translations, 1),
                         "pool_sources": len(x_pool), "pool_targets": len(y_pool), **estimate.details},

@@ -91,12 +91,14 @@ def exact_knn_both_ways(
     k: int,
     device: str = "cpu",
     block_rows: int = defaults.KNN_BLOCK_ROWS,
+    backward: bool = True,
 ) -> tuple[Neighbours, Neighbours]:
     """Exact k-NN of every x among y (forward) and of every y among x (backward).
 
     ``x`` (n, d) and ``y`` (m, d) may be fp16 or fp32, in memory or memory-mapped; they
     are converted block by block. On CUDA the blocks are multiplied in fp16 with fp32
-    accumulation and the kept cosines are recomputed exactly afterwards.
+    accumulation and the kept cosines are recomputed exactly afterwards. ``backward=False``
+    skips the backward lists (returned with no neighbours), e.g. when y is x.
     """
     import torch
 
@@ -121,11 +123,15 @@ def exact_knn_both_ways(
                 if cuda:  # top-k is cheap on GPU in both directions
                     s, idx = sims.topk(min(kf, sims.shape[1]), dim=1)
                     fwd_s[rows], fwd_i[rows] = _merge_topk(fwd_s[rows], fwd_i[rows], s, idx + j, kf)
+                    if not backward:
+                        continue
                     s, idx = sims.topk(min(kb, sims.shape[0]), dim=0)
                     bwd_s[cols], bwd_i[cols] = _merge_topk(bwd_s[cols], bwd_i[cols], s.T, idx.T + i, kb)
                     continue
                 s, idx = sims.topk(min(kf, sims.shape[1]), dim=1)  # contiguous: fast
                 fwd_s[rows], fwd_i[rows] = _merge_topk(fwd_s[rows], fwd_i[rows], s, idx + j, kf)
+                if not backward:
+                    continue
                 seed = 0
                 if i == 0:  # seed each column's list from a few rows, then filter the rest
                     seed = min(SEED_ROWS, sims.shape[0])
@@ -138,7 +144,7 @@ def exact_knn_both_ways(
     bwd = Neighbours(bwd_s.cpu().numpy(), bwd_i.cpu().numpy())
     if cuda:  # fp16 products: make the kept cosines exact
         fwd.sims = exact_sims(x, y, fwd.ids)
-        bwd.sims = exact_sims(y, x, bwd.ids)
+        bwd.sims = exact_sims(y, x, bwd.ids) if backward else bwd.sims
     return fwd, bwd
 
 

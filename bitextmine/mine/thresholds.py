@@ -43,9 +43,6 @@ from bitextmine.mine.scoring import SCORE_ALIASES, score_pairs
 
 log = logging.getLogger(__name__)
 
-ADAPTIVE_SCORES = ("ratio", "distance")  # the cosine has no margin to normalise the decoy with
-
-
 # --- fixed thresholds, by embedding space ------------------------------------------------
 
 @functools.lru_cache(maxsize=1)
@@ -86,33 +83,35 @@ def fixed_threshold(score: str, *identities) -> tuple[float, str]:
 
 # --- the decoy ---------------------------------------------------------------------------
 
-def decoy_best_scores(z, k: int, score: str, queries: int, seed: int, device: str = "cpu",
-                      cross_means: np.ndarray | None = None) -> np.ndarray:
-    """Best margin score of sampled rows of ``z`` among the other rows of ``z``.
-
-    All rows are queries when there are at most ``queries``; otherwise a seeded sample.
-    A neighbour's own neighbourhood mean is exact when it was a query, else predicted
-    from its cross-lingual mean ``cross_means`` by a line fitted on the queries.
-    """
+def _own_language_neighbours(z, rows: np.ndarray, k: int, device: str) -> Neighbours:
+    """The k nearest other rows of ``z`` for ``rows`` (the row itself and duplicates left out)."""
     n = len(z)
-    rows = np.arange(n) if n <= queries else np.sort(np.random.default_rng(seed).choice(n, queries, replace=False))
-    q = np.asarray(z[rows], dtype=np.float32) if len(rows) < n else z
+    q = z if len(rows) == n else np.asarray(z[rows], dtype=np.float32)
     # k + 2: the row itself and one near-duplicate can be dropped without running short
-    fwd, _ = exact_knn_both_ways(q, z, min(k + 2, n), device=device)
+    fwd, _ = exact_knn_both_ways(q, z, min(k + 2, n), device=device, backward=False)
     keep = (fwd.ids != rows[:, None]) & (fwd.sims < defaults.DECOY_DUPLICATE_COSINE) & (fwd.ids >= 0)
     order = np.argsort(~keep, axis=1, kind="stable")[:, :k]
     valid = np.take_along_axis(keep, order, 1)
-    nb = Neighbours(np.where(valid, np.take_along_axis(fwd.sims, order, 1), -np.inf).astype(np.float32),
-                    np.where(valid, np.take_along_axis(fwd.ids, order, 1), -1))
-    own = nb.mean_sim()
-    if len(rows) == n:
-        theirs = own[np.maximum(nb.ids, 0)]
-    else:
-        if cross_means is None:
-            raise ValueError("a sampled decoy needs the cross-lingual neighbourhood means")
-        slope, intercept = np.polyfit(cross_means[rows], own, 1)
-        theirs = slope * cross_means[np.maximum(nb.ids, 0)] + intercept
-    scores = score_pairs(nb.sims, own[:, None], theirs, score)
+    return Neighbours(np.where(valid, np.take_along_axis(fwd.sims, order, 1), -np.inf).astype(np.float32),
+                      np.where(valid, np.take_along_axis(fwd.ids, order, 1), -1))
+
+
+def decoy_best_scores(z, k: int, score: str, queries: int, seed: int, device: str = "cpu") -> np.ndarray:
+    """Best margin score of rows of ``z`` among the other rows of ``z`` (same language).
+
+    Every row is a query when there are at most ``queries``; otherwise a seeded sample,
+    and the neighbourhoods of the sample's neighbours are searched too (the margin needs
+    both sides' means).
+    """
+    n = len(z)
+    rows = np.arange(n) if n <= queries else np.sort(np.random.default_rng(seed).choice(n, queries, replace=False))
+    nb = _own_language_neighbours(z, rows, k, device)
+    means = np.zeros(n, dtype=np.float32)
+    means[rows] = nb.mean_sim()
+    others = np.setdiff1d(np.unique(nb.ids[nb.ids >= 0]), rows)
+    if len(others):
+        means[others] = _own_language_neighbours(z, others, k, device).mean_sim()
+    scores = score_pairs(nb.sims, means[rows][:, None], means[np.maximum(nb.ids, 0)], score)
     return np.where(nb.ids >= 0, scores, -np.inf).max(axis=1)
 
 
@@ -130,9 +129,12 @@ class NoGoldEstimate:
     translations: float  # estimated number of translations among the pairs
     warning: str | None = None  # why the estimate cannot be trusted, when it cannot
     details: dict = field(default_factory=dict)
+    cautious_precision: np.ndarray | None = None  # with the decoy counts one standard error up
 
-    def f1(self) -> np.ndarray:
-        p, r = self.precision, self.recall
+    def cautious_f1(self) -> np.ndarray:
+        """F1 from the cautious precision (and the same recall)."""
+        p = self.precision if self.cautious_precision is None else self.cautious_precision
+        r = self.recall * np.where(self.precision > 0, p / np.maximum(self.precision, 1e-12), 0)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(p + r > 0, 2 * p * r / (p + r), 0.0)
 
@@ -141,13 +143,14 @@ def _exceeding(sorted_scores: np.ndarray, grid: np.ndarray) -> np.ndarray:
     return len(sorted_scores) - np.searchsorted(sorted_scores, grid, side="left")
 
 
-def decoy_tail(decoy: np.ndarray, grid: np.ndarray, tail: int = defaults.DECOY_TAIL) -> np.ndarray:
+def decoy_tail(decoy: np.ndarray, grid: np.ndarray, caution: float = 0.0,
+               tail: int = defaults.DECOY_TAIL) -> np.ndarray:
     """Share of decoy scores >= each threshold, with an exponential tail past the ``tail``-th best.
 
     Counted shares run out at the decoy's best score, where the estimate would jump to
     no false pair at all; past the ``tail``-th best score, the share is extrapolated
     with an exponential fitted to the ``tail`` best (peaks over a threshold). Counts
-    are raised by DECOY_CAUTION standard errors (Poisson).
+    are raised by ``caution`` standard errors (Poisson).
     """
     ordered = np.sort(decoy[np.isfinite(decoy)])
     if len(ordered) == 0:
@@ -159,8 +162,7 @@ def decoy_tail(decoy: np.ndarray, grid: np.ndarray, tail: int = defaults.DECOY_T
         scale = max(float(np.mean(top - start)), 1e-9)
         beyond = grid > start
         count[beyond] = tail * np.exp(-(grid[beyond] - start) / scale)
-    # one standard error up: a small decoy must not promise precision it cannot show
-    return (count + defaults.DECOY_CAUTION * np.sqrt(count)) / len(ordered)
+    return (count + caution * np.sqrt(count)) / len(ordered)
 
 
 def threshold_grid(scores: np.ndarray, points: int = defaults.ESTIMATE_POINTS) -> np.ndarray:
@@ -172,19 +174,20 @@ def threshold_grid(scores: np.ndarray, points: int = defaults.ESTIMATE_POINTS) -
 
 
 def estimate_from_decoys(pair_scores: np.ndarray, decoy_src: np.ndarray, decoy_tgt: np.ndarray, n: int,
-                         m: int) -> NoGoldEstimate:
+                         m: int, caution: float = 0.0) -> NoGoldEstimate:
     """Precision and recall at each threshold from the pairs' scores and the two decoys.
 
     ``n``/``m``: rows of each side. The number of translations T is the most that the
     pairs kept minus the false pairs reach where precision is at least a half; the rows
-    without translation are n - T and m - T. Symmetric in the two sides.
+    without translation are n - T and m - T. Symmetric in the two sides. ``caution``:
+    standard errors added to the decoy counts.
     """
     scores = np.sort(np.asarray(pair_scores, dtype=np.float64))
     grid = threshold_grid(scores)
     kept = _exceeding(scores, grid).astype(np.float64)
     # per-pair exceedance: each decoy query met n - 1 (m - 1) others
-    p_src = decoy_tail(decoy_src, grid) / max(n - 1, 1)
-    p_tgt = decoy_tail(decoy_tgt, grid) / max(m - 1, 1)
+    p_src = decoy_tail(decoy_src, grid, caution) / max(n - 1, 1)
+    p_tgt = decoy_tail(decoy_tgt, grid, caution) / max(m - 1, 1)
     p_pair = np.sqrt(p_src * p_tgt)
     log_miss = np.log1p(-np.minimum(p_pair, 1 - 1e-12))
     translations = 0.0
@@ -203,21 +206,71 @@ def estimate_from_decoys(pair_scores: np.ndarray, decoy_src: np.ndarray, decoy_t
                           details={"decoy_queries": [int(len(decoy_src)), int(len(decoy_tgt))]})
 
 
-def estimate_without_gold(pair_scores: np.ndarray, x, y, cfg, fwd: Neighbours, bwd: Neighbours,
-                          device: str = "cpu", seed: int = defaults.SEED) -> NoGoldEstimate:
-    """The decoy estimate for pools ``x``/``y`` mined with ``cfg`` (neighbours ``fwd``/``bwd``)."""
+def false_rate_by_score(estimate: NoGoldEstimate):
+    """The estimated share of false pairs among pairs of each score (a function of scores).
+
+    From the false pairs and pairs kept between neighbouring thresholds, made
+    non-increasing in the score (isotonic regression weighted by pairs).
+    """
+    from sklearn.isotonic import IsotonicRegression
+
+    kept_between = -np.diff(np.append(estimate.pairs, 0))
+    false_between = -np.diff(np.append(estimate.false_pairs, 0))
+    use = kept_between > 0
+    if not use.any():
+        return lambda scores: np.ones(len(scores))
+    rate = np.clip(false_between[use] / kept_between[use], 0, 1)
+    fit = IsotonicRegression(increasing=False, y_min=0, y_max=1, out_of_bounds="clip")
+    fit.fit(estimate.thresholds[use], rate, sample_weight=kept_between[use])
+    return fit.predict
+
+
+def estimate_for_score(pairs, false_rate) -> NoGoldEstimate:
+    """The estimate for pairs selected by another score, each false with ``false_rate``."""
+    order = np.argsort(-pairs.score, kind="stable")
+    grid = threshold_grid(pairs.score)
+    ordered = np.sort(pairs.score.astype(np.float64))
+    kept = _exceeding(ordered, grid).astype(np.float64)
+    false_cumulative = np.concatenate([[0.0], np.cumsum(false_rate[order])])
+    false = false_cumulative[kept.astype(np.int64)]
+    true = kept - false
+    usable = true >= kept / 2
+    translations = float(true[usable].max()) if usable.any() else 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        precision = np.where(kept > 0, true / kept, np.nan)
+        recall = np.clip(true / translations, 0, 1) if translations > 0 else np.zeros(len(grid))
+    return NoGoldEstimate(grid, precision, recall, kept, false, translations)
+
+
+def estimate_without_gold(pairs, x, y, cfg, fwd: Neighbours, bwd: Neighbours, device: str = "cpu",
+                          seed: int = defaults.SEED) -> NoGoldEstimate:
+    """The decoy estimate for ``pairs`` (every pair the retrieval selects, scored by ``cfg.score``).
+
+    The decoys are scored by the ratio margin, whose normalisation makes the two
+    languages comparable. For another score, each pair is judged by its ratio margin:
+    the share of false pairs among ratio-mined pairs of that ratio score. The estimate
+    comes with a cautious precision (decoy counts one standard error up).
+    """
+    from bitextmine.mine.scoring import candidates, retrieve
+
     score = SCORE_ALIASES.get(cfg.score, cfg.score)
     n, m = len(x), len(y)
-    decoy_src = decoy_best_scores(x, cfg.k, score, defaults.DECOY_QUERIES, seed, device, fwd.mean_sim())
-    decoy_tgt = decoy_best_scores(y, cfg.k, score, defaults.DECOY_QUERIES, seed, device, bwd.mean_sim())
-    estimate = estimate_from_decoys(pair_scores, decoy_src, decoy_tgt, n, m)
-    estimate.warning = _doubt(estimate, score)
-    return estimate
+    src_means, tgt_means = fwd.mean_sim(), bwd.mean_sim()
+    decoy_src = decoy_best_scores(x, cfg.k, "ratio", defaults.DECOY_QUERIES, seed, device)
+    decoy_tgt = decoy_best_scores(y, cfg.k, "ratio", defaults.DECOY_QUERIES, seed, device)
+    by_ratio = pairs if score == "ratio" else retrieve(*candidates(fwd, bwd, "ratio"), cfg.retrieval, -np.inf)
+    point, cautious = (estimate_from_decoys(by_ratio.score, decoy_src, decoy_tgt, n, m, caution)
+                       for caution in (0.0, defaults.DECOY_CAUTION))
+    if score != "ratio":
+        ratio = score_pairs(pairs.cosine, src_means[pairs.src], tgt_means[pairs.tgt], "ratio").astype(np.float64)
+        point, cautious = (estimate_for_score(pairs, false_rate_by_score(e)(ratio)) for e in (point, cautious))
+    point.cautious_precision = cautious.precision
+    point.details = {"decoy_queries": [int(len(decoy_src)), int(len(decoy_tgt))], "decoy_score": "ratio"}
+    point.warning = _doubt(point)
+    return point
 
 
-def _doubt(estimate: NoGoldEstimate, score: str) -> str | None:
-    if score not in ADAPTIVE_SCORES:
-        return f"no decoy estimate for the {score} score (it has no margin to compare languages on)"
+def _doubt(estimate: NoGoldEstimate) -> str | None:
     if estimate.translations < defaults.ESTIMATE_MIN_TRANSLATIONS:
         return (f"about {estimate.translations:.0f} translations found: too few to estimate precision "
                 "(the pools may hold almost none)")
@@ -234,35 +287,34 @@ class ThresholdChoice:
     estimate: NoGoldEstimate | None = None
 
 
-def choose_threshold(pair_scores: np.ndarray, x, y, cfg, identities, fwd: Neighbours, bwd: Neighbours,
+def choose_threshold(pairs, x, y, cfg, identities, fwd: Neighbours, bwd: Neighbours,
                      device: str = "cpu") -> ThresholdChoice:
-    """The threshold for pairs scored ``pair_scores`` (every pair the retrieval selects).
+    """The threshold for ``pairs`` (every pair the retrieval selects, no threshold).
 
-    ``cfg.threshold`` when given; else, for a margin score, the threshold with the best
-    estimated F1 among those of estimated precision >= ``cfg.target_precision`` (never
-    below the fixed threshold's floor); else, or when the estimate cannot be trusted, the
-    fixed threshold of the embedding space.
+    ``cfg.threshold`` when given; else the threshold with the best estimated F1 among
+    those whose cautious estimated precision reaches ``cfg.target_precision`` (when none
+    does, the one of best estimated precision, at least the fixed threshold). Pools with
+    few translations keep the estimate's threshold: a few sure pairs, not a guess.
     """
     if cfg.threshold is not None:
         return ThresholdChoice(float(cfg.threshold), "user", "user")
     fixed, fixed_reason = fixed_threshold(cfg.score, *identities)
-    score = SCORE_ALIASES.get(cfg.score, cfg.score)
-    if score not in ADAPTIVE_SCORES:
-        return ThresholdChoice(fixed, "fixed", fixed_reason)
-    estimate = estimate_without_gold(pair_scores, x, y, cfg, fwd, bwd, device)
-    if estimate.warning:
-        return ThresholdChoice(fixed, "fixed", f"{fixed_reason}; no adaptive estimate: {estimate.warning}", estimate)
+    estimate = estimate_without_gold(pairs, x, y, cfg, fwd, bwd, device)
+    if not len(estimate.thresholds):
+        return ThresholdChoice(fixed, "fixed", f"{fixed_reason}; no pairs to estimate precision on", estimate)
     target = cfg.target_precision
-    ok = estimate.precision >= target
+    cautious = np.nan_to_num(estimate.cautious_precision, nan=0.0)
+    # pools with few translations: still the estimate's threshold (a few sure pairs), said so
+    caveat = f" ({estimate.warning})" if estimate.warning else ""
+    ok = cautious >= target
     if not ok.any():
-        best = int(np.nanargmax(estimate.precision))
+        best = int(np.argmax(cautious))  # the lowest threshold of the best estimate
         return ThresholdChoice(max(fixed, float(estimate.thresholds[best])), "adaptive",
                                f"adaptive: no threshold reaches estimated precision {target:.2f}; the best "
-                               f"estimate is {estimate.precision[best]:.2f}", estimate)
-    i = int(np.argmax(np.where(ok, estimate.f1(), -1)))
+                               f"estimate is {cautious[best]:.2f}{caveat}", estimate)
+    i = int(np.argmax(np.where(ok, estimate.cautious_f1(), -1)))
     return ThresholdChoice(float(estimate.thresholds[i]), "adaptive",
-                           f"adaptive: estimated precision {estimate.precision[i]:.2f} at target {target:.2f}",
-                           estimate)
+                           f"adaptive: estimated precision {cautious[i]:.2f} at target {target:.2f}{caveat}", estimate)
 
 
 @dataclass
@@ -293,7 +345,7 @@ def mine_and_choose(x, y, cfg, identities, fwd: Neighbours | None = None, bwd: N
         fwd, bwd = exact_knn_both_ways(x, y, cfg.k, device=device, block_rows=cfg.block_rows)
     fwd_pairs, bwd_pairs = candidates(fwd, bwd, cfg.score)
     every = retrieve(fwd_pairs, bwd_pairs, cfg.retrieval, -np.inf)
-    return every, choose_threshold(every.score, x, y, cfg, identities, fwd, bwd, device)
+    return every, choose_threshold(every, x, y, cfg, identities, fwd, bwd, device)
 
 
 def select_pairs(x, y, cfg, identities, fwd: Neighbours | None = None, bwd: Neighbours | None = None,
