@@ -1,0 +1,84 @@
+"""Structured files (pipeline YAML, manifests, index.json) checked by pydantic models.
+
+A model states the shape; a wrong file fails with one line ``FILE: key.path: message``.
+The scalar types are strict (YAML ``k: "4"`` is not a number, ``true`` is not 1).
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Strict, StrictBool, StrictInt, StrictStr, ValidationError
+
+from bitextmine.errors import BitextmineError
+
+Int = StrictInt
+Bool = StrictBool
+Str = StrictStr
+Float = Annotated[float, Strict()]  # an int is accepted, a bool or a string is not
+
+
+class Model(BaseModel):
+    """A frozen section of a structured file: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+_KINDS = {"int_type": "an integer", "int_parsing": "an integer", "int_from_float": "an integer",
+          "float_type": "a number", "float_parsing": "a number", "bool_type": "true or false",
+          "bool_parsing": "true or false", "string_type": "a string", "dict_type": "a mapping",
+          "model_type": "a mapping", "model_attributes_type": "a mapping", "list_type": "a list",
+          "tuple_type": "a list"}
+
+
+def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
+    """The model class that the key path ``loc`` leads to (to list its known keys)."""
+    current: Any = model
+    for part in loc:
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            if not isinstance(part, str) or part not in current.model_fields:
+                return None
+            current = current.model_fields[part].annotation
+        else:  # a container: step into the value type
+            args = [a for a in typing.get_args(current) if a is not type(None) and a is not Ellipsis]
+            current = args[-1] if args else None
+        args = typing.get_args(current)
+        while args and not (isinstance(current, type) and issubclass(current, BaseModel)):
+            models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+            if models:
+                current = models[0]
+                break
+            if typing.get_origin(current) in (dict, list, tuple):
+                break
+            current, args = args[0], typing.get_args(args[0])
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def describe(model: type[BaseModel], error: dict) -> str:
+    """One pydantic error -> ``key.path: message``."""
+    loc = tuple(error["loc"])
+    where = ".".join(str(p) for p in loc) or "(top level)"
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        parent = _model_at(model, loc[:-1])
+        known = f" (known: {', '.join(parent.model_fields)})" if parent else ""
+        return f"{where}: unknown key{known}"
+    if kind == "missing":
+        return f"{where}: missing key"
+    if kind in _KINDS:
+        value = error.get("input")
+        return f"{where}: must be {_KINDS[kind]}, not {type(value).__name__} {value!r}"
+    message = error["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    return f"{where}: {message}"
+
+
+def parse(model: type[BaseModel], data: Any, path, what: str = "") -> Any:
+    """``model`` built from ``data`` (read from ``path``), or one error naming file and key."""
+    if not isinstance(data, dict):
+        found = "empty" if data is None else f"a {type(data).__name__}"
+        raise BitextmineError(f"{what or 'the file'} must be a mapping of keys, not {found}", path=path)
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        raise BitextmineError(describe(model, e.errors(include_url=False)[0]), path=path) from None
