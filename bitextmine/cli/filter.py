@@ -71,11 +71,16 @@ def filter_command(
     from bitextmine.cli import setup_logging
     from bitextmine.filter import read_pairs
     from bitextmine.filter.run import filter_pairs_to_files
+    from bitextmine.io.atomic import refuse_overwriting_inputs, sidecar_path
+    from bitextmine.io.lock import output_locks
     from bitextmine.io.text import read_lines
 
     setup_logging(quiet)
     cfg = make_filter_config(skip, min_chars, max_chars, min_tokens, max_side_tokens, max_ratio, min_letters,
                              near_copy, boilerplate, dedup, max_score, src_lang, tgt_lang)
-    pairs = read_pairs(read_lines(input), input)
-    report_path = report if report is not None else (None if output == "-" else Path(output + ".filter.json"))
-    filter_pairs_to_files(pairs, cfg, output, report_path, rejects)
+    report_path = report if report is not None else sidecar_path(output, ".filter.json")
+    outputs = [output, report_path, rejects]
+    refuse_overwriting_inputs(outputs, [input])
+    with output_locks(outputs):
+        pairs = read_pairs(read_lines(input), input)
+        filter_pairs_to_files(pairs, cfg, output, report_path, rejects)

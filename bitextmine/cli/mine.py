@@ -88,29 +88,16 @@ def mine(
     import logging
 
     from bitextmine.cli import setup_logging
-    from bitextmine.embed.corpus import EmbeddingCorpus
-    from bitextmine.io.atomic import write_json
-    from bitextmine.mine import MineConfig, mine_corpora, write_pairs
+    from bitextmine.mine import MineConfig
+    from bitextmine.mine.output import PairsOutput, mine_to_files
 
     setup_logging(quiet)
     cfg = MineConfig(k=k, score=score or margin, retrieval=retrieval, threshold=threshold, top_n=top_n,
                      nprobe=nprobe, device=device)
-    src_corpus = EmbeddingCorpus.load(src, verify=True)
-    tgt_corpus = EmbeddingCorpus.load(tgt, verify=True)
     filter_cfg = make_filter_config(skip, min_chars, max_chars, min_tokens, max_side_tokens, max_ratio, min_letters,
                                     near_copy, boilerplate, dedup, max_score, src_lang, tgt_lang)
-    mined = mine_corpora(src_corpus, tgt_corpus, cfg, src_index=src_index, tgt_index=tgt_index)
-    stats = {**mined.stats, "output": output}
-    if filter_pairs:
-        from bitextmine.filter.run import filter_pairs_to_files
-
-        report = filter_pairs_to_files(mined.as_filter_pairs(with_ids), filter_cfg, output, None, rejects)
-        stats["filter"] = {"config": {**filter_cfg.__dict__, "disabled": list(filter_cfg.disabled)},
-                           **report.to_dict()}
-    else:
-        write_pairs(mined, output, with_ids=with_ids)
-    meta_path = meta if meta is not None else (None if output == "-" else Path(output + ".json"))
-    if meta_path is not None:
-        write_json(meta_path, stats)
+    target = PairsOutput(output=output, meta=None if meta is None else str(meta), with_ids=with_ids,
+                         filter=filter_cfg if filter_pairs else None, rejects=rejects)
+    mined = mine_to_files(src, tgt, cfg, target, src_index=src_index, tgt_index=tgt_index)
     logging.getLogger("bitextmine").info("%d pairs at %s >= %g -> %s", len(mined), cfg.score,
                                          mined.stats["parameters"]["threshold"], output)

@@ -22,7 +22,7 @@ def report(
 ) -> None:
     """Write a mining report: score histogram, pairs kept against the threshold, sampled
     pairs per score band, filter counts and parameters. Opens without a server."""
-    from bitextmine.evaluate.report import load_inputs, write_report
+    from bitextmine.evaluate.report import make_report
 
-    written = write_report(load_inputs(mined, meta, filter_report), output)
+    written = make_report(mined, output, meta, filter_report)
     typer.echo("wrote " + ", ".join(str(p) for p in written), err=True)

@@ -187,15 +187,12 @@ def run_index(embeddings: list[str], output: str, type: str, nprobe: int) -> str
 
 def run_mine(src: list[str], tgt: list[str], src_index: list[str], tgt_index: list[str], output: str, k: int,
              margin: str, retrieval: str, threshold: float | None, top_n: int | None) -> str:
-    from bitextmine.embed.corpus import EmbeddingCorpus
-    from bitextmine.mine import MineConfig, mine_corpora, write_pairs
+    from bitextmine.mine import MineConfig
+    from bitextmine.mine.output import PairsOutput, mine_to_files
 
-    mined = mine_corpora(EmbeddingCorpus.load(src), EmbeddingCorpus.load(tgt),
-                         MineConfig(k=k, score=margin, retrieval=retrieval, threshold=threshold, top_n=top_n),
-                         src_index=src_index or None, tgt_index=tgt_index or None)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
-    write_pairs(mined, output, with_ids=True)
-    write_json(output + ".json", {**mined.stats, "output": output})
+    mine_to_files(src, tgt, MineConfig(k=k, score=margin, retrieval=retrieval, threshold=threshold, top_n=top_n),
+                  PairsOutput(output=output, with_ids=True), src_index=src_index or None, tgt_index=tgt_index or None)
     return output
 
 
