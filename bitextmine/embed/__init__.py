@@ -60,7 +60,7 @@ def shard_file_name(source: str, taken: set[str]) -> str:
     base = "stdin" if source == STDIN else os.path.basename(source)
     for suffix in (".gz", ".zst", ".xz", ".txt"):
         base = base.removesuffix(suffix)
-    base = re.sub(r"[^\w.+-]", "_", base) or "shard"
+    base = re.sub(r"[^\w.+-]", "_", base).lstrip(".") or "shard"  # never "." or "..", never hidden
     name, n = f"{base}.npy", 1
     while name in taken:
         n += 1

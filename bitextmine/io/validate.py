@@ -9,14 +9,14 @@ from __future__ import annotations
 import typing
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Strict, StrictBool, StrictInt, StrictStr, ValidationError
+from pydantic import AllowInfNan, BaseModel, ConfigDict, Strict, StrictBool, StrictInt, StrictStr, ValidationError
 
 from bitextmine.errors import BitextmineError
 
 Int = StrictInt
 Bool = StrictBool
 Str = StrictStr
-Float = Annotated[float, Strict()]  # an int is accepted, a bool or a string is not
+Float = Annotated[float, Strict(), AllowInfNan(False)]  # an int is accepted; a bool, a string or NaN is not
 
 
 class Model(BaseModel):
@@ -29,7 +29,7 @@ _KINDS = {"int_type": "an integer", "int_parsing": "an integer", "int_from_float
           "float_type": "a number", "float_parsing": "a number", "bool_type": "true or false",
           "bool_parsing": "true or false", "string_type": "a string", "dict_type": "a mapping",
           "model_type": "a mapping", "model_attributes_type": "a mapping", "list_type": "a list",
-          "tuple_type": "a list"}
+          "tuple_type": "a list", "finite_number": "a finite number"}
 
 
 def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
@@ -58,8 +58,12 @@ def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
 def describe(model: type[BaseModel], error: dict) -> str:
     """One pydantic error -> ``key.path: message``."""
     loc = tuple(error["loc"])
-    where = ".".join(str(p) for p in loc) or "(top level)"
     kind = error["type"]
+    if loc and loc[-1] == "[key]":  # a mapping key outside the allowed ones
+        loc = loc[:-1]
+        where = ".".join(str(p) for p in loc)
+        return f"{where}: unknown key; {error['msg'][0].lower()}{error['msg'][1:]}"
+    where = ".".join(str(p) for p in loc) or "(top level)"
     if kind == "extra_forbidden":
         parent = _model_at(model, loc[:-1])
         known = f" (known: {', '.join(parent.model_fields)})" if parent else ""
