@@ -49,21 +49,34 @@ class Failure:
     error: BitextmineError | None = None  # an input error, as the task raised it
 
 
-def _run_task(task: Task, threads: int) -> tuple[str | None, int | None, str] | None:
+def _run_task(task: Task, threads: int, stop_on_sigterm: bool = False) -> tuple[str | None, int | None, str] | None:
     """The job body: limit threads to the task's CPUs, then run it.
 
     An input error (``BitextmineError``: invalid UTF-8, a bad file) comes back as a
     value (path, line, message): it is deterministic, so the launcher reports it at once
     instead of retrying. Anything else is a crash and propagates.
+
+    ``stop_on_sigterm`` (local workers): SIGTERM, which the local executor forwards
+    from ``run``, ends the task as Ctrl-C would (submitit otherwise ignores it, for
+    Slurm's preemption), and SIGINT is restored where a background shell ignored it.
     """
+    import signal
+
     import torch
 
+    if stop_on_sigterm:
+        signal.signal(signal.SIGTERM, _interrupt)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     torch.set_num_threads(max(1, threads))
     try:
         execute(task)
     except BitextmineError as e:
         return e.path, e.line, e.message
     return None
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def _last_line(text: str) -> str | None:
@@ -89,15 +102,25 @@ def _crash(job, error: Exception) -> Failure:
 
 
 def _stop(jobs: list) -> None:
-    """Cancel jobs that still run and wait a little for them to end (Ctrl-C, SIGTERM)."""
+    """End the jobs that still run (Ctrl-C or SIGTERM to ``run``) and wait a little for them.
+
+    A local job's controller gets SIGTERM, which it forwards to the task (SIGINT, what
+    submitit's own ``cancel`` sends, is ignored by processes started in the background);
+    a Slurm job is cancelled.
+    """
     running = [job for job in jobs if not job.done()]
     for job in running:
+        controller = getattr(job, "_process", None)  # submitit's local job: the controller process
         with contextlib.suppress(Exception):
-            job.cancel(check=False)
+            controller.terminate() if controller is not None else job.cancel(check=False)
     deadline = time.time() + STOP_GRACE_SECONDS
     while running and time.time() < deadline:
         running = [job for job in running if not job.done()]
         time.sleep(0.1)
+    for job in running:
+        controller = getattr(job, "_process", None)
+        if controller is not None:
+            controller.kill()
     if running:
         log.warning("%d job(s) did not stop within %d s", len(running), STOP_GRACE_SECONDS)
 
@@ -162,7 +185,7 @@ class Launcher:
                     with executor.batch():
                         jobs = [executor.submit(_run_task, t, resources.cpus) for t in wave]
                 else:
-                    jobs = [executor.submit(_run_task, t, resources.cpus) for t in wave]
+                    jobs = [executor.submit(_run_task, t, resources.cpus, True) for t in wave]
                 for task, job in zip(wave, jobs, strict=True):
                     try:
                         error = job.result()
@@ -176,6 +199,8 @@ class Launcher:
             except BaseException:  # Ctrl-C or SIGTERM: the workers stop with us
                 _stop(jobs)
                 raise
+            if any(not failure.retry for _, failure in failures):
+                break  # an input error ends the run: no point starting more tasks
         return failures
 
     def _executor(self, stage: str, resources: Resources):
@@ -210,23 +235,24 @@ def _input_error(stage: str, task: Task, failure: Failure) -> BitextmineError:
 
 
 @contextlib.contextmanager
-def _sigterm_stops_the_run() -> Iterator[None]:
-    """SIGTERM to this process acts like Ctrl-C: the workers are cancelled, locks released."""
+def _signals_stop_the_run() -> Iterator[None]:
+    """SIGINT and SIGTERM to this process stop the run: its workers are ended, its locks released.
+
+    SIGINT is handled even where it was inherited as ignored (a run started in the
+    background by a script): whoever sends it means it.
+    """
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def run_pipeline(cfg: PipelineConfig, launcher: str = "local", stages: tuple[str, ...] = STAGES) -> list[StageSummary]:
@@ -241,7 +267,7 @@ def run_pipeline(cfg: PipelineConfig, launcher: str = "local", stages: tuple[str
     written = [cfg.output / d for d in ("embed", "index", "mine", "pairs", "logs", "summary.json")]
     refuse_overwriting_inputs(written, [shard for shards in cfg.languages.values() for shard in shards])
     prepare_output_dir(cfg.output)
-    with output_lock(cfg.output, directory=True), _sigterm_stops_the_run():
+    with output_lock(cfg.output, directory=True), _signals_stop_the_run():
         return _run_stages(cfg, runner, stages)
 
 
