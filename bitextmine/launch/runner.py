@@ -156,9 +156,10 @@ class Launcher:
                     raise _input_error(stage, task, failure)
             if not failures:
                 return
-            for task, failure in failures:
-                log.warning("%s task %s crashed (attempt %d of %d): %s", stage, task.name, attempt, attempts,
-                            failure.cause)
+            if attempt < attempts:
+                for task, failure in failures:
+                    log.warning("%s task %s crashed (attempt %d of %d), running it again: %s", stage, task.name,
+                                attempt, attempts, failure.cause)
             pending = [task for task, _ in failures]
         task, failure = failures[0]
         where = f" (log: {failure.log})" if failure.log else ""
