@@ -601,6 +601,22 @@ def test_a_crashed_task_is_retried_and_its_cause_quoted(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_crash_is_quoted_from_the_job_error_stream(tmp_path):
+    """A task that raises (a bug, not bad input) fails with its exception, not submitit's wrapper."""
+    from bitextmine.errors import BitextmineError
+    from bitextmine.launch.config import load_config
+    from bitextmine.launch.pipeline import Task
+    from bitextmine.launch.runner import Launcher
+
+    de, en = small_shards(tmp_path)
+    cfg = load_config(write_pipeline(tmp_path, [de], [en], retries=0))
+    task = Task("embed", "de/x", tmp_path / "out" / "x", "run_embed", {"bogus": 1})
+    with pytest.raises(BitextmineError, match=r"^embed task de/x failed 1 time\(s\): TypeError: run_embed\(\) got an "
+                                              r"unexpected keyword argument 'bogus' \(log: .*_log\.err\)$"):
+        Launcher(cfg, "local").run("embed", [task])
+
+
+@pytest.mark.slow
 def test_a_damaged_output_under_a_done_marker_is_redone(cli, tmp_path):
     de, en = small_shards(tmp_path)
     config = write_pipeline(tmp_path, [de], [en])

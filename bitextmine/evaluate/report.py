@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
-from bitextmine import __version__
 from pydantic import ConfigDict
 
+from bitextmine import __version__
 from bitextmine.errors import BitextmineError
 from bitextmine.io.validate import Float, Int, Model, parse
 
@@ -95,7 +94,8 @@ def load_inputs(mined: str, meta: str | None = None, filter_report: str | None =
                         [p.tgt for p in pairs], params, filt)
 
 
-def make_report(mined: str, output: str | Path, meta: str | None = None, filter_report: str | None = None) -> list[Path]:
+def make_report(mined: str, output: str | Path, meta: str | None = None,
+                filter_report: str | None = None) -> list[Path]:
     """Read the inputs and write the report (refusing an output that would replace an input)."""
     from bitextmine.io.atomic import refuse_overwriting_inputs
 
