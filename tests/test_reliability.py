@@ -338,6 +338,30 @@ def test_a_link_out_of_the_set_is_refused(cli, sets, tmp_path):
     one_line_error(cli(*mine_args(sets, "-o", tmp_path / "p.tsv")), "leads out of", "de.npy")
 
 
+def test_links_planted_in_artifact_directories_redirect_nothing(cli, sets, tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    before = victim.read_bytes()
+    manifest = sets[0] / "manifest.json"
+    moved = tmp_path / "elsewhere.json"
+    shutil.move(manifest, moved)
+    manifest.symlink_to(moved)
+    one_line_error(cli(*mine_args(sets, "-o", tmp_path / "p.tsv")), "the manifest", "leads out of")
+    one_line_error(cli("embed", EXAMPLES / "de.txt", "-o", sets[0], "-q"), "the manifest", "leads out of")
+
+    index_dir = tmp_path / "idx"
+    index_dir.mkdir()
+    for name in ("index.faiss", "index.json", ".bitextmine.lock"):  # what `index` writes there
+        (index_dir / name).symlink_to(victim)
+    one_line_error(cli("index", sets[1], "-o", index_dir, "-q"), ".bitextmine.lock is a link, not a lock")
+    (index_dir / ".bitextmine.lock").unlink()
+    assert cli("index", sets[1], "-o", index_dir, "-q").exit_code == 0  # the links are replaced, not followed
+    assert victim.read_bytes() == before and not (index_dir / "index.faiss").is_symlink()
+    (tmp_path / "pairs.tsv.lock").symlink_to(victim)
+    one_line_error(cli(*mine_args((sets[1], sets[1]), "-o", tmp_path / "pairs.tsv")), "pairs.tsv.lock is a link")
+    assert victim.read_bytes() == before
+
+
 def test_a_stdin_text_file_name_stays_inside_the_set(cli, sets, tmp_path):
     path = sets[0] / "manifest.json"
     manifest = json.loads(path.read_text())

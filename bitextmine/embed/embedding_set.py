@@ -17,7 +17,7 @@ from pydantic import Field
 
 from bitextmine.encoders.base import EncoderIdentity
 from bitextmine.errors import BitextmineError
-from bitextmine.io.atomic import write_json
+from bitextmine.io.atomic import save_json
 from bitextmine.io.paths import confined
 from bitextmine.io.text import file_sha256
 from bitextmine.io.validate import Bool, Int, Model, Str, parse
@@ -70,6 +70,7 @@ class EmbeddingSet:
         if not manifest.is_file():
             what = "no such directory" if not path.exists() else f"not an embedding set (no {MANIFEST_NAME})"
             raise BitextmineError(what, path=path)
+        confined(path, MANIFEST_NAME, "the manifest", manifest)  # a link out of the set is not this set's
         data = _read_manifest(manifest)
         if data.get("format") != FORMAT_NAME:
             raise BitextmineError(f"not a {FORMAT_NAME} manifest", path=manifest)
@@ -163,7 +164,7 @@ class EmbeddingSet:
         }
 
     def save(self) -> None:
-        write_json(self.path / MANIFEST_NAME, self.to_dict())
+        save_json(self.path / MANIFEST_NAME, self.to_dict())
 
 
 def _entry_dict(entry: ShardEntry) -> dict:

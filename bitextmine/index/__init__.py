@@ -26,8 +26,9 @@ from bitextmine import __version__, defaults
 from bitextmine.embed.corpus import EmbeddingCorpus
 from bitextmine.embed.embedding_set import row_is_blank
 from bitextmine.errors import BitextmineError
-from bitextmine.io.atomic import atomic_path, prepare_output_dir, refuse_overwriting_inputs, write_json
+from bitextmine.io.atomic import atomic_path, prepare_output_dir, refuse_overwriting_inputs, save_json
 from bitextmine.io.lock import output_lock
+from bitextmine.io.paths import confined
 from bitextmine.io.text import file_sha256
 from bitextmine.io.validate import Int, Model, Str, parse
 
@@ -220,7 +221,7 @@ def save_index(index, meta: dict, out_dir: str | Path) -> dict:
         except RuntimeError as e:  # faiss reports a full disk as a RuntimeError
             raise BitextmineError(f"cannot write: {_first_line(e)}", path=target) from None
     meta = {**meta, "index_sha256": file_sha256(target)}
-    write_json(out_dir / META_FILE, meta)
+    save_json(out_dir / META_FILE, meta)
     return meta
 
 
@@ -254,6 +255,8 @@ def read_meta(index_dir: str | Path) -> dict:
     meta_path = index_dir / META_FILE
     if not meta_path.is_file() or not (index_dir / INDEX_FILE).is_file():
         raise BitextmineError(f"not an index directory (needs {INDEX_FILE} and {META_FILE})", path=index_dir)
+    for name in (META_FILE, INDEX_FILE):  # a link out of the directory is not this index
+        confined(index_dir, name, name, index_dir)
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:

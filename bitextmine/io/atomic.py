@@ -116,16 +116,20 @@ def _replaced_path(path: str | Path) -> Path:
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it over ``path`` on success.
 
-    For regular files (the artifacts inside sets and index directories, and regular
-    outputs). On an exception the temporary file is removed and ``path`` is left as it
-    was. The temporary name starts with ``.`` and ends with ``.tmp`` so that it is easy
-    to tell apart from finished outputs (and to clean up after a killed run).
+    For the files inside sets and index directories, and for regular outputs. A link
+    at ``path`` is replaced itself, never followed (a link planted in an artifact
+    directory cannot redirect a write). On an exception the temporary file is removed
+    and ``path`` is left as it was. The temporary name starts with ``.`` and ends with
+    ``.tmp`` so that it is easy to tell apart from finished outputs (and to clean up
+    after a killed run).
     """
-    path = _replaced_path(path)
+    path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        open(tmp, "wb").close()  # fails here, naming the output, when the place is not writable
-    except OSError as e:
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            tmp.unlink()  # left by a killed process with our pid
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))  # O_EXCL: never through a link
+    except OSError as e:  # fails here, naming the output, when the place is not writable
         raise write_error(e, path) from None
     try:
         with _disk_errors_named(path):
@@ -159,7 +163,7 @@ def _binary_output(path: str | Path) -> Iterator:
         with _disk_errors_named(path), stream:
             yield stream
         return
-    with atomic_path(path) as tmp, open(tmp, "wb") as stream:
+    with atomic_path(_replaced_path(path)) as tmp, open(tmp, "wb") as stream:
         yield stream
 
 
@@ -227,9 +231,19 @@ def _finite(value):
     return value
 
 
+def _json_text(data: dict) -> str:
+    return json.dumps(_finite(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
 def write_json(path: str | Path, data: dict) -> None:
-    """JSON to a file (atomically), a device, or ``-`` (standard output)."""
-    write_text(path, json.dumps(_finite(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+    """JSON to an output named by the user: a file (atomically), a device, or ``-`` (standard output)."""
+    write_text(path, _json_text(data))
+
+
+def save_json(path: str | Path, data: dict) -> None:
+    """JSON to a file inside an artifact directory (a manifest, index.json, a marker), atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(_json_text(data), encoding="utf-8")
 
 
 def remove_stale_temporaries(directory: str | Path) -> int:

@@ -10,6 +10,7 @@ stale lock: the file may stay behind, but the next writer takes it over.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import sys
@@ -44,8 +45,11 @@ def _acquire(lock: Path, output: str | Path) -> int:
     """An open descriptor holding the lock on ``lock``."""
     while True:
         try:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            # O_NOFOLLOW: a link planted at the lock's name must not have its target truncated
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
         except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise BitextmineError(f"the lock file {lock} is a link, not a lock; remove it", path=output) from None
             raise write_error(e, output) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -41,6 +41,10 @@ def expand_shards(args: list[str]) -> list[str]:
             shards.extend(matches)
         elif os.path.isdir(arg):
             raise BitextmineError("is a directory, not a text shard", path=arg)
+        elif os.path.exists(arg) and not os.path.isfile(arg):
+            # a shard is read twice (checksum, then text): a pipe would be empty the second time
+            raise BitextmineError("not a regular file (a pipe or a device?); pipe it to standard input: "
+                                  "... | bitextmine embed -", path=arg)
         elif not os.path.isfile(arg):
             raise BitextmineError("no such file", path=arg)
         else:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from bitextmine import __version__
 from bitextmine.errors import BitextmineError
-from bitextmine.io.atomic import write_json
+from bitextmine.io.atomic import save_json
 from bitextmine.launch.config import PipelineConfig
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ class Task:
             elif path.is_file():
                 files.append(path)
         outputs = {str(p.relative_to(base)): file_sha256(p) for p in files}
-        write_json(self.marker, {"key": self.key, "stage": self.stage, "name": self.name, "inputs": self.inputs,
+        save_json(self.marker, {"key": self.key, "stage": self.stage, "name": self.name, "inputs": self.inputs,
                                  "outputs": outputs, "seconds": round(seconds, 3),
                                  "bitextmine_version": __version__})
 

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bitextmine.errors import BitextmineError
-from bitextmine.io.atomic import write_json
+from bitextmine.io.atomic import save_json
 from bitextmine.launch.config import STAGES, PipelineConfig, Resources
 from bitextmine.launch.pipeline import STAGE_TASKS, Task, execute
 
@@ -283,7 +283,7 @@ def _run_stages(cfg: PipelineConfig, runner: Launcher, stages: tuple[str, ...]) 
             runner.run(stage, todo)
         summaries.append(StageSummary(stage, len(tasks), len(todo), len(tasks) - len(todo),
                                       round(time.time() - started, 2), [str(t.output) for t in tasks]))
-    write_json(cfg.output / "summary.json", {"stages": [asdict(s) for s in summaries],
+    save_json(cfg.output / "summary.json", {"stages": [asdict(s) for s in summaries],
                                              "config": str(cfg.source) if cfg.source else None})
     return summaries
 
