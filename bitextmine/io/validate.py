@@ -6,6 +6,7 @@ The scalar types are strict (YAML ``k: "4"`` is not a number, ``true`` is not 1)
 
 from __future__ import annotations
 
+import types
 import typing
 from typing import Annotated, Any
 
@@ -32,26 +33,33 @@ _KINDS = {"int_type": "an integer", "int_parsing": "an integer", "int_from_float
           "tuple_type": "a list", "finite_number": "a finite number"}
 
 
+def _unwrap(annotation: Any) -> Any:
+    """``X | None`` and ``Annotated[X, ...]`` -> ``X``; containers are kept."""
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is Annotated:
+            annotation = typing.get_args(annotation)[0]
+        elif origin in (typing.Union, types.UnionType):
+            annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+        else:
+            return annotation
+
+
 def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
     """The model class that the key path ``loc`` leads to (to list its known keys)."""
     current: Any = model
     for part in loc:
+        current = _unwrap(current)
         if isinstance(current, type) and issubclass(current, BaseModel):
-            if not isinstance(part, str) or part not in current.model_fields:
+            if part not in current.model_fields:
                 return None
             current = current.model_fields[part].annotation
-        else:  # a container: step into the value type
-            args = [a for a in typing.get_args(current) if a is not type(None) and a is not Ellipsis]
-            current = args[-1] if args else None
-        args = typing.get_args(current)
-        while args and not (isinstance(current, type) and issubclass(current, BaseModel)):
-            models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
-            if models:
-                current = models[0]
-                break
-            if typing.get_origin(current) in (dict, list, tuple):
-                break
-            current, args = args[0], typing.get_args(args[0])
+        elif typing.get_origin(current) in (dict, list, tuple):
+            args = [a for a in typing.get_args(current) if a is not Ellipsis]
+            current = args[-1] if typing.get_origin(current) is dict else args[0]
+        else:
+            return None
+    current = _unwrap(current)
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from bitextmine import defaults
 from bitextmine.devices import PRECISIONS
@@ -117,7 +117,7 @@ class PipelineFile(Model):
 
     output: Str
     encoder: Str = defaults.ENCODER
-    languages: Annotated[dict[Str, Str | list[Str]], Field(min_length=1)]
+    languages: Annotated[dict[Str, list[Str]], Field(min_length=1)]
     pairs: Annotated[list[tuple[Str, Str]], Field(min_length=1)]
     embed: EmbedStage = EmbedStage()
     index: IndexStage = IndexStage()
@@ -125,6 +125,13 @@ class PipelineFile(Model):
     filter: FilterStage = FilterStage()
     resources: dict[Literal[STAGES], Resources] = {}
     launcher: LauncherSettings = LauncherSettings()
+
+    @field_validator("languages", mode="before")
+    @classmethod
+    def _one_shard_is_a_list_of_one(cls, value):
+        if isinstance(value, dict):
+            return {lang: [shards] if isinstance(shards, str) else shards for lang, shards in value.items()}
+        return value
 
 
 @dataclass(frozen=True)
@@ -147,9 +154,7 @@ class PipelineConfig:
 
 # --- reading ------------------------------------------------------------------------------
 
-def _expand(patterns: str | list[str], lang: str, base: Path, path: Path) -> tuple[str, ...]:
-    if isinstance(patterns, str):
-        patterns = [patterns]
+def _expand(patterns: list[str], lang: str, base: Path, path: Path) -> tuple[str, ...]:
     if not patterns:
         raise BitextmineError(f"languages.{lang}: needs at least one shard", path=path)
     shards = []
