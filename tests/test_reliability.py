@@ -315,7 +315,8 @@ def test_mine_on_a_full_disk_is_one_line_and_leaves_no_half_file(cli, sets, smal
 
 # --- paths out of artifacts ---------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["../victim/keep.npy", "/tmp/elsewhere.npy", "sub/../../victim/keep.npy"])
+@pytest.mark.parametrize("name", ["../victim/keep.npy", "/tmp/elsewhere.npy", "sub/../../victim/keep.npy",
+                                  "manifest.json", ".", ".bitextmine.lock", "..\\victim\\keep.npy", ""])
 def test_manifest_file_names_stay_inside_the_set(cli, sets, tmp_path, name):
     victim = tmp_path / "victim"
     victim.mkdir()
@@ -326,7 +327,7 @@ def test_manifest_file_names_stay_inside_the_set(cli, sets, tmp_path, name):
     manifest["encoder"]["name"] = "other"  # `embed --overwrite` would delete the listed files
     path.write_text(json.dumps(manifest))
     before = snapshot(tmp_path)
-    one_line_error(cli(*mine_args(sets, "-o", tmp_path / "p.tsv")), "shards.0.file", "inside")
+    one_line_error(cli(*mine_args(sets, "-o", tmp_path / "p.tsv")), "shards.0.file must be a plain file name")
     one_line_error(cli("embed", EXAMPLES / "de.txt", "-o", sets[0], "--overwrite", "-q"), "shards.0.file")
     assert_unchanged(before, tmp_path)
 
@@ -367,7 +368,7 @@ def test_a_stdin_text_file_name_stays_inside_the_set(cli, sets, tmp_path):
     manifest = json.loads(path.read_text())
     manifest["shards"][0]["text_file"] = "../../etc/passwd"
     path.write_text(json.dumps(manifest))
-    one_line_error(cli(*mine_args(sets, "-o", tmp_path / "p.tsv")), "shards.0.text_file")
+    one_line_error(cli(*mine_args(sets, "-o", tmp_path / "p.tsv")), "shards.0.text_file must be a plain file name")
 
 
 def test_a_pipeline_language_key_cannot_leave_the_output(cli, tmp_path):

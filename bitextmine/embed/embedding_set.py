@@ -18,7 +18,7 @@ from pydantic import Field
 from bitextmine.encoders.base import EncoderIdentity
 from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import save_json
-from bitextmine.io.paths import confined
+from bitextmine.io.paths import confined, plain_file_name
 from bitextmine.io.text import file_sha256
 from bitextmine.io.validate import Bool, Int, Model, Str, parse
 
@@ -89,9 +89,9 @@ class EmbeddingSet:
             normalized=checked.normalized,
         )
         for i, entry in enumerate(emb_set.shards):
-            confined(path, entry.file, f"shards.{i}.file", manifest)
+            plain_file_name(path, entry.file, ".npy", f"shards.{i}.file", manifest)
             if entry.text_file is not None:
-                confined(path, entry.text_file, f"shards.{i}.text_file", manifest)
+                plain_file_name(path, entry.text_file, ".txt.gz", f"shards.{i}.text_file", manifest)
         if verify:
             emb_set.verify()
         return emb_set

@@ -37,6 +37,18 @@ def confined(root: str | Path, name: str, what: str, artifact: str | Path) -> Pa
     return path
 
 
+def plain_file_name(root: str | Path, name: str, suffix: str, what: str, artifact: str | Path) -> Path:
+    """``root/name`` for a file name of the artifact's own kind: one path part, not hidden, ending in ``suffix``.
+
+    Stricter than ``confined``: an artifact's own files never live in subdirectories,
+    and a name such as ``manifest.json`` or ``.`` must not be taken for a shard file.
+    """
+    if not isinstance(name, str) or "/" in name or "\\" in name or name.startswith(".") \
+            or not name.endswith(suffix) or len(name) == len(suffix):
+        raise BitextmineError(f"{what} must be a plain file name ending in {suffix}, not {name!r}", path=artifact)
+    return confined(root, name, what, artifact)
+
+
 def check_name(name: str, what: str, artifact: str | Path) -> str:
     """A key that becomes a file or directory name: letters, digits, ``_ + - .``; no ``..``."""
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
