@@ -313,6 +313,15 @@ def test_mine_on_a_full_disk_is_one_line_and_leaves_no_half_file(cli, sets, smal
         assert sorted(os.listdir(disk)) == ["filler"]
 
 
+@pytest.mark.slow
+def test_index_on_a_full_disk_is_one_line(cli, tmp_path, small_disk):
+    make_embedding_set(tmp_path / "big", clustered_vectors(300, dim=64))
+    disk = small_disk(32)
+    one_line_error(cli("index", tmp_path / "big", "-o", disk / "idx", "-q"),
+                   f"{disk / 'idx' / 'index.faiss'}: cannot write: no space left on the device")
+    assert os.listdir(disk) == []
+
+
 # --- paths out of artifacts ---------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["../victim/keep.npy", "/tmp/elsewhere.npy", "sub/../../victim/keep.npy",

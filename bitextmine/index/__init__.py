@@ -219,7 +219,8 @@ def save_index(index, meta: dict, out_dir: str | Path) -> dict:
         try:
             faiss.write_index(index, str(tmp))
         except RuntimeError as e:  # faiss reports a full disk as a RuntimeError
-            raise BitextmineError(f"cannot write: {_first_line(e)}", path=target) from None
+            reason = "no space left on the device" if "No space left" in str(e) else _first_line(e)
+            raise BitextmineError(f"cannot write: {reason}", path=target) from None
     meta = {**meta, "index_sha256": file_sha256(target)}
     save_json(out_dir / META_FILE, meta)
     return meta
