@@ -36,6 +36,15 @@ def interrupt_at_step(step: int, monkeypatch) -> None:
     monkeypatch.setattr(run_state, "append_log", append_then_interrupt)
 
 
+def interrupted_at_step(step: int, data, out, cfg, monkeypatch) -> dict:
+    """Train into ``out``, Ctrl-C once ``step`` is logged; the saved state (last.json)."""
+    interrupt_at_step(step, monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        train(data, out, cfg, progress=False)
+    monkeypatch.undo()
+    return json.loads((out / "state" / "last.json").read_text())
+
+
 def interrupt_while_preparing(monkeypatch) -> None:
     """Send SIGINT while the data is being tokenized (before any step)."""
     from bitextmine.train import loop
@@ -63,11 +72,7 @@ def test_sigint_saves_and_resume_continues_the_same_run(tmp_path, pairs, monkeyp
     cfg = TrainConfig(max_steps=30, **TINY)
     full = train(pairs, tmp_path / "full", cfg, progress=False)
 
-    interrupt_at_step(20, monkeypatch)
-    with pytest.raises(KeyboardInterrupt):
-        train(pairs, tmp_path / "part", cfg, progress=False)
-    monkeypatch.undo()
-    saved = json.loads((tmp_path / "part" / "state" / "last.json").read_text())
+    saved = interrupted_at_step(20, pairs, tmp_path / "part", cfg, monkeypatch)
     assert saved["run"]["step"] == 20
 
     resumed = train(pairs, tmp_path / "part", cfg, resume=True, progress=False)
@@ -195,11 +200,7 @@ def test_usem3_with_sparse_piece_embeddings_resumes_the_same_run(tmp_path, pairs
                       save_every=2, dev_size=20, device="cpu", amp="off")
     small = ParallelData(pairs.src[:120], pairs.tgt[:120])
     full = train(small, tmp_path / "full", cfg, progress=False)
-    interrupt_at_step(2, monkeypatch)
-    with pytest.raises(KeyboardInterrupt):
-        train(small, tmp_path / "part", cfg, progress=False)
-    monkeypatch.undo()
-    saved = json.loads((tmp_path / "part" / "state" / "last.json").read_text())
+    saved = interrupted_at_step(2, small, tmp_path / "part", cfg, monkeypatch)
     assert len(saved["optimizer"]["param_groups"]) == 2  # AdamW for the network, SparseAdam for the table
     resumed = train(small, tmp_path / "part", cfg, resume=True, progress=False)
     assert [r["loss"] for r in resumed["history"]] == [r["loss"] for r in full["history"]]

@@ -52,7 +52,8 @@ def train(data: ParallelData, out_dir: str | Path, cfg: TrainConfig = TrainConfi
     out_dir = Path(out_dir)
     device = init_from_environment() or resolve_devices(cfg.device)[0]
     rank, world_size = world()
-    torch.manual_seed(cfg.seed)
+    torch.manual_seed(cfg.seed)  # the initial weights; data order and dev slice have their own seeds
+    # 1. data
     data, dev = with_dev_slice(data, dev, cfg.dev_size, cfg.seed)
     resumed = run_state.check_output(out_dir, resume)
     with Interrupts() as interrupts:  # a Ctrl-C waits for the end of the step, unless said otherwise
@@ -66,6 +67,7 @@ def train(data: ParallelData, out_dir: str | Path, cfg: TrainConfig = TrainConfi
         with checkpoints.finished_on_interrupt(state), interrupts.immediate():
             objective = prepare_objective(model, data, cfg, device, teacher)
             dev_ids = model.tokenize(dev.src), model.tokenize(dev.tgt)
+        # until timed: an evaluation embeds 2 x dev sentences forward only, cheaper than dev / batch steps
         deadline.expect_final_work(eval_steps=len(dev) / cfg.batch_size, save_bytes=checkpoints.bytes_to_save())
 
         # 4. loop
