@@ -55,5 +55,14 @@ def matmul_dtype(device: str, precision: str):
         return torch.float16
     if device.startswith("cuda"):
         return torch.float16
-    # On CPUs without native bf16 (AMX or AVX512-BF16) bf16 matmuls are emulated and slower.
-    return torch.bfloat16 if torch.ops.mkldnn._is_mkldnn_bf16_supported() else None
+    return torch.bfloat16 if cpu_has_native_bf16() else None
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU multiplies bf16 natively (AMX or AVX512-BF16).
+
+    Elsewhere bf16 matmuls are emulated and slower than fp32, so ``auto`` keeps fp32.
+    """
+    import torch
+
+    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())

@@ -14,7 +14,7 @@ import numpy as np
 from bitextmine import defaults
 from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
 from bitextmine.errors import BitextmineError
-from bitextmine.mine.knn import exact_knn_both_ways
+from bitextmine.mine.knn import exact_knn
 from bitextmine.mine.scoring import score_pairs
 
 
@@ -24,8 +24,7 @@ def _non_blank(corpus: EmbeddingCorpus) -> SelectedRows:
 
 def neighbourhood_means(queries: np.ndarray, pool, k: int, device: str = "cpu") -> np.ndarray:
     """Mean cosine of each query to its k nearest rows of ``pool``."""
-    fwd, _ = exact_knn_both_ways(queries, pool, k, device=device)
-    return fwd.mean_sim()
+    return exact_knn(queries, pool, k, device=device).mean_sim()
 
 
 def score_bitext(src_texts: list[str], tgt_texts: list[str], src_pool: EmbeddingCorpus, tgt_pool: EmbeddingCorpus,

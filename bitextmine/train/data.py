@@ -31,6 +31,16 @@ class ParallelData:
         return ParallelData([self.src[i] for i in rows], [self.tgt[i] for i in rows], negative)
 
 
+def with_dev_slice(data: ParallelData, dev: ParallelData | None, dev_size: int,
+                   seed: int) -> tuple[ParallelData, ParallelData]:
+    """(train, dev): ``dev`` when given, else a seeded slice of at most a tenth of ``data``."""
+    if len(data) < 2:
+        raise BitextmineError("training needs at least two pairs")
+    if dev is None:
+        return data.split(min(dev_size, len(data) // 10), seed)
+    return data, dev
+
+
 def read_tsv_pairs(path: str) -> ParallelData:
     """``src<TAB>tgt`` per line; ``anchor<TAB>entailment<TAB>contradiction`` for NLI triples."""
     src, tgt, negative = [], [], []
