@@ -173,6 +173,7 @@ class Launcher:
                     execute(task)
                 except BitextmineError as e:
                     failures.append((task, Failure(e.message, retry=False, error=e)))
+                    break  # an input error ends the run
                 except Exception as e:  # a crash: retried like a failed job
                     failures.append((task, Failure(f"{type(e).__name__}: {e}", retry=True)))
             return failures
