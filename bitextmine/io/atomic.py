@@ -67,6 +67,8 @@ def _disk_errors_named(path: str | Path, errnos: set[int] = _DISK_ERRNOS) -> Ite
 def _link_goes_through_proc(path: str) -> bool:
     """True for links such as /dev/stdout -> /proc/self/fd/1: they name an open file, not a path."""
     current = path
+    if os.path.normpath(os.path.abspath(current)).startswith(("/proc/", "/dev/fd/")):
+        return True
     for _ in range(40):  # the kernel's own limit on link chains
         if not os.path.islink(current):
             return False
