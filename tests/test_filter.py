@@ -5,6 +5,7 @@ import random
 
 import pytest
 
+from bitextmine.errors import BitextmineError
 from bitextmine.filter import RULES, FilterConfig, Pair, PairFilter, numbers, read_pairs, urls
 from tests.conftest import read_lines, tatoeba_pair
 
@@ -105,10 +106,26 @@ def test_boilerplate_and_duplicates():
     assert reasons == [None, None]
 
 
-def test_unknown_languages_pass_and_are_counted():
+def test_languages_the_detector_does_not_know_pass_and_are_counted():
     pairs = clean_pairs("deu", 20)
-    reasons, report = judge(pairs, **only("lid", src_lang="xx-nonexistent", tgt_lang="en"))
+    reasons, report = judge(pairs, **only("lid", src_lang="cor", tgt_lang="en"))  # Cornish: ISO 639, not detected
     assert reasons == [None] * 20 and report.lid_unsupported == 20
+
+
+@pytest.mark.parametrize("value", ["french", "xx", "xx-nonexistent", "", "e", "deutsch"])
+def test_an_unknown_language_is_an_error_that_names_the_option(value):
+    with pytest.raises(BitextmineError, match="--tgt-lang: unknown language"):
+        FilterConfig(src_lang="de", tgt_lang=value)
+
+
+def test_language_codes_count_as_their_macrolanguage():
+    from bitextmine.filter.langid import language_key
+
+    assert {language_key(c) for c in ("de", "deu", "ger", "de-AT", "de_CH", "DE")} == {"de"}
+    assert {language_key(c) for c in ("zh", "zho", "chi", "cmn", "yue", "wuu", "zh-Hant")} == {"zh"}
+    assert language_key("nob") == language_key("nn") == "no" and language_key("pes") == "fa"
+    with pytest.raises(BitextmineError, match="French is fr"):
+        language_key("french", "--src-lang")
 
 
 def test_filter_cli(cli, tmp_path):

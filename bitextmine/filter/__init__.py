@@ -18,8 +18,10 @@ from dataclasses import asdict, dataclass, field
 from bitextmine import defaults
 from bitextmine.errors import BitextmineError
 
-RULES = ("score_cap", "length", "tokens", "ratio", "letters", "copy", "numbers", "urls", "boilerplate", "dedup",
-         "lid")
+# dedup comes last: only a pair that passed every other rule claims its sentences, so a
+# wrong pair cannot take a sentence from the right pair that follows it
+RULES = ("score_cap", "length", "tokens", "ratio", "letters", "copy", "numbers", "urls", "boilerplate", "lid",
+         "dedup")
 DEDUP_MODES = ("pair", "src", "tgt", "both")
 
 
@@ -45,6 +47,11 @@ class FilterConfig:
             raise BitextmineError(f"unknown filter rule(s) {', '.join(sorted(unknown))}: rules are {', '.join(RULES)}")
         if self.dedup not in DEDUP_MODES:
             raise BitextmineError(f"unknown dedup mode {self.dedup!r}: use {', '.join(DEDUP_MODES)}")
+        for option, lang in (("--src-lang", self.src_lang), ("--tgt-lang", self.tgt_lang)):
+            if lang is not None:
+                from bitextmine.filter.langid import language_key
+
+                language_key(lang, option)  # an unknown code is an error, never language ID silently off
 
     def active(self, rule: str) -> bool:
         if rule in self.disabled:
@@ -142,7 +149,8 @@ def token_count(text: str) -> int:
 
 class PairFilter:
     """Applies the rules of a ``FilterConfig`` to pairs; ``run`` needs the whole input
-    (boilerplate counts are over all pairs), ``check`` judges one pair."""
+    (boilerplate counts are over all pairs, language ID runs on many texts at once),
+    ``check`` judges one pair."""
 
     def __init__(self, cfg: FilterConfig = FilterConfig()):
         self.cfg = cfg
@@ -151,15 +159,16 @@ class PairFilter:
         self._seen_src: set[str] = set()
         self._seen_tgt: set[str] = set()
         self._boilerplate: set[str] = set()
-        self._detector = None
+        self._languages = None
         if cfg.active("lid"):
-            from bitextmine.filter.langid import LanguageIdentifier
+            from bitextmine.filter.langid import PairLanguages
 
-            self._detector = LanguageIdentifier()
+            self._languages = PairLanguages(cfg.src_lang, cfg.tgt_lang)
         methods = {"score_cap": self._score_cap, "length": self._length, "tokens": self._tokens,
                    "ratio": self._ratio, "letters": self._letters, "copy": self._copy, "numbers": self._numbers,
-                   "urls": self._urls, "boilerplate": self._boilerplate_rule, "dedup": self._dedup, "lid": self._lid}
-        self._checks = [(rule, methods[rule]) for rule in RULES if cfg.active(rule)]
+                   "urls": self._urls, "boilerplate": self._boilerplate_rule}
+        # the rules that judge a pair by itself; language ID and dedup follow in _finish
+        self._checks = [(rule, methods[rule]) for rule in RULES if rule in methods and cfg.active(rule)]
 
     def count_boilerplate(self, normalised: Iterable[tuple[str, str]]) -> None:
         """Texts that occur at least ``boilerplate_count`` times on one side."""
@@ -170,12 +179,30 @@ class PairFilter:
         self._boilerplate = {t for t, c in counts.items() if c >= self.cfg.boilerplate_count and t}
 
     def check(self, pair: Pair, norm_src: str | None = None, norm_tgt: str | None = None) -> str | None:
-        """The first rule ``pair`` fails, or None when it passes them all."""
+        """The first rule ``pair`` fails, or None when it passes them all (and is kept)."""
         if norm_src is None:
             norm_src, norm_tgt = normalise(pair.src), normalise(pair.tgt)
+        return self._pair_rules(pair, norm_src, norm_tgt) or self._finish(pair, norm_src, norm_tgt)
+
+    def _pair_rules(self, pair: Pair, norm_src: str, norm_tgt: str) -> str | None:
         for rule, fails in self._checks:
             if fails(pair, norm_src, norm_tgt):
                 return rule
+        return None
+
+    def _finish(self, pair: Pair, norm_src: str, norm_tgt: str) -> str | None:
+        """Language ID, then dedup against the kept pairs; a pair that passes is kept and
+        claims its sentences."""
+        if self._languages is not None:
+            unsupported, match = self._languages.match(pair.src, pair.tgt)
+            self.report.lid_unsupported += unsupported
+            if not match:
+                return "lid"
+        if self.cfg.active("dedup") and self._seen(norm_src, norm_tgt):
+            return "dedup"
+        self._seen_pairs.add((norm_src, norm_tgt))
+        self._seen_src.add(norm_src)
+        self._seen_tgt.add(norm_tgt)
         return None
 
     # one method per rule: (pair, normalised source, normalised target) -> fails?
@@ -212,46 +239,27 @@ class PairFilter:
     def _boilerplate_rule(self, p, ns, nt):
         return ns in self._boilerplate or nt in self._boilerplate
 
-    def _dedup(self, p, ns, nt):
-        return self._seen(ns, nt)
-
-    def _lid(self, p, ns, nt):
-        return not self._languages_match(p.src, p.tgt)
-
     def _seen(self, src: str, tgt: str) -> bool:
         mode = self.cfg.dedup
         if mode == "pair":
-            seen = (src, tgt) in self._seen_pairs
-        elif mode == "src":
-            seen = src in self._seen_src
-        elif mode == "tgt":
-            seen = tgt in self._seen_tgt
-        else:
-            seen = src in self._seen_src or tgt in self._seen_tgt
-        if not seen:  # only a kept pair claims its sentences
-            self._seen_pairs.add((src, tgt))
-            self._seen_src.add(src)
-            self._seen_tgt.add(tgt)
-        return seen
-
-    def _languages_match(self, src: str, tgt: str) -> bool:
-        for text, want in ((src, self.cfg.src_lang), (tgt, self.cfg.tgt_lang)):
-            if want is None:
-                continue
-            if not self._detector.supports(want):
-                self.report.lid_unsupported += 1
-                continue
-            if self._detector.detect(text) != self._detector.canonical(want):
-                return False
-        return True
+            return (src, tgt) in self._seen_pairs
+        if mode == "src":
+            return src in self._seen_src
+        if mode == "tgt":
+            return tgt in self._seen_tgt
+        return src in self._seen_src or tgt in self._seen_tgt
 
     def run(self, pairs: list[Pair]) -> Iterator[tuple[Pair, str | None]]:
         """(pair, reason) for each pair in order; reason None means kept."""
         normalised = [(normalise(p.src), normalise(p.tgt)) for p in pairs]  # once, for three rules
         if self.cfg.active("boilerplate"):
             self.count_boilerplate(normalised)
-        for pair, (norm_src, norm_tgt) in zip(pairs, normalised, strict=True):
-            reason = self.check(pair, norm_src, norm_tgt)
+        reasons = [self._pair_rules(p, ns, nt) for p, (ns, nt) in zip(pairs, normalised, strict=True)]
+        if self._languages is not None:  # identify the languages of all survivors at once
+            self._languages.prepare([p for p, reason in zip(pairs, reasons, strict=True) if reason is None])
+        for pair, (norm_src, norm_tgt), reason in zip(pairs, normalised, reasons, strict=True):
+            if reason is None:
+                reason = self._finish(pair, norm_src, norm_tgt)
             self.report.total += 1
             if reason is None:
                 self.report.kept += 1
@@ -274,10 +282,15 @@ def _jaccard(a: str, b: str) -> float:
 
 
 def _numbers_agree(src: str, tgt: str) -> bool:
-    """Both sides write the same numbers. When only one side has digits, the other has
-    most likely spelled them out ("at 2:30" / "a las dos y media"), which passes."""
+    """Both sides write the same numbers (``bitextmine.filter.numerals``). The same digits on
+    both sides, or digits on one side only (the other spelled them out: "at 2:30" / "a las
+    dos y media"), settle it without reading the numbers."""
     a, b = numbers(src), numbers(tgt)
-    return a == b or not a or not b
+    if a == b or not a or not b:
+        return True
+    from bitextmine.filter.numerals import numbers_agree
+
+    return numbers_agree(src, tgt)
 
 
 def read_pairs(lines: Iterable[str], path: str = "-") -> list[Pair]:

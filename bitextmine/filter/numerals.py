@@ -1,0 +1,160 @@
+"""Do the two sides of a pair write the same numbers? Tolerant of how languages write them.
+
+Each number on a side is read every way it can be meant ("1.500" is 1500 or 1.5; "15.30" is
+15.3 or half past three in the afternoon; "720万" is 720 or 7,200,000; "the '90s" is 90 or
+1990), and numbers of the two sides pair up when two of their readings agree. What is left
+without a partner decides:
+
+- a side without any digits passes: it spelled its numbers out ("drei", "twenty");
+- a single digit left over is ignored: one side wrote it, the other spelled it out;
+- numbers left over on one side only pass, as many as the pairs found (at least one):
+  translators add conversions ("5 miles (8 km)"), years, ages;
+- numbers left over on both sides fail: one number was replaced by another, which is what
+  a wrong pair (or a wrong translation) looks like; so do sides whose numbers are disjoint.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+# digits with separators between them: 1,000 / 1.000 / 1 000 / 1'000 / 1 000 (NBSP, thin spaces);
+# a plain space only before a group of exactly three digits (French and Russian thousands)
+_SPACES = " \u00a0\u2009\u202f"
+_NUMBER = re.compile(r"\d+(?:(?:[.,'\u2019\u00a0\u2009\u202f]|[ ](?=\d{3}(?!\d)))\d+)*")
+_SEPARATOR = re.compile(r"[.,'\u2019 \u00a0\u2009\u202f]")
+# what may follow a number and changes its reading; checked on the next few characters
+_AFTER = 16
+# clock times: 15:30, 15.30 (below), 15h30, 15 h 30, 15点30分, 15時30分, with a.m./p.m.
+_CLOCK = re.compile(r"(?<![\d.,])(\d{1,2})\s?(?::|[hH]|点|點|时|時)\s?(\d{2})(?!\d)分?(\s?[ap]\.?\s?m\b\.?)?",
+                    re.IGNORECASE)
+_HOUR_WORD = re.compile(r"\s?(?:([ap])\.?\s?m\b|uhr\b|h\b|heures?\b|hrs?\b|horas?\b|hs\b|o'clock|час|ч\b|点|點|時)",
+                        re.IGNORECASE)
+_DECADE = re.compile(r"(?:-?er\b|-?er-|'?s\b|’s\b|-х|-е|年代)", re.IGNORECASE)
+_SCALES = [  # (pattern, factors): scale words after a number; each factor is a further reading
+    (re.compile(r"\s?(?:thousand|tausend|tsd\b|mille\b|mil\b(?!\s+millones)|тыс|千)", re.IGNORECASE), (10**3,)),
+    (re.compile(r"\s?万亿"), (10**12,)),
+    (re.compile(r"\s?(?:million|mio\b|mill\b|millón|millones|миллион|млн|百万|m\b|mn\b)", re.IGNORECASE), (10**6,)),
+    (re.compile(r"\s?(?:mil millones|milliard|mrd\b|миллиард|млрд|bn\b|b\b)", re.IGNORECASE), (10**9,)),
+    # "billion": 10^9 in English, 10^12 in German, French and Spanish (billón)
+    (re.compile(r"\s?(?:billion|billón|billones)", re.IGNORECASE), (10**9, 10**12)),
+    (re.compile(r"\s?(?:trillion|триллион|трлн)", re.IGNORECASE), (10**12,)),
+    (re.compile(r"\s?(?:万|萬)"), (10**4,)),
+    (re.compile(r"\s?(?:亿|億)"), (10**8,)),
+]
+
+
+def _canonical(value: Decimal) -> str:
+    text = format(value.normalize(), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _clock_readings(hour: int, minute: int, meridiem: str | None) -> set[str]:
+    """'t15:30' style readings; an hour up to 12 without a.m./p.m. may be either half of the day."""
+    if hour > 24 or minute > 59:
+        return set()
+    if meridiem:
+        hours = {hour % 12 + (12 if meridiem.lower() == "p" else 0)}
+    else:
+        hours = {hour % 24, (hour + 12) % 24} if hour <= 12 else {hour % 24}
+    return {f"t{h}:{minute:02d}" for h in hours}
+
+
+def _plain_readings(token: str) -> tuple[set[Decimal], list[str]]:
+    """Values of a digit run with separators, and its parts when it is no single number
+    (a date 3.10.2019, or digits that only a space separates)."""
+    parts = _SEPARATOR.split(token)
+    seps = _SEPARATOR.findall(token)
+    try:
+        numbers = [Decimal(p) for p in parts]
+    except InvalidOperation:  # digits of another script that Decimal does not read
+        return set(), []
+    if len(parts) == 1:
+        return {numbers[0]}, []
+    grouped = 1 <= len(parts[0]) <= 3 and all(len(p) == 3 for p in parts[1:])
+    values = set()
+    if grouped and len(set(seps)) == 1:  # 1.500 / 1,500 / 1 500 / 1'500 / 1.500.000
+        values.add(Decimal("".join(parts)))
+    decimal_sep = seps[-1]
+    if decimal_sep in ".," and all(s != decimal_sep for s in seps[:-1]):
+        whole = parts[:-1]
+        if len(whole) == 1 or (1 <= len(whole[0]) <= 3 and all(len(p) == 3 for p in whole[1:])):
+            values.add(Decimal("".join(whole) + "." + parts[-1]))  # 7,2 / 1.234,56 / 1,234.56
+    if not values:
+        return set(), parts
+    return values, []
+
+
+def _token_readings(token: str, after: str) -> set[str]:
+    values, parts = _plain_readings(token)
+    readings = {_canonical(v) for v in values}
+    if parts:  # no single number: each part stands for itself (handled by the caller)
+        return readings
+    if len(values) == 1 and "." in token and token.count(".") == 1:
+        hour, minute = token.split(".")
+        if len(minute) == 2 and hour.isdigit():  # 15.30: a time as much as a decimal
+            hour_word = _HOUR_WORD.match(after)
+            readings |= _clock_readings(int(hour), int(minute), hour_word.group(1) if hour_word else None)
+    value = next(iter(values)) if len(values) == 1 else None
+    if value is not None and value == value.to_integral_value():
+        number = int(value)
+        hour_word = _HOUR_WORD.match(after)
+        if hour_word and number <= 24:  # 15 Uhr, 3 p.m., 3点
+            readings |= _clock_readings(number, 0, hour_word.group(1))
+        if 10 <= number <= 90 and number % 10 == 0 and len(token) == 2 and _DECADE.match(after):
+            readings |= {str(1900 + number), str(2000 + number)}  # the 90s, 90er, 90年代
+    for scale, factors in _SCALES:
+        if scale.match(after):
+            readings |= {_canonical(v * f) for v in values for f in factors}
+            break
+    return readings
+
+
+def number_readings(text: str) -> list[set[str]]:
+    """One set of readings per number written in ``text``."""
+    out: list[set[str]] = []
+    clocks = list(_CLOCK.finditer(text))
+    taken = [(m.start(), m.end()) for m in clocks]
+    for m in clocks:
+        readings = _clock_readings(int(m.group(1)), int(m.group(2)), (m.group(3) or "").strip()[:1] or None)
+        separator = text[m.start(1) + len(m.group(1)):m.start(2)].strip()
+        if separator == ":" and not readings:  # 3:1, 88:76: scores and ratios, two numbers
+            out += [{str(int(m.group(1)))}, {str(int(m.group(2)))}]
+        else:
+            out.append(readings | ({_canonical(Decimal(f"{m.group(1)}.{m.group(2)}"))} if separator == "." else set()))
+    for m in _NUMBER.finditer(text):
+        if any(s <= m.start() < e for s, e in taken):
+            continue
+        token = m.group()
+        readings = _token_readings(token, text[m.end():m.end() + _AFTER])
+        if readings:
+            out.append(readings)
+        else:  # a date or digits apart: each part a number
+            out += [{_canonical(Decimal(p))} for p in _SEPARATOR.split(token) if p.isdecimal()]
+    return out
+
+
+def _small(readings: set[str]) -> bool:
+    return any(len(r) == 1 and r.isdigit() for r in readings)
+
+
+def numbers_agree(src: str, tgt: str) -> bool:
+    """The rule of this module's docstring."""
+    a, b = number_readings(src), number_readings(tgt)
+    if not a or not b:
+        return True
+    unmatched_b = list(b)
+    matched = 0
+    left_a = []
+    for readings in a:
+        partner = next((i for i, other in enumerate(unmatched_b) if readings & other), None)
+        if partner is None:
+            left_a.append(readings)
+        else:
+            matched += 1
+            del unmatched_b[partner]
+    left_a = [r for r in left_a if not _small(r)]
+    left_b = [r for r in unmatched_b if not _small(r)]
+    if left_a and left_b:
+        return False
+    return len(left_a) + len(left_b) <= max(1, matched)
