@@ -61,8 +61,8 @@ FILTER_MIN_CHARS = 3
 FILTER_MAX_CHARS = 1000
 FILTER_MIN_TOKENS = 1
 FILTER_MAX_TOKENS = 250
-FILTER_MAX_LENGTH_RATIO = 3.0  # of UTF-8 byte lengths, which balances scripts
-FILTER_MIN_LETTER_SHARE = 0.5  # letters / characters, per side
+FILTER_MAX_LENGTH_RATIO = 3.0  # of lengths in characters, a CJK character counting as three
+FILTER_MIN_LETTER_SHARE = 0.5  # letters / visible characters (UTF-8 bytes), per side
 FILTER_NEAR_COPY_JACCARD = 0.9  # word overlap above which the sides count as copies
 FILTER_BOILERPLATE_COUNT = 10  # a side text seen this often in one file is boilerplate
 # Language ID chooses among the languages asked for and these, the most written on the web
@@ -71,5 +71,7 @@ FILTER_BOILERPLATE_COUNT = 10  # a side text seen this often in one file is boil
 FILTER_LID_CANDIDATES = ("ar", "bg", "cs", "da", "de", "el", "en", "es", "fa", "fi", "fr", "he", "hi", "hu", "it",
                          "ja", "ko", "ms", "nl", "no", "pl", "pt", "ro", "ru", "sk", "sv", "th", "tr", "uk", "vi",
                          "zh")
-# a side fails language ID when its language's calibrated probability is below this
-FILTER_LID_MIN_PROB = 0.05
+# a side fails language ID when another language is this much more likely, in nats (e^12:
+# 160,000 times), both as written and without its names (words it shares with the other side,
+# capitalised words)
+FILTER_LID_MARGIN = 12.0

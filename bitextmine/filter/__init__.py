@@ -122,19 +122,42 @@ def urls(text: str) -> set[str]:
     return {u.rstrip(".,;:!?)").lower() for u in _URL.findall(text)}
 
 
-# ASCII characters that are not letters, as bytes to delete with bytes.translate (C speed)
+# ASCII characters that are not letters, and ASCII white space, as bytes to delete with
+# bytes.translate (C speed)
 _ASCII_NOT_LETTER = bytes(c for c in range(128) if not chr(c).isalpha())
+_ASCII_SPACE = bytes(c for c in range(128) if chr(c).isspace())
+_SPACE = re.compile(r"\s")
+
+
+_NON_ASCII_NOT_WORD = re.compile(r"[^\w\s\x00-\x7f]")  # symbols, punctuation, combining marks
 
 
 def letter_share(text: str) -> float:
-    """Share of letters (word characters other than digits and _) among characters."""
-    if not text:
-        return 0.0
+    """Share of letters (word characters other than digits and _, and combining marks such
+    as Devanagari vowel signs) among the visible (not white space) characters, each weighed
+    by its UTF-8 bytes: a CJK character, a word or syllable, outweighs a digit, and spaces
+    neither help nor hurt."""
+    data = text.encode()
     # fast path: drop the ASCII non-letters; when all that is left is letters, count it
-    rest = text.encode().translate(None, _ASCII_NOT_LETTER).decode()
-    if not rest or rest.isalpha():
-        return len(rest) / len(text)
-    return len(_NOT_LETTER.sub("", text)) / len(text)
+    rest = data.translate(None, _ASCII_NOT_LETTER)
+    if rest.isascii() or rest.decode().isalpha():
+        visible = len(data.translate(None, _ASCII_SPACE))
+        return len(rest) / visible if visible else 0.0
+    visible = len(_SPACE.sub("", text).encode())
+    marks = sum(len(c.encode()) for c in _NON_ASCII_NOT_WORD.findall(text) if unicodedata.category(c)[0] == "M")
+    return (len(_NOT_LETTER.sub("", text).encode()) + marks) / visible if visible else 0.0
+
+
+# CJK, kana and Hangul: a character is a syllable or a word, where a Latin letter is a sound
+_WIDE = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def text_length(text: str) -> int:
+    """Characters, a CJK, kana or Hangul character counting as three: lengths comparable
+    across scripts (UTF-8 bytes would count a Cyrillic letter twice)."""
+    if text.isascii():
+        return len(text)
+    return len(text) + 2 * len(_WIDE.findall(text))
 
 
 def token_count(text: str) -> int:
@@ -219,9 +242,7 @@ class PairFilter:
         return not (lo <= a <= hi and lo <= b <= hi)
 
     def _ratio(self, p, ns, nt):
-        # UTF-8 bytes: fair across scripts (an ASCII string's length is its byte count)
-        a = len(p.src) if p.src.isascii() else len(p.src.encode())
-        b = len(p.tgt) if p.tgt.isascii() else len(p.tgt.encode())
+        a, b = text_length(p.src), text_length(p.tgt)
         return max(a, b) > self.cfg.max_ratio * max(1, min(a, b))
 
     def _letters(self, p, ns, nt):

@@ -175,25 +175,13 @@ class LanguageIdentifier:
             np.maximum(out[:, key], label_scores[:, column], out=out[:, key])
         return out
 
-    def accepts(self, texts: Sequence[str], want: str) -> list[bool]:
-        """Whether each text may be in language ``want`` (a key among the candidates):
-        the detector's best language, or not clearly another (see ``_plausible``)."""
-        scores, lengths = self.scores(texts)
-        return self._plausible(scores, lengths, self.keys.index(want))
-
-    @staticmethod
-    def _plausible(scores, lengths, want: int) -> list[bool]:
-        """The detector's best language, or one it gives at least ``FILTER_LID_MIN_PROB``:
-        a short sentence is rarely sure, so only a clear verdict for another language fails."""
-        import numpy as np
-
-        # py3langid's calibration: a softmax over log-likelihoods divided by sqrt(bytes)
-        scaled = scores / np.sqrt(np.maximum(lengths, 1))[:, None]
-        scaled -= scaled.max(axis=1, keepdims=True)
-        prob = np.exp(scaled)
-        prob_want = prob[:, want] / prob.sum(axis=1)
-        best = scores.argmax(axis=1) == want
-        return (best | (prob_want >= defaults.FILTER_LID_MIN_PROB)).tolist()
+    def clearly_other(self, texts: Sequence[str], want: str) -> list[bool]:
+        """Whether another candidate is ``FILTER_LID_MARGIN`` nats more likely than ``want``
+        for each text: a verdict the evidence, not the argmax, makes (a short sentence or
+        one full of names tips the argmax without saying much)."""
+        scores, _ = self.scores(texts)
+        margin = scores.max(axis=1) - scores[:, self.keys.index(want)]
+        return (margin > defaults.FILTER_LID_MARGIN).tolist()
 
 
 _ASCII_DIGITS = b"0123456789"
@@ -214,8 +202,28 @@ def lid_key(text: str) -> str:
     return _DIGITS.sub("", text)
 
 
+_WORD = None
+
+
+def without_names(text: str, other: str) -> str:
+    """``text`` without the words it shares with ``other`` and without capitalised words:
+    names, numbers and borrowed terms, which say little about the language of a side and
+    mislead the detector on short lines ("Erdoğan visits Vienna" reads as Turkish)."""
+    global _WORD
+    if _WORD is None:
+        import re
+
+        _WORD = re.compile(r"\w+")
+    from bitextmine.filter import normalise
+
+    shared = set(normalise(text).split()) & set(normalise(other).split())
+    return _WORD.sub(lambda m: "" if m.group()[0].isupper() or normalise(m.group()) in shared else m.group(), text)
+
+
 class PairLanguages:
-    """Language ID of both sides of pairs, decided once per distinct text (by ``lid_key``)."""
+    """Language ID of both sides of pairs. A side fails when another language is clearly
+    more likely, both for its text and for its text without names (``without_names``).
+    Decisions are cached by ``lid_key`` and made many texts at a time by ``prepare``."""
 
     def __init__(self, src_lang: str | None, tgt_lang: str | None):
         known = detector_keys()
@@ -226,26 +234,37 @@ class PairLanguages:
         self._wanted = [want if want in known else None for want in wanted]
         candidates = (set(defaults.FILTER_LID_CANDIDATES) & known) | {w for w in self._wanted if w}
         self._identifier = LanguageIdentifier(candidates)
-        self._decided: list[dict[str, bool]] = [{}, {}]
+        self._other: list[dict[str, bool]] = [{}, {}]  # per side: lid_key -> clearly another language
+
+    def _decide(self, side: int, keys: Iterable[str]) -> None:
+        decided = self._other[side]
+        new = list(dict.fromkeys(key for key in keys if key not in decided))
+        if new:
+            decided.update(zip(new, self._identifier.clearly_other(new, self._wanted[side]), strict=True))
 
     def prepare(self, pairs) -> None:
-        """Decide the texts of many pairs at once (the fast way)."""
-        for side, (want, decided) in enumerate(zip(self._wanted, self._decided, strict=True)):
+        """Decide the texts of many pairs at once (the fast way); ``match`` then looks them up."""
+        for side, want in enumerate(self._wanted):
             if want is None:
                 continue
-            texts = [pair.src if side == 0 else pair.tgt for pair in pairs]
-            new = list({key: None for key in map(lid_key, texts) if key not in decided})
-            decided.update(zip(new, self._identifier.accepts(new, want), strict=True))
+            texts = [(p.src, p.tgt) if side == 0 else (p.tgt, p.src) for p in pairs]
+            keys = [lid_key(text) for text, _ in texts]
+            self._decide(side, keys)
+            other = self._other[side]
+            self._decide(side, [lid_key(without_names(text, partner))
+                                for (text, partner), key in zip(texts, keys, strict=True) if other[key]])
+
+    def _fails(self, side: int, text: str, partner: str) -> bool:
+        return self._clearly_other(side, lid_key(text)) and self._clearly_other(
+            side, lid_key(without_names(text, partner)))
+
+    def _clearly_other(self, side: int, key: str) -> bool:
+        if key not in self._other[side]:
+            self._decide(side, [key])
+        return self._other[side][key]
 
     def match(self, src: str, tgt: str) -> tuple[int, bool]:
         """(sides whose language the detector does not know, both sides in their language)."""
-        ok = True
-        for text, want, decided in zip((src, tgt), self._wanted, self._decided, strict=True):
-            if want is None:
-                continue
-            key = lid_key(text)
-            accepted = decided.get(key)
-            if accepted is None:
-                accepted = decided[key] = self._identifier.accepts([key], want)[0]
-            ok = ok and accepted
+        ok = all(self._wanted[side] is None or not self._fails(side, text, partner)
+                 for side, (text, partner) in enumerate(((src, tgt), (tgt, src))))
         return sum(self._unsupported), ok

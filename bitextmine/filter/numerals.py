@@ -6,11 +6,14 @@ Each number on a side is read every way it can be meant ("1.500" is 1500 or 1.5;
 without a partner decides:
 
 - a side without any digits passes: it spelled its numbers out ("drei", "twenty");
-- a single digit left over is ignored: one side wrote it, the other spelled it out;
-- numbers left over on one side only pass, as many as the pairs found (at least one):
-  translators add conversions ("5 miles (8 km)"), years, ages;
-- numbers left over on both sides fail: one number was replaced by another, which is what
-  a wrong pair (or a wrong translation) looks like; so do sides whose numbers are disjoint.
+- whole numbers up to 12 left over on both sides pass: each side wrote one of them and spelled
+  the other out ("drei Kinder, 5 Jahre" / "3 children, five years");
+- numbers left over on one side only pass: translators add conversions ("5 miles (8 km)"),
+  years, ages, and spell out times ("a las dos y media" / "at 2:30"); digits on one side
+  only prove nothing, as a side without any digits shows;
+- otherwise numbers left over on both sides fail: one number stands where the other side has
+  another, which is what a wrong pair (or a wrong translation) looks like; sides whose
+  numbers are disjoint are the plainest case.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ _CLOCK = re.compile(r"(?<![\d.,])(\d{1,2})\s?(?::|[hH]|点|點|时|時)\s?(\d{2}
                     re.IGNORECASE)
 _HOUR_WORD = re.compile(r"\s?(?:([ap])\.?\s?m\b|uhr\b|h\b|heures?\b|hrs?\b|horas?\b|hs\b|o'clock|час|ч\b|点|點|時)",
                         re.IGNORECASE)
-_DECADE = re.compile(r"(?:-?er\b|-?er-|'?s\b|’s\b|-х|-е|年代)", re.IGNORECASE)
+_SEASON = re.compile(r"\d{4}\s?[-/–]\s?\d{2}")  # a season or fiscal year, the second year cut short
 _SCALES = [  # (pattern, factors): scale words after a number; each factor is a further reading
     (re.compile(r"\s?(?:thousand|tausend|tsd\b|mille\b|mil\b(?!\s+millones)|тыс|千)", re.IGNORECASE), (10**3,)),
     (re.compile(r"\s?万亿"), (10**12,)),
@@ -90,19 +93,21 @@ def _token_readings(token: str, after: str) -> set[str]:
     readings = {_canonical(v) for v in values}
     if parts:  # no single number: each part stands for itself (handled by the caller)
         return readings
-    if len(values) == 1 and "." in token and token.count(".") == 1:
+    if len(values) == 1 and token.count(".") == 1:
         hour, minute = token.split(".")
         if len(minute) == 2 and hour.isdigit():  # 15.30: a time as much as a decimal
             hour_word = _HOUR_WORD.match(after)
             readings |= _clock_readings(int(hour), int(minute), hour_word.group(1) if hour_word else None)
+        if after.startswith(".") and hour.isdigit() and int(hour) <= 31 and 1 <= int(minute) <= 12:
+            readings |= {str(int(hour)), str(int(minute))}  # 14.7.: a day and a month
     value = next(iter(values)) if len(values) == 1 else None
     if value is not None and value == value.to_integral_value():
         number = int(value)
         hour_word = _HOUR_WORD.match(after)
         if hour_word and number <= 24:  # 15 Uhr, 3 p.m., 3点
             readings |= _clock_readings(number, 0, hour_word.group(1))
-        if 10 <= number <= 90 and number % 10 == 0 and len(token) == 2 and _DECADE.match(after):
-            readings |= {str(1900 + number), str(2000 + number)}  # the 90s, 90er, 90年代
+        if 10 <= number <= 90 and number % 10 == 0 and len(token) == 2:
+            readings |= {str(1900 + number), str(2000 + number)}  # the '90s, 90er, años 90, 90年代
     for scale, factors in _SCALES:
         if scale.match(after):
             readings |= {_canonical(v * f) for v in values for f in factors}
@@ -122,20 +127,24 @@ def number_readings(text: str) -> list[set[str]]:
             out += [{str(int(m.group(1)))}, {str(int(m.group(2)))}]
         else:
             out.append(readings | ({_canonical(Decimal(f"{m.group(1)}.{m.group(2)}"))} if separator == "." else set()))
+    previous = None
     for m in _NUMBER.finditer(text):
         if any(s <= m.start() < e for s, e in taken):
             continue
         token = m.group()
         readings = _token_readings(token, text[m.end():m.end() + _AFTER])
         if readings:
+            if previous is not None and _SEASON.fullmatch(text[previous.start():m.end()]):
+                readings.add(str(int(previous.group()) // 100 * 100 + int(token)))  # 2013-14 is 2013-2014
             out.append(readings)
         else:  # a date or digits apart: each part a number
             out += [{_canonical(Decimal(p))} for p in _SEPARATOR.split(token) if p.isdecimal()]
+        previous = m
     return out
 
 
 def _small(readings: set[str]) -> bool:
-    return any(len(r) == 1 and r.isdigit() for r in readings)
+    return any(r.isdigit() and int(r) <= 12 for r in readings)
 
 
 def numbers_agree(src: str, tgt: str) -> bool:
@@ -144,17 +153,13 @@ def numbers_agree(src: str, tgt: str) -> bool:
     if not a or not b:
         return True
     unmatched_b = list(b)
-    matched = 0
     left_a = []
     for readings in a:
         partner = next((i for i, other in enumerate(unmatched_b) if readings & other), None)
         if partner is None:
             left_a.append(readings)
         else:
-            matched += 1
             del unmatched_b[partner]
-    left_a = [r for r in left_a if not _small(r)]
-    left_b = [r for r in unmatched_b if not _small(r)]
-    if left_a and left_b:
-        return False
-    return len(left_a) + len(left_b) <= max(1, matched)
+    if not left_a or not unmatched_b:
+        return True
+    return all(map(_small, left_a)) and all(map(_small, unmatched_b))
