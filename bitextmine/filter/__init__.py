@@ -14,6 +14,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
+from itertools import chain
 
 from bitextmine import defaults
 from bitextmine.errors import BitextmineError
@@ -130,32 +131,36 @@ _SPACE = re.compile(r"\s")
 
 
 _NON_ASCII_NOT_WORD = re.compile(r"[^\w\s\x00-\x7f]")  # symbols, punctuation, combining marks
+# CJK, kana and Hangul: a character is a syllable or a word, where a Latin letter is a sound
+_WIDE = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
 def letter_share(text: str) -> float:
     """Share of letters (word characters other than digits and _, and combining marks such
-    as Devanagari vowel signs) among the visible (not white space) characters, each weighed
-    by its UTF-8 bytes: a CJK character, a word or syllable, outweighs a digit, and spaces
-    neither help nor hurt."""
+    as Devanagari vowel signs) among the visible (not white space) characters, a CJK, kana
+    or Hangul character counting as three (as in ``text_length``): a Chinese side with a
+    few numbers is no junk, and spaces neither help nor hurt."""
     data = text.encode()
     # fast path: drop the ASCII non-letters; when all that is left is letters, count it
     rest = data.translate(None, _ASCII_NOT_LETTER)
-    if rest.isascii() or rest.decode().isalpha():
+    if rest.isascii():
         visible = len(data.translate(None, _ASCII_SPACE))
         return len(rest) / visible if visible else 0.0
-    visible = len(_SPACE.sub("", text).encode())
-    marks = sum(len(c.encode()) for c in _NON_ASCII_NOT_WORD.findall(text) if unicodedata.category(c)[0] == "M")
-    return (len(_NOT_LETTER.sub("", text).encode()) + marks) / visible if visible else 0.0
-
-
-# CJK, kana and Hangul: a character is a syllable or a word, where a Latin letter is a sound
-_WIDE = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+    letters = rest.decode()
+    if letters.isalpha() and max(letters) < "\u2e80":
+        visible = len(text) - (len(data) - len(data.translate(None, _ASCII_SPACE)))
+        return len(letters) / visible
+    letters = _NOT_LETTER.sub("", text)
+    marks = sum(unicodedata.category(c)[0] == "M" for c in _NON_ASCII_NOT_WORD.findall(text))
+    visible = _SPACE.sub("", text)
+    weight = len(visible) + 2 * len(_WIDE.findall(visible))
+    return (len(letters) + 2 * len(_WIDE.findall(letters)) + marks) / weight if weight else 0.0
 
 
 def text_length(text: str) -> int:
     """Characters, a CJK, kana or Hangul character counting as three: lengths comparable
     across scripts (UTF-8 bytes would count a Cyrillic letter twice)."""
-    if text.isascii():
+    if text.isascii() or max(text) < "\u2e80":  # max: a C loop, cheaper than the search
         return len(text)
     return len(text) + 2 * len(_WIDE.findall(text))
 
@@ -163,7 +168,7 @@ def text_length(text: str) -> int:
 def token_count(text: str) -> int:
     # scripts without spaces count characters, so the bounds mean about the same
     count = len(text.split())
-    if text.isascii():
+    if text.isascii() or max(text) < "\u0e00":
         return count
     return max(count, len(_UNSPACED.findall(text)))
 
@@ -195,10 +200,7 @@ class PairFilter:
 
     def count_boilerplate(self, normalised: Iterable[tuple[str, str]]) -> None:
         """Texts that occur at least ``boilerplate_count`` times on one side."""
-        counts: Counter[str] = Counter()
-        for src, tgt in normalised:
-            counts[src] += 1
-            counts[tgt] += 1
+        counts = Counter(chain.from_iterable(normalised))
         self._boilerplate = {t for t, c in counts.items() if c >= self.cfg.boilerplate_count and t}
 
     def check(self, pair: Pair, norm_src: str | None = None, norm_tgt: str | None = None) -> str | None:
@@ -213,13 +215,14 @@ class PairFilter:
                 return rule
         return None
 
-    def _finish(self, pair: Pair, norm_src: str, norm_tgt: str) -> str | None:
-        """Language ID, then dedup against the kept pairs; a pair that passes is kept and
-        claims its sentences."""
+    def _finish(self, pair: Pair, norm_src: str, norm_tgt: str, languages_match: bool | None = None) -> str | None:
+        """Language ID (unless already decided: ``languages_match``), then dedup against the
+        kept pairs; a pair that passes is kept and claims its sentences."""
         if self._languages is not None:
-            unsupported, match = self._languages.match(pair.src, pair.tgt)
-            self.report.lid_unsupported += unsupported
-            if not match:
+            self.report.lid_unsupported += self._languages.unsupported_sides
+            if languages_match is None:
+                languages_match = self._languages.matches([pair])[0]
+            if not languages_match:
                 return "lid"
         if self.cfg.active("dedup") and self._seen(norm_src, norm_tgt):
             return "dedup"
@@ -276,11 +279,13 @@ class PairFilter:
         if self.cfg.active("boilerplate"):
             self.count_boilerplate(normalised)
         reasons = [self._pair_rules(p, ns, nt) for p, (ns, nt) in zip(pairs, normalised, strict=True)]
-        if self._languages is not None:  # identify the languages of all survivors at once
-            self._languages.prepare([p for p, reason in zip(pairs, reasons, strict=True) if reason is None])
+        languages_match = iter([])
+        if self._languages is not None:  # the languages of all survivors at once
+            survivors = [p for p, reason in zip(pairs, reasons, strict=True) if reason is None]
+            languages_match = iter(self._languages.matches(survivors))
         for pair, (norm_src, norm_tgt), reason in zip(pairs, normalised, reasons, strict=True):
             if reason is None:
-                reason = self._finish(pair, norm_src, norm_tgt)
+                reason = self._finish(pair, norm_src, norm_tgt, next(languages_match, None))
             self.report.total += 1
             if reason is None:
                 self.report.kept += 1

@@ -185,30 +185,27 @@ class LanguageIdentifier:
 
 
 _ASCII_DIGITS = b"0123456789"
-_DIGITS = None
 
 
 def lid_key(text: str) -> str:
-    """The text without its digits: what language ID decides on and caches by. Digits say
-    nothing about the language, and without them the same sentence with another number,
-    frequent in mined data, is decided once."""
-    if text.isascii():
-        return text.encode().translate(None, _ASCII_DIGITS).decode() if any(c.isdigit() for c in text) else text
-    global _DIGITS
-    if _DIGITS is None:
-        import re
-
-        _DIGITS = re.compile(r"\d+")
-    return _DIGITS.sub("", text)
+    """The text without its (ASCII) digits: what language ID decides on and caches by.
+    Digits say nothing about the language, and without them the same sentence with another
+    number, frequent in mined data, is decided once. (UTF-8 holds ASCII bytes only for
+    ASCII characters, so deleting the digit bytes is safe in any script.)"""
+    data = text.encode()
+    kept = data.translate(None, _ASCII_DIGITS)
+    return text if len(kept) == len(data) else kept.decode()
 
 
 _WORD = None
+# lower-case parts of names: von der Leyen, van Gogh, de Gaulle, bin Salman
+_NAME_PARTICLES = frozenset("al bin ben da das de del della den der des di dos du ibn la le ter van von zu".split())
 
 
 def without_names(text: str, other: str) -> str:
-    """``text`` without the words it shares with ``other`` and without capitalised words:
-    names, numbers and borrowed terms, which say little about the language of a side and
-    mislead the detector on short lines ("Erdoğan visits Vienna" reads as Turkish)."""
+    """``text`` without the words it shares with ``other``, capitalised words and the particles
+    before them: names, numbers and borrowed terms, which say little about the language of a
+    side and mislead the detector on short lines ("Erdoğan visits Vienna" reads as Turkish)."""
     global _WORD
     if _WORD is None:
         import re
@@ -217,54 +214,53 @@ def without_names(text: str, other: str) -> str:
     from bitextmine.filter import normalise
 
     shared = set(normalise(text).split()) & set(normalise(other).split())
-    return _WORD.sub(lambda m: "" if m.group()[0].isupper() or normalise(m.group()) in shared else m.group(), text)
+    words = list(_WORD.finditer(text))
+    drop = [w.group()[0].isupper() or normalise(w.group()) in shared for w in words]
+    for i in range(len(words) - 2, -1, -1):  # a particle is part of the name that follows it
+        drop[i] = drop[i] or (drop[i + 1] and words[i].group() in _NAME_PARTICLES)
+    kept, end = [], 0
+    for word, dropped in zip(words, drop, strict=True):
+        if dropped:
+            kept.append(text[end:word.start()])
+            end = word.end()
+    return "".join(kept) + text[end:]
 
 
 class PairLanguages:
     """Language ID of both sides of pairs. A side fails when another language is clearly
     more likely, both for its text and for its text without names (``without_names``).
-    Decisions are cached by ``lid_key`` and made many texts at a time by ``prepare``."""
+    Decisions are cached by ``lid_key`` and made for many texts at a time."""
 
     def __init__(self, src_lang: str | None, tgt_lang: str | None):
         known = detector_keys()
         wanted = [language_key(lang, option) if lang is not None else None
                   for option, lang in (("--src-lang", src_lang), ("--tgt-lang", tgt_lang))]
         # a side whose language the detector does not know passes (and is counted)
-        self._unsupported = [want is not None and want not in known for want in wanted]
+        self.unsupported_sides = sum(want is not None and want not in known for want in wanted)
         self._wanted = [want if want in known else None for want in wanted]
         candidates = (set(defaults.FILTER_LID_CANDIDATES) & known) | {w for w in self._wanted if w}
         self._identifier = LanguageIdentifier(candidates)
         self._other: list[dict[str, bool]] = [{}, {}]  # per side: lid_key -> clearly another language
 
-    def _decide(self, side: int, keys: Iterable[str]) -> None:
+    def _clearly_other(self, side: int, keys: list[str]) -> list[bool]:
         decided = self._other[side]
         new = list(dict.fromkeys(key for key in keys if key not in decided))
         if new:
             decided.update(zip(new, self._identifier.clearly_other(new, self._wanted[side]), strict=True))
+        return [decided[key] for key in keys]
 
-    def prepare(self, pairs) -> None:
-        """Decide the texts of many pairs at once (the fast way); ``match`` then looks them up."""
+    def matches(self, pairs) -> list[bool]:
+        """Whether each pair has both sides in their languages."""
+        ok = [True] * len(pairs)
         for side, want in enumerate(self._wanted):
             if want is None:
                 continue
-            texts = [(p.src, p.tgt) if side == 0 else (p.tgt, p.src) for p in pairs]
-            keys = [lid_key(text) for text, _ in texts]
-            self._decide(side, keys)
-            other = self._other[side]
-            self._decide(side, [lid_key(without_names(text, partner))
-                                for (text, partner), key in zip(texts, keys, strict=True) if other[key]])
-
-    def _fails(self, side: int, text: str, partner: str) -> bool:
-        return self._clearly_other(side, lid_key(text)) and self._clearly_other(
-            side, lid_key(without_names(text, partner)))
-
-    def _clearly_other(self, side: int, key: str) -> bool:
-        if key not in self._other[side]:
-            self._decide(side, [key])
-        return self._other[side][key]
-
-    def match(self, src: str, tgt: str) -> tuple[int, bool]:
-        """(sides whose language the detector does not know, both sides in their language)."""
-        ok = all(self._wanted[side] is None or not self._fails(side, text, partner)
-                 for side, (text, partner) in enumerate(((src, tgt), (tgt, src))))
-        return sum(self._unsupported), ok
+            texts = [p.src for p in pairs] if side == 0 else [p.tgt for p in pairs]
+            failing = [i for i, other in enumerate(self._clearly_other(side, list(map(lid_key, texts)))) if other]
+            if not failing:
+                continue
+            partners = [p.tgt for p in pairs] if side == 0 else [p.src for p in pairs]
+            reduced = [lid_key(without_names(texts[i], partners[i])) for i in failing]
+            for i, other in zip(failing, self._clearly_other(side, reduced), strict=True):
+                ok[i] = ok[i] and not other
+        return ok

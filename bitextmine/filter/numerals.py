@@ -2,24 +2,27 @@
 
 Each number on a side is read every way it can be meant ("1.500" is 1500 or 1.5; "15.30" is
 15.3 or half past three in the afternoon; "720万" is 720 or 7,200,000; "the '90s" is 90 or
-1990), and numbers of the two sides pair up when two of their readings agree. What is left
-without a partner decides:
+1990), and numbers of the two sides pair up when two of their readings agree. Month numbers
+of dates ("12月", the 10 of "3.10.2019") are not counted: the other side may name the month.
+What is left without a partner decides:
 
-- a side without any digits passes: it spelled its numbers out ("drei", "twenty");
-- whole numbers up to 12 left over on both sides pass: each side wrote one of them and spelled
-  the other out ("drei Kinder, 5 Jahre" / "3 children, five years");
 - numbers left over on one side only pass: translators add conversions ("5 miles (8 km)"),
-  years, ages, and spell out times ("a las dos y media" / "at 2:30"); digits on one side
+  years, ages, and spell numbers out ("a las dos y media" / "at 2:30"); digits on one side
   only prove nothing, as a side without any digits shows;
-- otherwise numbers left over on both sides fail: one number stands where the other side has
+- whole numbers up to 12 (and 12-hour clock times) left over on both sides pass: each side
+  wrote one of them and spelled the other out ("drei Kinder, 5 Jahre" / "3 children, five years");
+- larger numbers left over on both sides fail: one number stands where the other side has
   another, which is what a wrong pair (or a wrong translation) looks like; sides whose
-  numbers are disjoint are the plainest case.
+  numbers are disjoint are the plainest case;
+- numbers up to 12 on one side and larger ones on the other fail too ("7. Platz" / "66th
+  place"), unless the larger ones are asides a translator adds: in brackets, or years.
 """
 
 from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
+from typing import NamedTuple
 
 # digits with separators between them: 1,000 / 1.000 / 1 000 / 1'000 / 1 000 (NBSP, thin spaces);
 # a plain space only before a group of exactly three digits (French and Russian thousands)
@@ -33,6 +36,8 @@ _CLOCK = re.compile(r"(?<![\d.,])(\d{1,2})\s?(?::|[hH]|点|點|时|時)\s?(\d{2}
                     re.IGNORECASE)
 _HOUR_WORD = re.compile(r"\s?(?:([ap])\.?\s?m\b|uhr\b|h\b|heures?\b|hrs?\b|horas?\b|hs\b|o'clock|час|ч\b|点|點|時)",
                         re.IGNORECASE)
+_MONTH = ("月", "월")  # 12月, 12월: a month, which the other side may name
+_DATE = re.compile(r"\d{1,2}\.\d{1,2}\.\d{2,4}")  # 3.10.2019: day, month, year
 _SEASON = re.compile(r"\d{4}\s?[-/–]\s?\d{2}")  # a season or fiscal year, the second year cut short
 _SCALES = [  # (pattern, factors): scale words after a number; each factor is a further reading
     (re.compile(r"\s?(?:thousand|tausend|tsd\b|mille\b|mil\b(?!\s+millones)|тыс|千)", re.IGNORECASE), (10**3,)),
@@ -99,7 +104,7 @@ def _token_readings(token: str, after: str) -> set[str]:
             hour_word = _HOUR_WORD.match(after)
             readings |= _clock_readings(int(hour), int(minute), hour_word.group(1) if hour_word else None)
         if after.startswith(".") and hour.isdigit() and int(hour) <= 31 and 1 <= int(minute) <= 12:
-            readings |= {str(int(hour)), str(int(minute))}  # 14.7.: a day and a month
+            readings.add(str(int(hour)))  # 14.7.: a day (and a month, which the other side may name)
     value = next(iter(values)) if len(values) == 1 else None
     if value is not None and value == value.to_integral_value():
         number = int(value)
@@ -115,36 +120,57 @@ def _token_readings(token: str, after: str) -> set[str]:
     return readings
 
 
-def number_readings(text: str) -> list[set[str]]:
-    """One set of readings per number written in ``text``."""
-    out: list[set[str]] = []
+class Number(NamedTuple):
+    readings: set[str]
+    aside: bool  # in brackets, or a year: what a translator may add
+
+
+_YEAR = re.compile(r"1[89]\d\d|20\d\d")
+
+
+def _aside(text: str, start: int, token: str) -> bool:
+    """Whether the number ``token`` at ``start`` is in brackets or is a year."""
+    opened = max(text.rfind("(", 0, start), text.rfind("（", 0, start))
+    closed = max(text.rfind(")", 0, start), text.rfind("）", 0, start))
+    return opened > closed or _YEAR.fullmatch(token) is not None
+
+
+def number_readings(text: str) -> list[Number]:
+    """The numbers written in ``text``, each with its readings."""
+    out: list[Number] = []
     clocks = list(_CLOCK.finditer(text))
     taken = [(m.start(), m.end()) for m in clocks]
     for m in clocks:
         readings = _clock_readings(int(m.group(1)), int(m.group(2)), (m.group(3) or "").strip()[:1] or None)
         separator = text[m.start(1) + len(m.group(1)):m.start(2)].strip()
         if separator == ":" and not readings:  # 3:1, 88:76: scores and ratios, two numbers
-            out += [{str(int(m.group(1)))}, {str(int(m.group(2)))}]
+            out += [Number({str(int(m.group(i)))}, _aside(text, m.start(), "")) for i in (1, 2)]
         else:
-            out.append(readings | ({_canonical(Decimal(f"{m.group(1)}.{m.group(2)}"))} if separator == "." else set()))
+            decimal = {_canonical(Decimal(f"{m.group(1)}.{m.group(2)}"))} if separator == "." else set()
+            out.append(Number(readings | decimal, _aside(text, m.start(), "")))
     previous = None
     for m in _NUMBER.finditer(text):
-        if any(s <= m.start() < e for s, e in taken):
+        if any(s <= m.start() < e for s, e in taken) or text.startswith(_MONTH, m.end()):
             continue
         token = m.group()
         readings = _token_readings(token, text[m.end():m.end() + _AFTER])
         if readings:
             if previous is not None and _SEASON.fullmatch(text[previous.start():m.end()]):
                 readings.add(str(int(previous.group()) // 100 * 100 + int(token)))  # 2013-14 is 2013-2014
-            out.append(readings)
-        else:  # a date or digits apart: each part a number
-            out += [{_canonical(Decimal(p))} for p in _SEPARATOR.split(token) if p.isdecimal()]
+            out.append(Number(readings, _aside(text, m.start(), token)))
+        else:  # a date (its month left out) or digits apart: each part a number
+            parts = [p for p in _SEPARATOR.split(token) if p.isdecimal()]
+            if _DATE.fullmatch(token):
+                del parts[1]
+            out += [Number({_canonical(Decimal(p))}, _aside(text, m.start(), p)) for p in parts]
         previous = m
     return out
 
 
-def _small(readings: set[str]) -> bool:
-    return any(r.isdigit() and int(r) <= 12 for r in readings)
+def _small(number: Number) -> bool:
+    """Up to 12, or a time on the 12-hour clock: what a side may write in words."""
+    return any(r.isdigit() and int(r) <= 12 or r.startswith("t") and int(r[1:r.index(":")]) <= 12
+               for r in number.readings)
 
 
 def numbers_agree(src: str, tgt: str) -> bool:
@@ -152,14 +178,18 @@ def numbers_agree(src: str, tgt: str) -> bool:
     a, b = number_readings(src), number_readings(tgt)
     if not a or not b:
         return True
-    unmatched_b = list(b)
+    left_b = list(b)
     left_a = []
-    for readings in a:
-        partner = next((i for i, other in enumerate(unmatched_b) if readings & other), None)
+    for number in a:
+        partner = next((i for i, other in enumerate(left_b) if number.readings & other.readings), None)
         if partner is None:
-            left_a.append(readings)
+            left_a.append(number)
         else:
-            del unmatched_b[partner]
-    if not left_a or not unmatched_b:
+            del left_b[partner]
+    if not left_a or not left_b:
         return True
-    return all(map(_small, left_a)) and all(map(_small, unmatched_b))
+    large_a = [n for n in left_a if not _small(n)]
+    large_b = [n for n in left_b if not _small(n)]
+    if large_a and large_b:
+        return False
+    return all(n.aside for n in large_a + large_b)
