@@ -143,12 +143,11 @@ def letter_share(text: str) -> float:
     data = text.encode()
     # fast path: drop the ASCII non-letters; when all that is left is letters, count it
     rest = data.translate(None, _ASCII_NOT_LETTER)
-    if rest.isascii():
-        visible = len(data.translate(None, _ASCII_SPACE))
+    visible = len(text) - len(data) + len(data.translate(None, _ASCII_SPACE))
+    if text.isascii():
         return len(rest) / visible if visible else 0.0
     letters = rest.decode()
-    if letters.isalpha() and max(letters) < "\u2e80":
-        visible = len(text) - (len(data) - len(data.translate(None, _ASCII_SPACE)))
+    if letters.isalpha() and _WIDE.search(letters) is None:
         return len(letters) / visible
     letters = _NOT_LETTER.sub("", text)
     marks = sum(unicodedata.category(c)[0] == "M" for c in _NON_ASCII_NOT_WORD.findall(text))
@@ -160,7 +159,7 @@ def letter_share(text: str) -> float:
 def text_length(text: str) -> int:
     """Characters, a CJK, kana or Hangul character counting as three: lengths comparable
     across scripts (UTF-8 bytes would count a Cyrillic letter twice)."""
-    if text.isascii() or max(text) < "\u2e80":  # max: a C loop, cheaper than the search
+    if text.isascii():
         return len(text)
     return len(text) + 2 * len(_WIDE.findall(text))
 
@@ -168,7 +167,7 @@ def text_length(text: str) -> int:
 def token_count(text: str) -> int:
     # scripts without spaces count characters, so the bounds mean about the same
     count = len(text.split())
-    if text.isascii() or max(text) < "\u0e00":
+    if text.isascii() or _UNSPACED.search(text) is None:
         return count
     return max(count, len(_UNSPACED.findall(text)))
 
@@ -187,6 +186,7 @@ class PairFilter:
         self._seen_src: set[str] = set()
         self._seen_tgt: set[str] = set()
         self._boilerplate: set[str] = set()
+        self._dedup = cfg.active("dedup")
         self._languages = None
         if cfg.active("lid"):
             from bitextmine.filter.langid import PairLanguages
@@ -224,11 +224,10 @@ class PairFilter:
                 languages_match = self._languages.matches([pair])[0]
             if not languages_match:
                 return "lid"
-        if self.cfg.active("dedup") and self._seen(norm_src, norm_tgt):
-            return "dedup"
-        self._seen_pairs.add((norm_src, norm_tgt))
-        self._seen_src.add(norm_src)
-        self._seen_tgt.add(norm_tgt)
+        if self._dedup:
+            if self._seen(norm_src, norm_tgt):
+                return "dedup"
+            self._claim(norm_src, norm_tgt)
         return None
 
     # one method per rule: (pair, normalised source, normalised target) -> fails?
@@ -273,24 +272,35 @@ class PairFilter:
             return tgt in self._seen_tgt
         return src in self._seen_src or tgt in self._seen_tgt
 
+    def _claim(self, src: str, tgt: str) -> None:
+        mode = self.cfg.dedup
+        if mode == "pair":
+            self._seen_pairs.add((src, tgt))
+        if mode in ("src", "both"):
+            self._seen_src.add(src)
+        if mode in ("tgt", "both"):
+            self._seen_tgt.add(tgt)
+
     def run(self, pairs: list[Pair]) -> Iterator[tuple[Pair, str | None]]:
         """(pair, reason) for each pair in order; reason None means kept."""
         normalised = [(normalise(p.src), normalise(p.tgt)) for p in pairs]  # once, for three rules
         if self.cfg.active("boilerplate"):
             self.count_boilerplate(normalised)
-        reasons = [self._pair_rules(p, ns, nt) for p, (ns, nt) in zip(pairs, normalised, strict=True)]
-        languages_match = iter([])
-        if self._languages is not None:  # the languages of all survivors at once
-            survivors = [p for p, reason in zip(pairs, reasons, strict=True) if reason is None]
-            languages_match = iter(self._languages.matches(survivors))
-        for pair, (norm_src, norm_tgt), reason in zip(pairs, normalised, reasons, strict=True):
+        if self._languages is None:
+            reasons = (self.check(p, ns, nt) for p, (ns, nt) in zip(pairs, normalised, strict=True))
+        else:  # the rules of each pair first, then language ID of all survivors at once
+            first = [self._pair_rules(p, ns, nt) for p, (ns, nt) in zip(pairs, normalised, strict=True)]
+            verdicts = iter(self._languages.matches([p for p, reason in zip(pairs, first, strict=True)
+                                                     if reason is None]))
+            reasons = (reason or self._finish(p, ns, nt, next(verdicts))
+                       for p, (ns, nt), reason in zip(pairs, normalised, first, strict=True))
+        report = self.report
+        for pair, reason in zip(pairs, reasons, strict=True):
+            report.total += 1
             if reason is None:
-                reason = self._finish(pair, norm_src, norm_tgt, next(languages_match, None))
-            self.report.total += 1
-            if reason is None:
-                self.report.kept += 1
+                report.kept += 1
             else:
-                self.report.rejected[reason] += 1
+                report.rejected[reason] += 1
             yield pair, reason
 
 
@@ -301,7 +311,7 @@ def _jaccard(a: str, b: str) -> float:
     if len(x) < 3:  # too short to call a near copy by overlap
         return 0.0
     y = set(b.split())
-    if len(y) < 3:
+    if len(y) < 3 or 10 * min(len(x), len(y)) < 9 * max(len(x), len(y)):  # cannot reach 0.9
         return 0.0
     shared = len(x.intersection(y))
     return shared / (len(x) + len(y) - shared)
@@ -311,8 +321,11 @@ def _numbers_agree(src: str, tgt: str) -> bool:
     """Both sides write the same numbers (``bitextmine.filter.numerals``). The same digits on
     both sides, or digits on one side only (the other spelled them out: "at 2:30" / "a las
     dos y media"), settle it without reading the numbers."""
+    a, b = _NUMBER.findall(src), _NUMBER.findall(tgt)
+    if a == b or not a or not b:  # written alike, or on one side only
+        return True
     a, b = numbers(src), numbers(tgt)
-    if a == b or not a or not b:
+    if a == b:
         return True
     from bitextmine.filter.numerals import numbers_agree
 

@@ -119,6 +119,8 @@ class LanguageIdentifier:
         self.keys = sorted({label_keys[i] for i in columns})
         index = {key: i for i, key in enumerate(self.keys)}
         self._column_key = np.array([index[label_keys[i]] for i in columns], dtype=np.intp)
+        import scipy.sparse  # noqa: F401  (loaded with the model, not on the first batch)
+
         self._table = np.ascontiguousarray(np.asarray(model.nb_ptc)[:, columns], dtype=np.float32)
         self._prior = np.asarray(model.nb_pc, dtype=np.float32)[columns]
         self._next = np.frombuffer(model.tk_nextmove, dtype=np.uint32)
@@ -187,14 +189,13 @@ class LanguageIdentifier:
 _ASCII_DIGITS = b"0123456789"
 
 
-def lid_key(text: str) -> str:
-    """The text without its (ASCII) digits: what language ID decides on and caches by.
+def lid_key(text: str) -> bytes:
+    """The text in UTF-8 without its ASCII digits: what language ID decides on and caches by.
     Digits say nothing about the language, and without them the same sentence with another
     number, frequent in mined data, is decided once. (UTF-8 holds ASCII bytes only for
-    ASCII characters, so deleting the digit bytes is safe in any script.)"""
-    data = text.encode()
-    kept = data.translate(None, _ASCII_DIGITS)
-    return text if len(kept) == len(data) else kept.decode()
+    ASCII characters, so deleting the digit bytes is safe in any script; bytes, because only
+    the texts not yet decided need decoding.)"""
+    return text.encode().translate(None, _ASCII_DIGITS)
 
 
 _WORD = None
@@ -240,13 +241,14 @@ class PairLanguages:
         self._wanted = [want if want in known else None for want in wanted]
         candidates = (set(defaults.FILTER_LID_CANDIDATES) & known) | {w for w in self._wanted if w}
         self._identifier = LanguageIdentifier(candidates)
-        self._other: list[dict[str, bool]] = [{}, {}]  # per side: lid_key -> clearly another language
+        self._other: list[dict[bytes, bool]] = [{}, {}]  # per side: lid_key -> clearly another language
 
-    def _clearly_other(self, side: int, keys: list[str]) -> list[bool]:
+    def _clearly_other(self, side: int, keys: list[bytes]) -> list[bool]:
         decided = self._other[side]
-        new = list(dict.fromkeys(key for key in keys if key not in decided))
+        new = [key for key in set(keys) if key not in decided]
         if new:
-            decided.update(zip(new, self._identifier.clearly_other(new, self._wanted[side]), strict=True))
+            verdicts = self._identifier.clearly_other([key.decode() for key in new], self._wanted[side])
+            decided.update(zip(new, verdicts, strict=True))
         return [decided[key] for key in keys]
 
     def matches(self, pairs) -> list[bool]:
