@@ -2,9 +2,11 @@
 
 High-margin pairs still hold junk (WikiMatrix and LASER users report it): the wrong
 language on one side, copies, boilerplate, numbers or URLs that differ, duplicates that
-cost BLEU. Rules run in a fixed order, cheapest first; a rejected pair is charged to
-the first rule it fails. Deduplication keeps the first occurrence, which is the
-best-scoring one since mined files are sorted by score.
+cost BLEU. Rules run in a fixed order (``RULES``), the ones that judge a pair by itself
+first, then language ID (of all remaining pairs at once), then deduplication; a rejected
+pair is charged to the first rule it fails. Deduplication keeps the first kept occurrence,
+the best-scoring one since mined files are sorted by score. Numbers are compared in
+``numerals``, languages identified in ``langid``.
 """
 
 from __future__ import annotations
