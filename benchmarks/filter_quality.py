@@ -4,7 +4,9 @@ tests/test_filter.py.
     python -m benchmarks.filter_quality [--n 2000] [--noisy 300] [--data ../shared/data]
 
 Kept clean: the share of ``--n`` clean news-style pairs per language (benchmarks/filter_sets.py)
-that the default rules keep, without and with language ID of both sides. Caught: for each
+that the default rules keep, without and with language ID of both sides; and the numbers
+rule alone on the human translations with digits on both sides in the manythings exports
+(German, French). Caught: for each
 kind of injected noise (``filter_sets.NOISE``), made from ``--noisy`` of those pairs, the share
 caught by its own rule alone and by all default rules with language ID.
 """
@@ -49,6 +51,17 @@ def catch_rates(kind: str, clean: list[tuple[str, str]], lang: str, data: Path) 
     return alone.count(rule) / len(noisy), 1 - together.count(None) / len(noisy), len(noisy)
 
 
+def real_pairs_with_numbers(code: str, data: Path) -> list[tuple[str, str]]:
+    """Human translations (the manythings Tatoeba export, lang-English) with digits on both
+    sides: the numbers rule judged on pairs nobody wrote for it."""
+    import re
+
+    path = data / "train" / f"tatoeba_manythings_{code}-eng" / f"train.eng-{code}.tsv"
+    rows = [line.split("\t") for line in path.read_text(encoding="utf-8").split("\n") if line]
+    digit = re.compile(r"\d")
+    return [(r[1], r[0]) for r in rows if len(r) >= 2 and digit.search(r[0]) and digit.search(r[1])]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=2000)
@@ -65,6 +78,12 @@ def main() -> None:
         why = {r: with_lid.count(r) for r in sorted(set(with_lid) - {None})}
         print(f"| {lang}-en | {plain.count(None) / len(pairs):.2%} | {with_lid.count(None) / len(pairs):.2%} | "
               f"{', '.join(f'{r} {c}' for r, c in why.items()) or '-'} |", flush=True)
+    print("\nThe numbers rule alone on all manythings pairs with digits on both sides\n")
+    print("| pairs | with digits on both sides | rejected by numbers |\n|---|---:|---:|")
+    for code in ("deu", "fra"):
+        pairs = real_pairs_with_numbers(code, args.data)
+        rejected = judge(pairs, **only("numbers")).count("numbers")
+        print(f"| {code}-eng | {len(pairs):,} | {rejected} ({rejected / len(pairs):.1%}) |", flush=True)
     print(f"\nCaught of {args.noisy} noisy pairs per kind: by its own rule alone / by all default rules "
           "with language ID\n")
     print(f"| noise | rule | {' | '.join(f'{lang}-en' for lang in LANGS)} |")

@@ -84,6 +84,7 @@ AGREE = [  # clean news pairs, numbers written differently on the two sides
     ("Geöffnet von 9 bis 17 Uhr.", "Open from 9am to 5pm."),
     ("Er ist 64 Jahre alt.", "He is sixty-four."),
     ("Die Inflation lag bei 2,35 %.", "Inflation was 2.35%."),
+    ("La guerre a commencé en 39.", "The war broke out in 1939."),
     ("该法律于2019年12月3日生效，3人受伤。", "The law took effect on December 3, 2019; three were hurt (2 seriously)."),
     ("Seis personas resultaron heridas.", "6 people (2 of them children) were injured."),
     ("Estaremos allí a las dos y media con 7 amigos.", "We'll be there at 2:30 with seven friends."),
@@ -105,6 +106,21 @@ def test_numbers_written_differently_agree_and_different_numbers_do_not():
 
     assert [pair for pair in AGREE if not _numbers_agree(*pair)] == []
     assert [pair for pair in DISAGREE if _numbers_agree(*pair)] == []
+
+
+@pytest.mark.parametrize("code", ["deu", "fra"])
+def test_numbers_rule_keeps_real_translations_with_digits(code):
+    """Human translations with digits on both sides: only unit and other substitutions
+    ("480 Kilometer" / "300 miles", "112" / "911") may fail."""
+    from benchmarks.filter_quality import judge as judge_texts
+    from benchmarks.filter_quality import only as only_rule
+    from benchmarks.filter_quality import real_pairs_with_numbers
+
+    if not (SHARED_DATA / "train" / f"tatoeba_manythings_{code}-eng").is_dir():
+        pytest.skip(f"manythings data not found under {SHARED_DATA}")
+    pairs = real_pairs_with_numbers(code, SHARED_DATA)
+    assert len(pairs) > 500
+    assert judge_texts(pairs, **only_rule("numbers")).count("numbers") / len(pairs) <= 0.03
 
 
 # --- news-style sets (benchmarks/filter_sets.py) and injected noise ----------------------------

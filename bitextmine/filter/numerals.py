@@ -2,7 +2,7 @@
 
 Each number on a side is read every way it can be meant ("1.500" is 1500 or 1.5; "15.30" is
 15.3 or half past three in the afternoon; "720万" is 720 or 7,200,000; "the '90s" is 90 or
-1990), and numbers of the two sides pair up when two of their readings agree. Month numbers
+1990 or 2090), and numbers of the two sides pair up when two of their readings agree. Month numbers
 of dates ("12月", the 10 of "3.10.2019") are not counted: the other side may name the month.
 What is left without a partner decides:
 
@@ -111,8 +111,8 @@ def _token_readings(token: str, after: str) -> set[str]:
         hour_word = _HOUR_WORD.match(after)
         if hour_word and number <= 24:  # 15 Uhr, 3 p.m., 3点
             readings |= _clock_readings(number, 0, hour_word.group(1))
-        if 10 <= number <= 90 and number % 10 == 0 and len(token) == 2:
-            readings |= {str(1900 + number), str(2000 + number)}  # the '90s, 90er, años 90, 90年代
+        if len(token) == 2:  # a year or decade cut short: '39, en 39, the '90s, 90er, años 90, 90年代
+            readings |= {str(1900 + number), str(2000 + number)}
     for scale, factors in _SCALES:
         if scale.match(after):
             readings |= {_canonical(v * f) for v in values for f in factors}
