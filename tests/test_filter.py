@@ -187,7 +187,8 @@ def test_language_id_is_the_same_batched_cached_and_text_by_text():
     for row, text in enumerate(texts):  # py3langid, one text at a time
         raw = model._raw_score(model._encode(text))
         np.testing.assert_allclose(batched[row], [raw[c].max() for c in columns], rtol=1e-5)
-    pairs = [Pair(1.0, s, t) for s, t in zip(texts, texts[::-1], strict=True)]
+    english = read_lines(tatoeba_pair("deu")[1])
+    pairs = [Pair(1.0, s, t) for s, t in zip(texts[::5], english, strict=False)]  # de-en pass, the rest not
     at_once, one_by_one = PairLanguages("de", "en"), PairLanguages("de", "en")
     decisions = at_once.matches(pairs)
     assert decisions == [one_by_one.matches([p])[0] for p in pairs] and 0 < sum(decisions) < len(pairs)
