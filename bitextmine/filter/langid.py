@@ -17,6 +17,7 @@ batch meet the table in one product. The scores are py3langid's own, which
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from functools import cache, lru_cache
@@ -111,6 +112,7 @@ class LanguageIdentifier:
 
     def __init__(self, candidates: Iterable[str]):
         import numpy as np
+        import scipy.sparse  # noqa: F401  (loaded with the model, not on the first batch)
 
         model = _model()
         wanted = set(candidates)
@@ -119,8 +121,6 @@ class LanguageIdentifier:
         self.keys = sorted({label_keys[i] for i in columns})
         index = {key: i for i, key in enumerate(self.keys)}
         self._column_key = np.array([index[label_keys[i]] for i in columns], dtype=np.intp)
-        import scipy.sparse  # noqa: F401  (loaded with the model, not on the first batch)
-
         self._table = np.ascontiguousarray(np.asarray(model.nb_ptc)[:, columns], dtype=np.float32)
         self._prior = np.asarray(model.nb_pc, dtype=np.float32)[columns]
         self._next = np.frombuffer(model.tk_nextmove, dtype=np.uint32)
@@ -198,7 +198,7 @@ def lid_key(text: str) -> bytes:
     return text.encode().translate(None, _ASCII_DIGITS)
 
 
-_WORD = None
+_WORD = re.compile(r"\w+")
 # lower-case parts of names: von der Leyen, van Gogh, de Gaulle, bin Salman
 _NAME_PARTICLES = frozenset("al bin ben da das de del della den der des di dos du ibn la le ter van von zu".split())
 
@@ -207,11 +207,6 @@ def without_names(text: str, other: str) -> str:
     """``text`` without the words it shares with ``other``, capitalised words and the particles
     before them: names, numbers and borrowed terms, which say little about the language of a
     side and mislead the detector on short lines ("Erdoğan visits Vienna" reads as Turkish)."""
-    global _WORD
-    if _WORD is None:
-        import re
-
-        _WORD = re.compile(r"\w+")
     from bitextmine.filter import normalise
 
     shared = set(normalise(text).split()) & set(normalise(other).split())

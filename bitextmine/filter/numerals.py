@@ -26,7 +26,6 @@ from typing import NamedTuple
 
 # digits with separators between them: 1,000 / 1.000 / 1 000 / 1'000 / 1 000 (NBSP, thin spaces);
 # a plain space only before a group of exactly three digits (French and Russian thousands)
-_SPACES = " \u00a0\u2009\u202f"
 _NUMBER = re.compile(r"\d+(?:(?:[.,'\u2019\u00a0\u2009\u202f]|[ ](?=\d{3}(?!\d)))\d+)*")
 _SEPARATOR = re.compile(r"[.,'\u2019 \u00a0\u2009\u202f]")
 # what may follow a number and changes its reading; checked on the next few characters
