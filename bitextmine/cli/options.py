@@ -7,6 +7,7 @@ and documents them alike: ``--json FILE`` (``-`` for stdout), ``-q/--quiet``, ``
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import math
@@ -21,13 +22,22 @@ from bitextmine.choices import Dedup, FilterRule, Retrieval, Score
 
 
 def _plain_metavars(params: list) -> list:
-    """Help shows flags without a metavar and arguments by their metavar alone (some typer
-    versions print Python types there: ``<bool>``, ``<list[str]>``)."""
+    """Help shows flags without a metavar and arguments by their metavar alone.
+
+    Typer versions differ here: some print Python types (``<bool>``, ``<str>``,
+    ``<list[str]>``) beside them, from ``display_type_rich`` (0.29) or from the type's
+    ``get_metavar`` (0.28).
+    """
     for param in params:
         if getattr(param, "is_flag", False) and param.metavar is None:
             param.metavar = ""
-        if param.param_type_name == "argument" and param.metavar is not None and hasattr(param, "display_type_rich"):
-            param.display_type_rich = lambda ctx: None
+        if param.param_type_name != "argument" or param.metavar is None or getattr(param, "_plain", False):
+            continue
+        param._plain = True
+        param.display_type_rich = lambda ctx: None
+        if getattr(param, "type", None) is not None:
+            param.type = copy.copy(param.type)
+            param.type.get_metavar = lambda *args, **kwargs: ""
     return params
 
 

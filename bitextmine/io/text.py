@@ -47,6 +47,13 @@ def expand_shards(args: list[str]) -> list[str]:
             shards.append(arg)
     if shards.count(STDIN) > 1:
         raise BitextmineError("standard input (-) can be read only once")
+    seen: dict[str, str] = {}
+    for shard in shards:
+        real = os.path.realpath(shard) if shard != STDIN else STDIN
+        if real in seen:
+            named = "twice" if seen[real] == shard else f"twice (also as {seen[real]})"
+            raise BitextmineError(f"given {named}: each shard can be embedded once", path=shard)
+        seen[real] = shard
     return shards
 
 
