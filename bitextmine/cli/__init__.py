@@ -22,7 +22,6 @@ from bitextmine.errors import BitextmineError
 app = typer.Typer(
     name="bitextmine",
     cls=Group,
-    help="Mine parallel sentences (bitext) from monolingual corpora.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
     rich_markup_mode="rich",

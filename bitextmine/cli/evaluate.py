@@ -10,6 +10,7 @@ import typer
 from bitextmine import defaults
 from bitextmine.choices import Retrieval, Score
 from bitextmine.cli.options import (
+    Group,
     MarginAlias,
     Quiet,
     command,
@@ -26,8 +27,8 @@ from bitextmine.cli.options import (
     write_json_output,
 )
 
-app = typer.Typer(name="eval", help="Measure mining (BUCC P/R/F1) and retrieval (Tatoeba P@1 / xsim) quality.",
-                  no_args_is_help=True)
+app = typer.Typer(name="eval", cls=Group, no_args_is_help=True,
+                  help="Measure mining (BUCC P/R/F1) and retrieval (Tatoeba P@1 / xsim) quality.")
 Encoder = Annotated[str, typer.Option(metavar="NAME", help="usem3, ckpt:DIR, hf:NAME_OR_DIR, or a plugin name.")]
 
 

@@ -101,7 +101,8 @@ def mine(
                      top_n=top_n, nprobe=nprobe, device=device)
     src_corpus = EmbeddingCorpus.load(src, verify=True)
     tgt_corpus = EmbeddingCorpus.load(tgt, verify=True)
-    mined = mine_corpora(src_corpus, tgt_corpus, cfg, src_index=src_index, tgt_index=tgt_index)
+    mined = mine_corpora(src_corpus, tgt_corpus, cfg, src_index=src_index, tgt_index=tgt_index,
+                         progress=not quiet)
     stats = {**mined.stats, "output": output}
     if filter_pairs:
         from bitextmine.filter.run import filter_pairs_to_files, report_document

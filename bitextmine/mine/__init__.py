@@ -193,11 +193,12 @@ def check_compatible(src: EmbeddingCorpus, tgt: EmbeddingCorpus) -> None:
 
 
 def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = MineConfig(),
-                 src_index: str | Path | list | None = None, tgt_index: str | Path | list | None = None) -> MinedPairs:
+                 src_index: str | Path | list | None = None, tgt_index: str | Path | list | None = None,
+                 progress: bool = False) -> MinedPairs:
     """Mine pairs between two sides; text read back from the shards.
 
     ``src_index``/``tgt_index``: an index directory, or a list of index directories
-    that split that side (see ``_search_indexes``).
+    that split that side (see ``_search_indexes``). ``progress``: a bar for exact search.
     """
     from bitextmine.devices import resolve_devices
 
@@ -224,7 +225,7 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
         log.warning("one index given: exact search computes both directions at once, so it is used for both")
     device = resolve_devices(cfg.device)[0]
     knn_started = time.time()
-    pairs = mine_vectors(x, y, cfg, threshold, fwd, bwd, device=device)
+    pairs = mine_vectors(x, y, cfg, threshold, fwd, bwd, device=device, progress=progress)
     knn_seconds = time.time() - knn_started
     src_rows, tgt_rows = src_side.rows[pairs.src], tgt_side.rows[pairs.tgt]
     mined = MinedPairs(
