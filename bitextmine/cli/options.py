@@ -47,7 +47,7 @@ class Command(TyperCommand):
 
 
 class Group(TyperGroup):
-    """The root group: plain metavars, and Ctrl-C carried out as ``Interrupted``."""
+    """A group of verbs: plain metavars, and Ctrl-C carried out as ``Interrupted``."""
 
     def get_params(self, ctx):
         return _plain_metavars(super().get_params(ctx))
