@@ -91,8 +91,10 @@ def train(
     warmup_steps: Annotated[int, typer.Option(metavar="N", min=0, help="Linear warmup steps.")] = D.warmup_steps,
     max_steps: Annotated[int, typer.Option(metavar="N", help="Optimizer steps (the LR decays over them).", min=1)]
     = D.max_steps,
-    max_minutes: Annotated[float | None, typer.Option(metavar="X", min=0.0, callback=finite, show_default=False,
-                                                      help="Stop after this much training time.")] = None,
+    max_minutes: Annotated[float | None, typer.Option(
+        metavar="X", min=0.0, callback=finite, show_default=False,
+        help="Stop after this many minutes of wall time, counted from the start of the command (data reading "
+             "and the final save included); the best checkpoint is kept.")] = None,
     weight_decay: Annotated[float, typer.Option(metavar="X", callback=finite, help="AdamW weight decay.")]
     = D.weight_decay,
     clip_norm: Annotated[float, typer.Option(metavar="X", callback=finite, help="Gradient clipping norm.")]
@@ -133,6 +135,9 @@ def train(
     to the data to hold them in place, and keep the pieces faster:
     --lr 2e-4 --embedding-lr-scale 15.
     """
+    import time
+
+    started = time.monotonic()  # --max-minutes counts from here
     from bitextmine.cli import setup_logging
     from bitextmine.train import train as run_training
     from bitextmine.train.data import read_parallel
@@ -150,6 +155,6 @@ def train(
                       amp=amp.value, seed=seed, dev_size=dev_size, eval_every=eval_every, patience=patience,
                       save_every=save_every, device=device)
     result = run_training(read_parallel(data), output, cfg, dev=read_parallel([dev]) if dev else None,
-                          resume=resume, progress=not quiet)
+                          resume=resume, progress=not quiet, started=started)
     typer.echo(f"{output}: {result['steps']} steps, best dev P@1 {result['best_dev_p@1']:.2f} "
                f"({result['stopped']}, {result['seconds']:.0f} s)", err=True)
