@@ -62,7 +62,7 @@ FILTER_MAX_CHARS = 1000
 FILTER_MIN_TOKENS = 1
 FILTER_MAX_TOKENS = 250
 FILTER_MAX_LENGTH_RATIO = 3.0  # of lengths in characters, a CJK character counting as three
-FILTER_MIN_LETTER_SHARE = 0.5  # letters / visible characters (UTF-8 bytes), per side
+FILTER_MIN_LETTER_SHARE = 0.5  # letters / visible characters (CJK counting three), per side
 FILTER_NEAR_COPY_JACCARD = 0.9  # word overlap above which the sides count as copies
 FILTER_BOILERPLATE_COUNT = 10  # a side text seen this often in one file is boilerplate
 # Language ID chooses among the languages asked for and these, the most written on the web
@@ -75,3 +75,29 @@ FILTER_LID_CANDIDATES = ("ar", "bg", "cs", "da", "de", "el", "en", "es", "fa", "
 # 160,000 times), both as written and without its names (words it shares with the other side,
 # capitalised words)
 FILTER_LID_MARGIN = 12.0
+
+# --- train ----------------------------------------------------------------------------
+# TrainConfig reads these; the reasons are those of LaBSE and USE-xling unless said.
+TRAIN_PRESET = "cpu"  # model shape (encoders/transformer.py PRESETS): trains on two CPU cores
+TRAIN_POOLING = "mean"
+TRAIN_MAX_TOKENS = 64  # training pairs are sentences; longer ones are cut
+TRAIN_VOCAB_SIZE = 16_000  # SentencePiece unigram over both sides
+TRAIN_EMBEDDING_LR_SCALE = 1.0  # piece embeddings learn at this multiple of the lr
+TRAIN_MARGIN = 0.3  # additive margin of the in-batch softmax (LaBSE)
+TRAIN_SCALE = 20.0  # softmax scale = 1/temperature
+TRAIN_HARD_NEGATIVES = 0  # per pair (USE-xling used 5)
+TRAIN_DISTILL_WEIGHT = 1.0
+TRAIN_BATCH_SIZE = 128  # pairs: each pair's negatives are the batch's other pairs
+TRAIN_ACCUMULATION = 1
+TRAIN_LR = 5e-4
+TRAIN_WARMUP_STEPS = 500
+TRAIN_MAX_STEPS = 10_000
+TRAIN_LR_FLOOR = 0.1  # the linear decay ends at this fraction of the peak lr
+TRAIN_WEIGHT_DECAY = 0.01
+TRAIN_CLIP_NORM = 1.0
+TRAIN_AMP = "auto"  # bf16 autocast on CUDA and on CPUs with native bf16 matmuls; or off
+TRAIN_DEV_SIZE = 1000  # pairs held out for dev P@1 when no dev set is given
+TRAIN_EVAL_EVERY = 500  # steps
+TRAIN_PATIENCE = 6  # evaluations without improvement before stopping
+TRAIN_SAVE_EVERY = 1000  # steps between resumable states
+TRAIN_DEVICE = "auto"

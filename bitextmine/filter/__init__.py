@@ -11,6 +11,7 @@ the best-scoring one since mined files are sorted by score. Numbers are compared
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections import Counter
@@ -20,6 +21,7 @@ from itertools import chain
 
 from bitextmine import defaults
 from bitextmine.errors import BitextmineError
+from bitextmine.io.pairs import Pair
 
 # dedup comes last: only a pair that passed every other rule claims its sentences, so a
 # wrong pair cannot take a sentence from the right pair that follows it
@@ -50,6 +52,10 @@ class FilterConfig:
             raise BitextmineError(f"unknown filter rule(s) {', '.join(sorted(unknown))}: rules are {', '.join(RULES)}")
         if self.dedup not in DEDUP_MODES:
             raise BitextmineError(f"unknown dedup mode {self.dedup!r}: use {', '.join(DEDUP_MODES)}")
+        for name in ("max_ratio", "min_letters", "near_copy", "max_score"):
+            value = getattr(self, name)
+            if value is not None and not math.isfinite(value):
+                raise BitextmineError(f"--{name.replace('_', '-')} must be a finite number, not {value}")
         for option, lang in (("--src-lang", self.src_lang), ("--tgt-lang", self.tgt_lang)):
             if lang is not None:
                 from bitextmine.filter.langid import language_key
@@ -64,18 +70,6 @@ class FilterConfig:
         if rule == "lid":
             return self.src_lang is not None or self.tgt_lang is not None
         return True
-
-
-@dataclass
-class Pair:
-    score: float | None
-    src: str
-    tgt: str
-    extra: list[str] = field(default_factory=list)  # further columns (ids), passed through
-
-    def fields(self) -> list[str]:
-        head = [] if self.score is None else [f"{self.score:.6f}"]
-        return [*head, self.src, self.tgt, *self.extra]
 
 
 @dataclass
@@ -234,7 +228,8 @@ class PairFilter:
 
     # one method per rule: (pair, normalised source, normalised target) -> fails?
     def _score_cap(self, p, ns, nt):
-        return p.score is not None and p.score > self.cfg.max_score
+        # written so that a NaN score fails the cap: a pair whose score is unknown is no safer
+        return p.score is not None and not p.score <= self.cfg.max_score
 
     def _length(self, p, ns, nt):
         lo, hi = self.cfg.min_chars, self.cfg.max_chars
@@ -332,24 +327,3 @@ def _numbers_agree(src: str, tgt: str) -> bool:
     from bitextmine.filter.numerals import numbers_agree
 
     return numbers_agree(src, tgt)
-
-
-def read_pairs(lines: Iterable[str], path: str = "-") -> list[Pair]:
-    """Mined-pairs TSV (score, src, tgt, [ids...]) or plain ``src<TAB>tgt``."""
-    pairs = []
-    for number, line in enumerate(lines, 1):
-        line = line.rstrip("\n").rstrip("\r")
-        if not line:
-            continue
-        cols = line.split("\t")
-        try:
-            if len(cols) >= 3:
-                pairs.append(Pair(float(cols[0]), cols[1], cols[2], cols[3:]))
-                continue
-        except ValueError:
-            pass
-        if len(cols) == 2:
-            pairs.append(Pair(None, cols[0], cols[1]))
-        else:
-            raise BitextmineError("expected score<TAB>src<TAB>tgt (or src<TAB>tgt)", path=path, line=number)
-    return pairs

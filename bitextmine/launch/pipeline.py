@@ -202,9 +202,9 @@ def run_mine(src: list[str], tgt: list[str], src_index: list[str], tgt_index: li
 def run_filter(mined: str, output: str, src_lang: str, tgt_lang: str, enabled: bool, lang_id: bool,
                skip: tuple[str, ...], dedup: str, max_score: float | None, min_chars: int, max_chars: int,
                max_ratio: float) -> str:
-    from bitextmine.filter import FilterConfig, read_pairs
+    from bitextmine.filter import FilterConfig
     from bitextmine.filter.run import filter_pairs_to_files
-    from bitextmine.io.text import read_lines
+    from bitextmine.io.pairs import read_pairs
 
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     if not enabled:
@@ -213,7 +213,7 @@ def run_filter(mined: str, output: str, src_lang: str, tgt_lang: str, enabled: b
     cfg = FilterConfig(disabled=tuple(skip), dedup=dedup, max_score=max_score, min_chars=min_chars,
                        max_chars=max_chars, max_ratio=max_ratio, src_lang=src_lang if lang_id else None,
                        tgt_lang=tgt_lang if lang_id else None)
-    filter_pairs_to_files(read_pairs(read_lines(mined), mined), cfg, output, Path(output + ".filter.json"), None)
+    filter_pairs_to_files(read_pairs(mined), cfg, output, Path(output + ".filter.json"), None)
     return output
 
 

@@ -57,12 +57,14 @@ class Launcher:
         self.cfg = cfg
         self.kind = kind
 
-    def run(self, stage: str, tasks: list[Task]) -> None:
-        """Run ``tasks`` (none done yet), retrying failures; raise when one keeps failing."""
+    def run(self, stage: str, tasks: list[Task], on_done=lambda n: None) -> None:
+        """Run ``tasks`` (none done yet), retrying failures; raise when one keeps failing.
+
+        ``on_done(1)`` is called as each task finishes (for a progress bar)."""
         resources = self.cfg.resources_for(stage)
         pending = list(tasks)
         for attempt in range(self.cfg.launcher.retries + 1):
-            failures = self._run_once(stage, pending, resources)
+            failures = self._run_once(stage, pending, resources, on_done)
             if not failures:
                 return
             pending = [t for t, _ in failures]
@@ -72,12 +74,13 @@ class Launcher:
         raise BitextmineError(f"{stage} task {task.name} failed {self.cfg.launcher.retries + 1} times: {error} "
                               f"(logs in {self.cfg.output / 'logs' / stage})")
 
-    def _run_once(self, stage: str, tasks: list[Task], resources: Resources) -> list[tuple[Task, str]]:
+    def _run_once(self, stage: str, tasks: list[Task], resources: Resources, on_done) -> list[tuple[Task, str]]:
         if self.kind == "inline":
             failures = []
             for task in tasks:
                 try:
                     execute(task)
+                    on_done(1)
                 except Exception as e:  # reported and retried like a failed job
                     failures.append((task, f"{type(e).__name__}: {e}"))
             return failures
@@ -93,6 +96,7 @@ class Launcher:
             for task, job in zip(wave, jobs, strict=True):
                 try:
                     job.result()
+                    on_done(1)
                 except Exception as e:  # submitit re-raises the job's error (or a timeout) here
                     failures.append((task, str(e).strip().splitlines()[-1] if str(e).strip() else repr(e)))
         return failures
@@ -122,8 +126,11 @@ class Launcher:
         return executor, slurm.max_array
 
 
-def run_pipeline(cfg: PipelineConfig, launcher: str = "local", stages: tuple[str, ...] = STAGES) -> list[StageSummary]:
+def run_pipeline(cfg: PipelineConfig, launcher: str = "local", stages: tuple[str, ...] = STAGES,
+                 progress: bool = False) -> list[StageSummary]:
     """Run every stage (skipping finished tasks); write and return the summary."""
+    from bitextmine.progress import progress_bar
+
     runner = Launcher(cfg, launcher)
     cfg.output.mkdir(parents=True, exist_ok=True)
     summaries = []
@@ -133,7 +140,8 @@ def run_pipeline(cfg: PipelineConfig, launcher: str = "local", stages: tuple[str
         log.info("%s: %d task(s), %d to run", stage, len(tasks), len(todo))
         started = time.time()
         if todo:
-            runner.run(stage, todo)
+            with progress_bar(total=len(todo), desc=stage, unit="task", disable=not progress) as bar:
+                runner.run(stage, todo, on_done=bar.update)
         summaries.append(StageSummary(stage, len(tasks), len(todo), len(tasks) - len(todo),
                                       round(time.time() - started, 2), [str(t.output) for t in tasks]))
     write_json(cfg.output / "summary.json", {"stages": [asdict(s) for s in summaries],
