@@ -51,8 +51,8 @@ class FilterRule(Choice):
     numbers = "numbers"
     urls = "urls"
     boilerplate = "boilerplate"
-    dedup = "dedup"
     lid = "lid"
+    dedup = "dedup"
 
 
 class Precision(Choice):

@@ -146,7 +146,7 @@ _FILTER_OPTIONS = {  # parameter -> (annotated type, default)
                                                     rich_help_panel=FILTER_PANEL, help="Most tokens per side.")],
                         defaults.FILTER_MAX_TOKENS),
     "max_ratio": (Annotated[float, typer.Option(metavar="X", min=1.0, callback=finite, rich_help_panel=FILTER_PANEL,
-                                                help="Longest/shortest side, in UTF-8 bytes.")],
+                                                help="Longest/shortest side, in characters (CJK: three each).")],
                   defaults.FILTER_MAX_LENGTH_RATIO),
     "min_letters": (Annotated[float, typer.Option(metavar="X", min=0.0, max=1.0, rich_help_panel=FILTER_PANEL,
                                                   help="Smallest share of letters per side.")],
