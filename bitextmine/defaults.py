@@ -61,10 +61,20 @@ FILTER_MIN_CHARS = 3
 FILTER_MAX_CHARS = 1000
 FILTER_MIN_TOKENS = 1
 FILTER_MAX_TOKENS = 250
-FILTER_MAX_LENGTH_RATIO = 3.0  # of UTF-8 byte lengths, which balances scripts
-FILTER_MIN_LETTER_SHARE = 0.5  # letters / characters, per side
+FILTER_MAX_LENGTH_RATIO = 3.0  # of lengths in characters, a CJK character counting as three
+FILTER_MIN_LETTER_SHARE = 0.5  # letters / visible characters (CJK counting three), per side
 FILTER_NEAR_COPY_JACCARD = 0.9  # word overlap above which the sides count as copies
 FILTER_BOILERPLATE_COUNT = 10  # a side text seen this often in one file is boilerplate
+# Language ID chooses among the languages asked for and these, the most written on the web
+# (the usual wrong-language noise in mined pairs), not among all 97 of the detector: short
+# sentences otherwise come out as Occitan, Latin, Shona or Nigerian Pidgin.
+FILTER_LID_CANDIDATES = ("ar", "bg", "cs", "da", "de", "el", "en", "es", "fa", "fi", "fr", "he", "hi", "hu", "it",
+                         "ja", "ko", "ms", "nl", "no", "pl", "pt", "ro", "ru", "sk", "sv", "th", "tr", "uk", "vi",
+                         "zh")
+# a side fails language ID when another language is this much more likely, in nats (e^12:
+# 160,000 times), both as written and without its names (words it shares with the other side,
+# capitalised words)
+FILTER_LID_MARGIN = 12.0
 
 # --- train ----------------------------------------------------------------------------
 # TrainConfig reads these; the reasons are those of LaBSE and USE-xling unless said.

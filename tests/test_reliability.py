@@ -132,7 +132,7 @@ def test_a_fifo_is_written_through(cli, sets, tmp_path):
 def test_a_link_through_proc_is_written_through(sets, tmp_path):
     link = tmp_path / "stdout.json"
     link.symlink_to("/proc/self/fd/1")  # what /dev/stdout is
-    done = run_cli(*mine_args(sets, "-o", tmp_path / "pairs.tsv", "--meta", link))
+    done = run_cli(*mine_args(sets, "-o", tmp_path / "pairs.tsv", "--json", link))
     assert done.returncode == 0, done.stderr
     assert link.is_symlink() and os.readlink(link) == "/proc/self/fd/1"
     assert json.loads(done.stdout)["output_rows"] > 50
@@ -150,18 +150,20 @@ def test_a_link_to_a_file_keeps_the_link_and_replaces_the_target(cli, sets, tmp_
 
 def test_dash_is_standard_output_for_json_too(cli, sets, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    result = cli(*mine_args(sets, "-o", "pairs.tsv", "--meta", "-"))
+    result = cli(*mine_args(sets, "-o", "pairs.tsv", "--json", "-"))
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["pairs"] > 50
     assert not (tmp_path / "-").exists()
-    one_line_error(cli(*mine_args(sets, "-o", "-", "--meta", "-")), "only one output can go to standard output")
+    both = cli(*mine_args(sets, "-o", "-", "--json", "-"))  # a usage error, caught before any work
+    assert both.exit_code == 2 and "standard output" in both.stderr and "Traceback" not in both.stderr
+    assert not both.stdout
 
 
 def test_an_output_that_is_an_input_is_refused_before_any_work(cli, sets, tmp_path):
     before = snapshot(tmp_path)
     one_line_error(cli(*mine_args(sets, "-o", sets[0] / "manifest.json")), "manifest.json", "input")
     one_line_error(cli(*mine_args(sets, "-o", sets[1] / "en.txt")), "en.txt", "input")
-    one_line_error(cli(*mine_args(sets, "-o", tmp_path / "p.tsv", "--meta", tmp_path / "p.tsv")), "two outputs")
+    one_line_error(cli(*mine_args(sets, "-o", tmp_path / "p.tsv", "--json", tmp_path / "p.tsv")), "two outputs")
     assert_unchanged(before, tmp_path)
 
     assert cli(*mine_args(sets, "-o", tmp_path / "pairs.tsv")).exit_code == 0
@@ -539,20 +541,6 @@ def test_mine_with_filter_records_the_kept_rows(cli, sets, tmp_path):
         .exit_code == 0
     side = json.loads((tmp_path / "kept.tsv.gz.json").read_text())
     assert side["output_rows"] == side["filter"]["kept"] == len(gzip.decompress(out.read_bytes()).splitlines())
-
-
-# --- embed: the same file twice -----------------------------------------------------------
-
-@pytest.mark.slow
-def test_the_same_file_given_twice_is_embedded_once(cli, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    shard = tmp_path / "a.txt"
-    shard.write_text("Ein Satz.\nNoch einer.\n")
-    result = cli("embed", shard, "a.txt", "./a.*", "-o", tmp_path / "emb")
-    assert result.exit_code == 0, result.stderr
-    assert "given more than once" in result.stderr
-    assert json.loads((tmp_path / "emb" / "manifest.json").read_text())["shards"][0]["lines"] == 2
-    assert len(json.loads((tmp_path / "emb" / "manifest.json").read_text())["shards"]) == 1
 
 
 # --- run ----------------------------------------------------------------------------------

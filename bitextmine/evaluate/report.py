@@ -56,17 +56,14 @@ class _FilterCounts(Model):
 
 def _scored_pairs(mined: str):
     """The pairs of a mined TSV; every score a finite number (a NaN cannot be placed on a histogram)."""
-    from bitextmine.filter import read_pairs
-    from bitextmine.io.text import read_lines
+    from bitextmine.io.pairs import read_pairs
 
-    lines = read_lines(mined)
-    pairs = read_pairs(lines, mined)
+    pairs = read_pairs(mined)
     if any(p.score is None for p in pairs):
         raise BitextmineError("the report needs scored pairs (score<TAB>src<TAB>tgt)", path=mined)
-    bad = next((i for i, p in enumerate(pairs) if not math.isfinite(p.score)), None)
+    bad = next((p for p in pairs if not math.isfinite(p.score)), None)
     if bad is not None:
-        numbers = [n for n, line in enumerate(lines, 1) if line.strip()]
-        raise BitextmineError(f"score {pairs[bad].score} is not a finite number", path=mined, line=numbers[bad])
+        raise BitextmineError(f"score {bad.score} is not a finite number", path=mined, line=bad.line)
     return pairs
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from bitextmine import defaults
+from bitextmine.errors import BitextmineError
 from bitextmine.evaluate import tatoeba_metrics
 from bitextmine.mine.knn import exact_knn_both_ways
 from bitextmine.mine.scoring import candidates
@@ -35,10 +38,49 @@ def top1(x: np.ndarray, y: np.ndarray, score: str = "cosine", k: int = defaults.
             best(bwd_pairs.tgt, bwd_pairs.src, bwd_pairs.score, len(y)))
 
 
-def evaluate_aligned(x: np.ndarray, y: np.ndarray, name: str, score: str = "cosine",
-                     device: str = "cpu") -> dict[str, float]:
+def evaluate_aligned(x: np.ndarray, y: np.ndarray, name: str, score: str = "cosine", device: str = "cpu",
+                     k: int = defaults.K) -> dict[str, float]:
     """P@1 of aligned embeddings (row i of x translates row i of y)."""
     if len(x) != len(y):
         raise ValueError("aligned sets must have the same number of rows")
-    fwd, bwd = top1(x, y, score, device=device)
+    fwd, bwd = top1(x, y, score, k, device=device)
     return tatoeba_metrics(fwd, bwd, name)
+
+
+def tatoeba_sets(data_dir: str | Path, langs: list[str]) -> list[tuple[str, Path, Path]]:
+    """(name, foreign file, English file) of each language in a Tatoeba directory."""
+    data_dir = Path(data_dir)
+    return [(lang, data_dir / f"tatoeba.{lang}-eng.{lang}", data_dir / f"tatoeba.{lang}-eng.eng") for lang in langs]
+
+
+def evaluate_aligned_files(sets: list[tuple[str, Path, Path]], encoder_name: str, cfg,
+                           progress: bool = False) -> dict:
+    """P@1 both ways of each (name, src, tgt) set of aligned files, with one encoder.
+
+    ``cfg`` is a ``MineConfig`` (score, k, device). Returns the report: ``metrics``
+    (``NAME_p@1_mean``, ``NAME_pairs``, ...), ``primary_metric`` and ``signature``.
+    """
+    from bitextmine.devices import resolve_devices
+    from bitextmine.encoders import load_encoder
+    from bitextmine.evaluate import signature
+    from bitextmine.io.text import read_shard
+    from bitextmine.progress import encode_with_progress
+
+    for _, src, tgt in sets:
+        for path in (src, tgt):
+            if not Path(path).is_file():
+                raise BitextmineError("no such file", path=path)
+    device = resolve_devices(cfg.device)[0]
+    encoder = load_encoder(encoder_name, device=device)
+    metrics: dict[str, float] = {}
+    for name, src, tgt in sets:
+        src_lines, tgt_lines = read_shard(str(src)).lines, read_shard(str(tgt)).lines
+        if len(src_lines) != len(tgt_lines):
+            raise BitextmineError(f"{len(src_lines)} lines, but {tgt} has {len(tgt_lines)}: files must be aligned",
+                                  path=src)
+        x = encode_with_progress(encoder, src_lines, f"encode {name}", progress)
+        y = encode_with_progress(encoder, tgt_lines, f"encode {name}", progress)
+        metrics.update(evaluate_aligned(x, y, name, cfg.score, device, cfg.k))
+        metrics[f"{name}_pairs"] = float(len(src_lines))
+    return {"metrics": metrics, "primary_metric": "p@1_mean",
+            "signature": signature(encoder=encoder.identity.name, score=cfg.score)}

@@ -51,23 +51,14 @@ def expand_shards(args: list[str]) -> list[str]:
             shards.append(arg)
     if shards.count(STDIN) > 1:
         raise BitextmineError("standard input (-) can be read only once")
-    return _once_each(shards)
-
-
-def _once_each(shards: list[str]) -> list[str]:
-    """The shards without repeats: the same file named twice (or matched by two globs) is one shard."""
-    import logging
-
     seen: dict[str, str] = {}
-    unique = []
     for shard in shards:
-        key = shard if shard == STDIN else os.path.realpath(shard)
-        if key in seen:
-            logging.getLogger(__name__).warning("%s: given more than once (as %s); embedded once", shard, seen[key])
-            continue
-        seen[key] = shard
-        unique.append(shard)
-    return unique
+        real = os.path.realpath(shard) if shard != STDIN else STDIN
+        if real in seen:
+            named = "twice" if seen[real] == shard else f"twice (also as {seen[real]})"
+            raise BitextmineError(f"given {named}: each shard can be embedded once", path=shard)
+        seen[real] = shard
+    return shards
 
 
 def open_binary(path: str) -> BinaryIO:
@@ -162,6 +153,8 @@ def _read_lines(path: str, errors: str) -> tuple[list[str], int, str]:
     """(lines, stored size, SHA-256 of the stored bytes) of a text file or stdin."""
     if errors not in TEXT_ERROR_MODES:
         raise BitextmineError(f"unknown --errors mode {errors!r}: use strict or replace")
+    if path != STDIN and not os.path.isfile(path):
+        raise BitextmineError("no such file", path=path)
     if path == STDIN:
         data = sys.stdin.buffer.read()
         size, digest = len(data), hashlib.sha256(data).hexdigest()
@@ -181,8 +174,6 @@ def _read_lines(path: str, errors: str) -> tuple[list[str], int, str]:
 
 def read_lines(path: str, errors: str = "strict") -> list[str]:
     """The lines of a text file (or ``-``), decompressed; an empty file has none."""
-    if path != STDIN and not os.path.isfile(path):
-        raise BitextmineError("no such file", path=path)
     return _read_lines(path, errors)[0]
 
 

@@ -259,11 +259,11 @@ def run_filter(mined: str, output: str, src_lang: str, tgt_lang: str, enabled: b
     """Filter one pair's mined pairs (checked against their sidecar first)."""
     import shutil
 
-    from bitextmine.filter import FilterConfig, read_pairs
+    from bitextmine.filter import FilterConfig
     from bitextmine.filter.run import filter_pairs_to_files
     from bitextmine.io.atomic import atomic_path
     from bitextmine.io.lock import output_locks
-    from bitextmine.io.text import read_lines
+    from bitextmine.io.pairs import read_pairs
     from bitextmine.mine.output import SIDECAR_SUFFIX, check_sidecar, read_sidecar
 
     check_sidecar(mined, read_sidecar(mined + SIDECAR_SUFFIX), mined + SIDECAR_SUFFIX)
@@ -281,7 +281,7 @@ def run_filter(mined: str, output: str, src_lang: str, tgt_lang: str, enabled: b
                            max_ratio=rules["max_ratio"], min_letters=rules["min_letters"],
                            near_copy=rules["near_copy"], boilerplate_count=rules["boilerplate"],
                            src_lang=src_lang if lang_id else None, tgt_lang=tgt_lang if lang_id else None)
-        filter_pairs_to_files(read_pairs(read_lines(mined), mined), cfg, output, Path(report), rejected)
+        filter_pairs_to_files(read_pairs(mined), cfg, output, Path(report), rejected)
     return written
 
 

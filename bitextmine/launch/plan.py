@@ -38,7 +38,7 @@ def _rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
-def measure(cfg: PipelineConfig, device: str, sample_lines: int = 400) -> dict:
+def measure(cfg: PipelineConfig, device: str, sample_lines: int = 400, progress: bool = False) -> dict:
     """Throughputs on this machine: embedding (sentences/s) and exact search (GFLOP/s)."""
     import subprocess
     import sys
@@ -48,12 +48,15 @@ def measure(cfg: PipelineConfig, device: str, sample_lines: int = 400) -> dict:
     from bitextmine.devices import resolve_devices
     from bitextmine.encoders import load_encoder
     from bitextmine.io.text import read_lines
+    from bitextmine.progress import progress_bar
 
     device = resolve_devices(device)[0]
+    bar = progress_bar(total=4, desc="calibrate", unit="step", disable=not progress)  # start, load, embed, search
     # every task is a fresh process: interpreter, torch and faiss imports, then its work
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", "import torch, faiss, numpy, bitextmine.cli"], check=True)
     startup = time.perf_counter() - start
+    bar.update(1)
     before = _rss_gb()
     start = time.perf_counter()
     encoder = load_encoder(cfg.encoder, device=device, precision=cfg.embed.precision)
@@ -61,11 +64,13 @@ def measure(cfg: PipelineConfig, device: str, sample_lines: int = 400) -> dict:
     lines = [x for x in read_lines(first, errors="replace")[:sample_lines] if x.strip()] or ["a sentence"]
     encoder.encode(lines[:32])
     model_load = time.perf_counter() - start
+    bar.update(1)
     encoder.encode(lines)  # warm-up: the kernels of these batch shapes
     start = time.perf_counter()
     encoder.encode(lines)
     sps = len(lines) / max(time.perf_counter() - start, 1e-6)
     model_gb = max(_rss_gb() - before, 0.1)
+    bar.update(1)
     a = torch.randn(4096, encoder.dim, device=device)
     b = torch.randn(4096, encoder.dim, device=device)
     (a @ b.T).sum().item()
@@ -73,6 +78,8 @@ def measure(cfg: PipelineConfig, device: str, sample_lines: int = 400) -> dict:
     for _ in range(3):
         (a @ b.T).sum().item()
     gflops = 3 * 2 * 4096 * 4096 * encoder.dim / max(time.perf_counter() - start, 1e-6) / 1e9
+    bar.update(1)
+    bar.close()
     return {"device": device, "embed_sentences_per_second": sps, "knn_gflops": gflops, "dim": encoder.dim,
             "model_ram_gb": model_gb, "sample_lines": len(lines), "task_startup_seconds": startup,
             "model_load_seconds": model_load}
@@ -109,11 +116,11 @@ def _index_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], workers:
                          "GFLOP/s; Flat = the fp32 vectors")
 
 
-def estimate(cfg: PipelineConfig, device: str = "auto") -> tuple[list[StageEstimate], dict]:
+def estimate(cfg: PipelineConfig, device: str = "auto", progress: bool = False) -> tuple[list[StageEstimate], dict]:
     from bitextmine.index import choose_index_type
     from bitextmine.io.text import count_lines
 
-    m = measure(cfg, device)
+    m = measure(cfg, device, progress=progress)
     dim, gpu = m["dim"], m["device"].startswith("cuda")
     workers = max(1, cfg.launcher.workers or 1)
     lines = {lang: [count_lines(s) for s in shards] for lang, shards in cfg.languages.items()}

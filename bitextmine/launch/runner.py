@@ -141,16 +141,17 @@ class Launcher:
         self.cfg = cfg
         self.kind = kind
 
-    def run(self, stage: str, tasks: list[Task]) -> None:
+    def run(self, stage: str, tasks: list[Task], on_done=lambda n: None) -> None:
         """Run ``tasks`` (none done yet); retry crashes, report input errors at once.
 
         A plain loop over waves rather than a retry library: a wave is many jobs
         submitted together (a Slurm array), and only its crashed tasks go again.
+        ``on_done(1)`` is called as each task finishes (for a progress bar).
         """
         attempts = self.cfg.launcher.retries + 1
         pending = list(tasks)
         for attempt in range(1, attempts + 1):
-            failures = self._run_once(stage, pending, self.cfg.resources_for(stage))
+            failures = self._run_once(stage, pending, self.cfg.resources_for(stage), on_done)
             for task, failure in failures:
                 if not failure.retry:
                     raise _input_error(stage, task, failure)
@@ -165,12 +166,14 @@ class Launcher:
         where = f" (log: {failure.log})" if failure.log else ""
         raise BitextmineError(f"{stage} task {task.name} failed {attempts} time(s): {failure.cause}{where}")
 
-    def _run_once(self, stage: str, tasks: list[Task], resources: Resources) -> list[tuple[Task, Failure]]:
+    def _run_once(self, stage: str, tasks: list[Task], resources: Resources,
+                  on_done) -> list[tuple[Task, Failure]]:
         if self.kind == "inline":
             failures = []
             for task in tasks:
                 try:
                     execute(task)
+                    on_done(1)
                 except BitextmineError as e:
                     failures.append((task, Failure(e.message, retry=False, error=e)))
                     break  # an input error ends the run
@@ -194,7 +197,9 @@ class Launcher:
                     except Exception as e:  # submitit re-raises the job's crash (or a timeout) here
                         failures.append((task, _crash(job, e)))
                         continue
-                    if error is not None:
+                    if error is None:
+                        on_done(1)
+                    else:
                         path, line, message = error
                         failures.append((task, Failure(message, retry=False, log=Path(job.paths.stderr),
                                                        error=BitextmineError(message, path=path, line=line))))
@@ -257,7 +262,8 @@ def _signals_stop_the_run() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def run_pipeline(cfg: PipelineConfig, launcher: str = "local", stages: tuple[str, ...] = STAGES) -> list[StageSummary]:
+def run_pipeline(cfg: PipelineConfig, launcher: str = "local", stages: tuple[str, ...] = STAGES,
+                 progress: bool = False) -> list[StageSummary]:
     """Run every stage (skipping finished tasks); write and return the summary.
 
     The output directory is locked for the run: one ``run`` per output at a time.
@@ -270,10 +276,12 @@ def run_pipeline(cfg: PipelineConfig, launcher: str = "local", stages: tuple[str
     refuse_overwriting_inputs(written, [shard for shards in cfg.languages.values() for shard in shards])
     prepare_output_dir(cfg.output)
     with output_lock(cfg.output, directory=True), _signals_stop_the_run():
-        return _run_stages(cfg, runner, stages)
+        return _run_stages(cfg, runner, stages, progress)
 
 
-def _run_stages(cfg: PipelineConfig, runner: Launcher, stages: tuple[str, ...]) -> list[StageSummary]:
+def _run_stages(cfg: PipelineConfig, runner: Launcher, stages: tuple[str, ...], progress: bool) -> list[StageSummary]:
+    from bitextmine.progress import progress_bar
+
     summaries = []
     for stage in stages:
         tasks = STAGE_TASKS[stage](cfg)  # built now: a stage's inputs are the previous stage's outputs
@@ -281,7 +289,8 @@ def _run_stages(cfg: PipelineConfig, runner: Launcher, stages: tuple[str, ...]) 
         log.info("%s: %d task(s), %d to run", stage, len(tasks), len(todo))
         started = time.time()
         if todo:
-            runner.run(stage, todo)
+            with progress_bar(total=len(todo), desc=stage, unit="task", disable=not progress) as bar:
+                runner.run(stage, todo, on_done=bar.update)
         summaries.append(StageSummary(stage, len(tasks), len(todo), len(tasks) - len(todo),
                                       round(time.time() - started, 2), [str(t.output) for t in tasks]))
     save_json(cfg.output / "summary.json", {"stages": [asdict(s) for s in summaries],

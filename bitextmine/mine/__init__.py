@@ -8,6 +8,7 @@ uses FAISS indexes when given, and maps pairs back to text and ``shard:line`` id
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -45,6 +46,8 @@ class MineConfig:
             raise BitextmineError("k must be at least 1")
         if self.top_n is not None and self.top_n < 0:
             raise BitextmineError("--top-n must be >= 0")
+        if self.threshold is not None and not math.isfinite(self.threshold):
+            raise BitextmineError(f"--threshold must be a finite number, not {self.threshold}")
 
 
 def default_threshold(encoder_name: str, score: str) -> float:
@@ -56,14 +59,15 @@ def default_threshold(encoder_name: str, score: str) -> float:
 
 
 def mine_vectors(x, y, cfg: MineConfig, threshold: float, fwd: Neighbours | None = None,
-                 bwd: Neighbours | None = None, device: str = "cpu") -> Pairs:
+                 bwd: Neighbours | None = None, device: str = "cpu", progress: bool = False) -> Pairs:
     """Score and select pairs between rows of ``x`` and ``y`` (both L2-normalised).
 
     ``fwd``/``bwd``: neighbours already found (e.g. through an index); otherwise exact
-    search runs on ``device``. Returns pairs scoring >= ``threshold``, best first.
+    search runs on ``device`` (``progress``: with a bar on stderr). Returns pairs scoring
+    >= ``threshold``, best first.
     """
     if fwd is None or bwd is None:
-        fwd, bwd = exact_knn_both_ways(x, y, cfg.k, device=device, block_rows=cfg.block_rows)
+        fwd, bwd = exact_knn_both_ways(x, y, cfg.k, device=device, block_rows=cfg.block_rows, progress=progress)
     fwd_pairs, bwd_pairs = candidates(fwd, bwd, cfg.score)
     pairs = retrieve(fwd_pairs, bwd_pairs, cfg.retrieval, threshold)
     if cfg.top_n is not None:
@@ -189,11 +193,12 @@ def check_compatible(src: EmbeddingCorpus, tgt: EmbeddingCorpus) -> None:
 
 
 def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = MineConfig(),
-                 src_index: str | Path | list | None = None, tgt_index: str | Path | list | None = None) -> MinedPairs:
+                 src_index: str | Path | list | None = None, tgt_index: str | Path | list | None = None,
+                 progress: bool = False) -> MinedPairs:
     """Mine pairs between two sides; text read back from the shards.
 
     ``src_index``/``tgt_index``: an index directory, or a list of index directories
-    that split that side (see ``_search_indexes``).
+    that split that side (see ``_search_indexes``). ``progress``: a bar for exact search.
     """
     from bitextmine.devices import resolve_devices
 
@@ -220,7 +225,7 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
         log.warning("one index given: exact search computes both directions at once, so it is used for both")
     device = resolve_devices(cfg.device)[0]
     knn_started = time.time()
-    pairs = mine_vectors(x, y, cfg, threshold, fwd, bwd, device=device)
+    pairs = mine_vectors(x, y, cfg, threshold, fwd, bwd, device=device, progress=progress)
     knn_seconds = time.time() - knn_started
     src_rows, tgt_rows = src_side.rows[pairs.src], tgt_side.rows[pairs.tgt]
     mined = MinedPairs(

@@ -45,7 +45,7 @@ class PairsOutput:
 
 
 def mine_to_files(src: list[str | Path], tgt: list[str | Path], cfg: MineConfig, target: PairsOutput,
-                  src_index=None, tgt_index=None) -> MinedPairs:
+                  src_index=None, tgt_index=None, progress: bool = False) -> MinedPairs:
     """Mine two sides (embedding set directories) and write the pairs and their sidecar.
 
     Outputs that would replace an input are refused before any work, and the outputs
@@ -65,7 +65,8 @@ def mine_to_files(src: list[str | Path], tgt: list[str | Path], cfg: MineConfig,
         tgt_corpus = EmbeddingCorpus.load(tgt, verify=True)
         texts = [s.source for c in (src_corpus, tgt_corpus) for s in c.shards if s.source != "-"]
         refuse_overwriting_inputs(target.files(), texts)
-        mined = mine_corpora(src_corpus, tgt_corpus, cfg, src_index=src_index, tgt_index=tgt_index)
+        mined = mine_corpora(src_corpus, tgt_corpus, cfg, src_index=src_index, tgt_index=tgt_index,
+                             progress=progress)
         write_mined(mined, target)
     return mined
 
@@ -78,12 +79,11 @@ def write_mined(mined: MinedPairs, target: PairsOutput) -> dict:
 
     stats = {**mined.stats, "output": target.output}
     if target.filter is not None:
-        from bitextmine.filter.run import filter_pairs_to_files
+        from bitextmine.filter.run import filter_pairs_to_files, report_document
 
-        cfg = target.filter
-        report = filter_pairs_to_files(mined.as_filter_pairs(target.with_ids), cfg, target.output, None,
+        report = filter_pairs_to_files(mined.as_filter_pairs(target.with_ids), target.filter, target.output, None,
                                        target.rejects)
-        stats["filter"] = {"config": {**cfg.__dict__, "disabled": list(cfg.disabled)}, **report.to_dict()}
+        stats["filter"] = report_document(target.filter, report)
         rows = report.kept
     else:
         write_pairs(mined, target.output, with_ids=target.with_ids)
