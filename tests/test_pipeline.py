@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -111,25 +112,57 @@ def test_killed_run_resumes_and_is_byte_identical(tmp_path):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {kk: 3}\n", "unknown key mine.kk"),
-    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nwhat: 1\n", "unknown key what"),
-    ("output: o\nlanguages: {de: nothing-here.txt}\npairs: [[de, de]]\n", "no such file nothing-here.txt"),
-    ("output: o\nlanguages: {de: DE}\npairs: [[de, en]]\n", "language 'en' is not under languages"),
-    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {k: four}\n", "mine.k must be int"),
-    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {margin: best}\n", "unknown score 'best'"),
-    ("output: o\nlanguages: {de: DE}\n", "missing key pairs"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {kk: 3}\n", "mine.kk: unknown key (known: k, "),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nwhat: 1\n", "what: unknown key"),
+    ("output: o\nlanguages: {de: nothing-here.txt}\npairs: [[de, de]]\n", "languages.de: no such file nothing-here"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, en]]\n", "pairs.0: language 'en' is not under languages"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {k: four}\n", "mine.k: must be an integer"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {k: 0}\n", "mine.k: Input should be greater"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {margin: best}\n", "mine.margin: Input should be "),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {threshold: .nan}\n", "mine.threshold: must be a fin"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nembed: {errors: ignore}\n", "embed.errors: Input should be"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nfilter: {skip: [lenght]}\n", "filter.skip.0: Input should"),
+    ("output: o\nlanguages: {de: DE}\n", "pairs: missing key"),
     ("output: o\nlanguages: {de: DE\n", "invalid YAML"),
+    ("- output: o\n", "a pipeline file must be a mapping of keys, not a list"),
     ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nresources: {embed: {gpus: many}}\n",
-     "resources.embed.gpus must be int"),
+     "resources.embed.gpus: must be an integer, not str 'many'"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nresources: {embedd: {gpus: 1}}\n",
+     "resources.embedd: unknown key"),
+    ("output: o\nlanguages: {../../escape: DE}\npairs: [[../../escape, ../../escape]]\n",
+     "languages.../../escape: the language key '../../escape' must be a plain name"),
 ])
 def test_bad_configs_fail_before_anything_runs(cli, tmp_path, text, message):
     path = tmp_path / "p.yaml"
     path.write_text(text.replace("DE", str(EXAMPLES / "de.txt")))
-    with pytest.raises(BitextmineError, match=message):
+    with pytest.raises(BitextmineError, match="^" + re.escape(f"{path}: {message}") if "YAML" not in message
+                       else message):
         load_config(path)
     result = cli("run", path)
-    assert result.exit_code == 1 and message.split("'")[0] in result.stderr and str(path) in result.stderr
-    assert not (tmp_path / "o").exists()
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0].startswith(f"bitextmine: error: {path}:") and message in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert not (tmp_path / "o").exists() and not (tmp_path.parent / "escape").exists()
+
+
+def test_every_stage_option_can_be_set_in_the_file(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text(f"""output: o
+languages: {{de: {EXAMPLES / 'de.txt'}}}
+pairs: [[de, de]]
+embed: {{errors: replace, precision: fp32, batch_tokens: 512, max_tokens: 64, device: cpu}}
+index: {{type: Flat, nprobe: 8, train_sample: 1000, seed: 7, device: cpu, max_rows: 100, exact: false}}
+mine: {{k: 3, margin: distance, retrieval: intersect, threshold: 0.1, top_n: 10, nprobe: 4, device: cpu}}
+filter: {{skip: [numbers], dedup: pair, max_score: 2.5, min_chars: 2, max_chars: 500, min_tokens: 2,
+          max_side_tokens: 100, max_ratio: 2.0, min_letters: 0.3, near_copy: 0.8, boilerplate: 5, rejects: true}}
+""")
+    cfg = load_config(path)
+    assert cfg.embed.errors == "replace" and cfg.embed.batch_tokens == 512
+    assert cfg.index.train_sample == 1000 and cfg.mine.nprobe == 4 and cfg.filter.rejects is True
+    from bitextmine.launch.pipeline import embed_tasks
+
+    task = embed_tasks(cfg)[0]
+    assert task.kwargs["errors"] == "replace" and task.kwargs["device"] == "cpu"
 
 
 @pytest.mark.parametrize("name", ["pipeline-labse-commoncrawl.yaml", "pipeline-ccmatrix.yaml"])

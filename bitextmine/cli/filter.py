@@ -48,14 +48,19 @@ def filter_command(
     """
     from bitextmine.cli import setup_logging
     from bitextmine.filter.run import filter_pairs_to_files, report_document
+    from bitextmine.io.atomic import refuse_overwriting_inputs, sidecar_path
+    from bitextmine.io.lock import output_locks
     from bitextmine.io.pairs import read_pairs
 
     json_out = json_out or report
     if output == "-" and json_to_stdout(json_out):
         raise usage_error("the pairs already go to standard output: give --json a file", "--json")
     setup_logging(quiet)
-    pairs = read_pairs(input)
-    json_path = json_out if json_out is not None else (None if output == "-" else output + ".filter.json")
-    report = filter_pairs_to_files(pairs, filter_cfg, output, None, rejects)
-    if json_path is not None:
-        write_json_output(json_path, report_document(filter_cfg, report))
+    json_path = json_out if json_out is not None else sidecar_path(output, ".filter.json")
+    outputs = [output, json_path, rejects]
+    refuse_overwriting_inputs(outputs, [input])
+    with output_locks(outputs):
+        pairs = read_pairs(input)
+        report = filter_pairs_to_files(pairs, filter_cfg, output, None, rejects)
+        if json_path is not None:
+            write_json_output(json_path, report_document(filter_cfg, report))

@@ -24,7 +24,6 @@ from bitextmine.cli.options import (
     score_option,
     usage_error,
     with_filter_options,
-    write_json_output,
 )
 
 app = typer.Typer()
@@ -88,8 +87,8 @@ def mine(
     import logging
 
     from bitextmine.cli import setup_logging
-    from bitextmine.embed.corpus import EmbeddingCorpus
-    from bitextmine.mine import MineConfig, mine_corpora, write_pairs
+    from bitextmine.mine import MineConfig
+    from bitextmine.mine.output import PairsOutput, mine_to_files
 
     json_out = json_out or meta
     if rejects is not None and not filter_pairs:
@@ -99,20 +98,8 @@ def mine(
     setup_logging(quiet)
     cfg = MineConfig(k=k, score=score_of(score, margin), retrieval=retrieval.value, threshold=threshold,
                      top_n=top_n, nprobe=nprobe, device=device)
-    src_corpus = EmbeddingCorpus.load(src, verify=True)
-    tgt_corpus = EmbeddingCorpus.load(tgt, verify=True)
-    mined = mine_corpora(src_corpus, tgt_corpus, cfg, src_index=src_index, tgt_index=tgt_index,
-                         progress=not quiet)
-    stats = {**mined.stats, "output": output}
-    if filter_pairs:
-        from bitextmine.filter.run import filter_pairs_to_files, report_document
-
-        report = filter_pairs_to_files(mined.as_filter_pairs(with_ids), filter_cfg, output, None, rejects)
-        stats["filter"] = report_document(filter_cfg, report)
-    else:
-        write_pairs(mined, output, with_ids=with_ids)
-    json_path = json_out if json_out is not None else (None if output == "-" else output + ".json")
-    if json_path is not None:
-        write_json_output(json_path, stats)
+    target = PairsOutput(output=output, meta=json_out, with_ids=with_ids,
+                         filter=filter_cfg if filter_pairs else None, rejects=rejects)
+    mined = mine_to_files(src, tgt, cfg, target, src_index=src_index, tgt_index=tgt_index, progress=not quiet)
     logging.getLogger("bitextmine").info("%d pairs at %s >= %g -> %s", len(mined), cfg.score,
                                          mined.stats["parameters"]["threshold"], output)

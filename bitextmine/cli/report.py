@@ -36,8 +36,8 @@ def report(
     import logging
 
     from bitextmine.cli import setup_logging
-    from bitextmine.evaluate.report import load_inputs, write_report
+    from bitextmine.evaluate.report import make_report
 
     setup_logging(quiet)
-    written = write_report(load_inputs(mined, meta, filter_report), output)
+    written = make_report(mined, output, meta, filter_report)
     logging.getLogger("bitextmine").info("wrote %s", ", ".join(str(p) for p in written))

@@ -85,6 +85,37 @@ def measure(cfg: PipelineConfig, device: str, sample_lines: int = 400, progress:
             "model_load_seconds": model_load}
 
 
+def _index_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], workers: int) -> StageEstimate:
+    """One index task per language part: k-means on the training sample, then assignment."""
+    from bitextmine.index import choose_index_type
+
+    dim = m["dim"]
+    index_tasks, index_disk, index_ram, index_seconds = 0, 0.0, 0.0, 0.0
+    for lang in sorted({x for p in cfg.pairs for x in p}):
+        remaining = rows[lang]
+        while remaining > 0:
+            part = min(remaining, cfg.index.max_rows)
+            remaining -= part
+            index_tasks += 1
+            factory = choose_index_type(part, dim) if cfg.index.type == "auto" else cfg.index.type
+            lists = int(factory.split("IVF")[1].split(",")[0]) if "IVF" in factory else 0
+            if lists:
+                sample = max(defaults.TRAIN_SAMPLES_PER_LIST * lists, 256 * 39)
+                flops = 25 * 2 * min(sample, part) * lists * dim + 2 * part * lists * dim
+                disk = part * (defaults.PQ_BYTES + 8) + lists * dim * 4
+                ram = disk + min(sample, part) * dim * 4
+            else:
+                flops, disk, ram = 0, part * (dim * 4 + 8), part * (dim * 4 + 8)
+            index_disk += disk / GB
+            index_ram = max(index_ram, ram / GB + 0.5)
+            index_seconds += flops / (m["knn_gflops"] * 1e9) + part * dim * 2 / 2e9
+    waves = -(-index_tasks // workers)
+    return StageEstimate("index", index_tasks, index_ram, 0.0, index_disk,
+                         index_seconds / workers + waves * m["task_startup_seconds"],
+                         "k-means 25 iterations on the training sample + assignment, at the measured "
+                         "GFLOP/s; Flat = the fp32 vectors")
+
+
 def estimate(cfg: PipelineConfig, device: str = "auto", progress: bool = False) -> tuple[list[StageEstimate], dict]:
     from bitextmine.index import choose_index_type
     from bitextmine.io.text import count_lines
@@ -115,32 +146,8 @@ def estimate(cfg: PipelineConfig, device: str = "auto", progress: bool = False) 
         basis=f"{total:,} lines at {m['embed_sentences_per_second']:.0f} sent/s, {workers} worker(s), "
               f"{startup + m['model_load_seconds']:.1f} s start-up a task; fp16 rows"))
 
-    # index: per language part
-    index_tasks, index_disk, index_ram, index_seconds = 0, 0.0, 0.0, 0.0
-    langs = sorted({x for p in cfg.pairs for x in p})
     if not cfg.index.exact:
-        for lang in langs:
-            remaining = rows[lang]
-            while remaining > 0:
-                part = min(remaining, cfg.index.max_rows)
-                remaining -= part
-                index_tasks += 1
-                factory = choose_index_type(part, dim) if cfg.index.type == "auto" else cfg.index.type
-                lists = int(factory.split("IVF")[1].split(",")[0]) if "IVF" in factory else 0
-                if lists:
-                    sample = max(defaults.TRAIN_SAMPLES_PER_LIST * lists, 256 * 39)
-                    flops = 25 * 2 * min(sample, part) * lists * dim + 2 * part * lists * dim
-                    disk = part * (defaults.PQ_BYTES + 8) + lists * dim * 4
-                    ram = disk + min(sample, part) * dim * 4
-                else:
-                    flops, disk, ram = 0, part * (dim * 4 + 8), part * (dim * 4 + 8)
-                index_disk += disk / GB
-                index_ram = max(index_ram, ram / GB + 0.5)
-                index_seconds += flops / (m["knn_gflops"] * 1e9) + part * dim * 2 / 2e9
-        out.append(StageEstimate("index", index_tasks, index_ram, 0.0, index_disk,
-                                 index_seconds / workers + waves(index_tasks) * startup,
-                                 "k-means 25 iterations on the training sample + assignment, at the measured "
-                                 "GFLOP/s; Flat = the fp32 vectors"))
+        out.append(_index_estimate(cfg, m, rows, workers))
 
     # mine: per pair
     mine_seconds, mine_ram = 0.0, 0.0

@@ -3,24 +3,30 @@
 Only this module imports submitit. ``local`` runs submitit's LocalExecutor (the same
 job code path as Slurm, in subprocesses on this machine): one worker per visible GPU
 (each sees one GPU through CUDA_VISIBLE_DEVICES), or ``launcher.workers`` on CPU.
-``slurm`` submits job arrays of at most ``launcher.slurm.max_array`` tasks. A failed
-task is resubmitted up to ``launcher.retries`` times; finished tasks are skipped.
+``slurm`` submits job arrays of at most ``launcher.slurm.max_array`` tasks. A task that
+crashed (killed, out of memory, a bug) is resubmitted up to ``launcher.retries`` times;
+a task that fails on its input (``BitextmineError``: invalid UTF-8, a damaged file) is
+reported at once with its own message, since it would fail again. Finished tasks are
+skipped. Ctrl-C or SIGTERM to ``run`` cancels its jobs before it exits.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bitextmine.errors import BitextmineError
-from bitextmine.io.atomic import write_json
+from bitextmine.io.atomic import save_json
 from bitextmine.launch.config import STAGES, PipelineConfig, Resources
 from bitextmine.launch.pipeline import STAGE_TASKS, Task, execute
 
 log = logging.getLogger(__name__)
 LAUNCHERS = ("local", "slurm", "inline")
+STOP_GRACE_SECONDS = 15  # for cancelled jobs to end (the local executor sends SIGINT, then SIGKILL)
 
 
 @dataclass
@@ -33,12 +39,90 @@ class StageSummary:
     outputs: list[str]
 
 
-def _run_task(task: Task, threads: int) -> str:
-    """The job body: limit threads to the task's CPUs, then run it."""
+@dataclass
+class Failure:
+    """Why a task did not finish: a crash is retried, an input error is not."""
+
+    cause: str
+    retry: bool
+    log: Path | None = None
+    error: BitextmineError | None = None  # an input error, as the task raised it
+
+
+def _run_task(task: Task, threads: int, stop_on_sigterm: bool = False) -> tuple[str | None, int | None, str] | None:
+    """The job body: limit threads to the task's CPUs, then run it.
+
+    An input error (``BitextmineError``: invalid UTF-8, a bad file) comes back as a
+    value (path, line, message): it is deterministic, so the launcher reports it at once
+    instead of retrying. Anything else is a crash and propagates.
+
+    ``stop_on_sigterm`` (local workers): SIGTERM, which the local executor forwards
+    from ``run``, ends the task as Ctrl-C would (submitit otherwise ignores it, for
+    Slurm's preemption), and SIGINT is restored where a background shell ignored it.
+    """
+    import signal
+
     import torch
 
+    if stop_on_sigterm:
+        signal.signal(signal.SIGTERM, _interrupt)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     torch.set_num_threads(max(1, threads))
-    return execute(task)
+    try:
+        execute(task)
+    except BitextmineError as e:
+        return e.path, e.line, e.message
+    return None
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _last_line(text: str) -> str | None:
+    """The last meaningful line of a traceback or log (submitit frames them with dashes)."""
+    lines = [x.strip() for x in text.splitlines() if x.strip() and set(x.strip()) != {"-"}]
+    return lines[-1] if lines else None
+
+
+def _crash(job, error: Exception) -> Failure:
+    """A job that ended without a result: the cause as the job's own error stream tells it."""
+    try:
+        stderr = job.stderr() or ""
+    except Exception:  # the log may be gone or unreadable: the exception text still says something
+        stderr = ""
+    cause = _last_line(stderr) if "Traceback" in stderr else None
+    if cause is None and "failed during processing" in str(error):
+        cause = _last_line(str(error))
+    if cause is None:
+        tail = _last_line(stderr)
+        cause = "the task's process ended without a result (killed, or out of memory?)" + (
+            f"; its last message: {tail}" if tail else "")
+    return Failure(cause, retry=True, log=Path(job.paths.stderr))
+
+
+def _stop(jobs: list) -> None:
+    """End the jobs that still run (Ctrl-C or SIGTERM to ``run``) and wait a little for them.
+
+    A local job's controller gets SIGTERM, which it forwards to the task (SIGINT, what
+    submitit's own ``cancel`` sends, is ignored by processes started in the background);
+    a Slurm job is cancelled.
+    """
+    running = [job for job in jobs if not job.done()]
+    for job in running:
+        controller = getattr(job, "_process", None)  # submitit's local job: the controller process
+        with contextlib.suppress(Exception):
+            controller.terminate() if controller is not None else job.cancel(check=False)
+    deadline = time.time() + STOP_GRACE_SECONDS
+    while running and time.time() < deadline:
+        running = [job for job in running if not job.done()]
+        time.sleep(0.1)
+    for job in running:
+        controller = getattr(job, "_process", None)
+        if controller is not None:
+            controller.kill()
+    if running:
+        log.warning("%d job(s) did not stop within %d s", len(running), STOP_GRACE_SECONDS)
 
 
 def _visible_gpus() -> list[int]:
@@ -58,47 +142,72 @@ class Launcher:
         self.kind = kind
 
     def run(self, stage: str, tasks: list[Task], on_done=lambda n: None) -> None:
-        """Run ``tasks`` (none done yet), retrying failures; raise when one keeps failing.
+        """Run ``tasks`` (none done yet); retry crashes, report input errors at once.
 
-        ``on_done(1)`` is called as each task finishes (for a progress bar)."""
-        resources = self.cfg.resources_for(stage)
+        A plain loop over waves rather than a retry library: a wave is many jobs
+        submitted together (a Slurm array), and only its crashed tasks go again.
+        ``on_done(1)`` is called as each task finishes (for a progress bar).
+        """
+        attempts = self.cfg.launcher.retries + 1
         pending = list(tasks)
-        for attempt in range(self.cfg.launcher.retries + 1):
-            failures = self._run_once(stage, pending, resources, on_done)
+        for attempt in range(1, attempts + 1):
+            failures = self._run_once(stage, pending, self.cfg.resources_for(stage), on_done)
+            for task, failure in failures:
+                if not failure.retry:
+                    raise _input_error(stage, task, failure)
             if not failures:
                 return
-            pending = [t for t, _ in failures]
-            for task, error in failures:
-                log.warning("%s %s failed (attempt %d): %s", stage, task.name, attempt + 1, error)
-        task, error = failures[0]
-        raise BitextmineError(f"{stage} task {task.name} failed {self.cfg.launcher.retries + 1} times: {error} "
-                              f"(logs in {self.cfg.output / 'logs' / stage})")
+            if attempt < attempts:
+                for task, failure in failures:
+                    log.warning("%s task %s crashed (attempt %d of %d), running it again: %s", stage, task.name,
+                                attempt, attempts, failure.cause)
+            pending = [task for task, _ in failures]
+        task, failure = failures[0]
+        where = f" (log: {failure.log})" if failure.log else ""
+        raise BitextmineError(f"{stage} task {task.name} failed {attempts} time(s): {failure.cause}{where}")
 
-    def _run_once(self, stage: str, tasks: list[Task], resources: Resources, on_done) -> list[tuple[Task, str]]:
+    def _run_once(self, stage: str, tasks: list[Task], resources: Resources,
+                  on_done) -> list[tuple[Task, Failure]]:
         if self.kind == "inline":
             failures = []
             for task in tasks:
                 try:
                     execute(task)
                     on_done(1)
-                except Exception as e:  # reported and retried like a failed job
-                    failures.append((task, f"{type(e).__name__}: {e}"))
+                except BitextmineError as e:
+                    failures.append((task, Failure(e.message, retry=False, error=e)))
+                    break  # an input error ends the run
+                except Exception as e:  # a crash: retried like a failed job
+                    failures.append((task, Failure(f"{type(e).__name__}: {e}", retry=True)))
             return failures
-        executor, waves = self._executor(stage, resources)
+        executor, wave_size = self._executor(stage, resources)
         failures = []
-        for start in range(0, len(tasks), waves):
-            wave = tasks[start : start + waves]
-            if self.kind == "slurm":
-                with executor.batch():
-                    jobs = [executor.submit(_run_task, t, resources.cpus) for t in wave]
-            else:
-                jobs = [executor.submit(_run_task, t, resources.cpus) for t in wave]
-            for task, job in zip(wave, jobs, strict=True):
-                try:
-                    job.result()
-                    on_done(1)
-                except Exception as e:  # submitit re-raises the job's error (or a timeout) here
-                    failures.append((task, str(e).strip().splitlines()[-1] if str(e).strip() else repr(e)))
+        for start in range(0, len(tasks), wave_size):
+            wave = tasks[start : start + wave_size]
+            jobs = []
+            try:
+                if self.kind == "slurm":
+                    with executor.batch():
+                        jobs = [executor.submit(_run_task, t, resources.cpus) for t in wave]
+                else:
+                    jobs = [executor.submit(_run_task, t, resources.cpus, True) for t in wave]
+                for task, job in zip(wave, jobs, strict=True):
+                    try:
+                        error = job.result()
+                    except Exception as e:  # submitit re-raises the job's crash (or a timeout) here
+                        failures.append((task, _crash(job, e)))
+                        continue
+                    if error is None:
+                        on_done(1)
+                    else:
+                        path, line, message = error
+                        failures.append((task, Failure(message, retry=False, log=Path(job.paths.stderr),
+                                                       error=BitextmineError(message, path=path, line=line))))
+            except BaseException:  # Ctrl-C or SIGTERM: the workers stop with us
+                _stop(jobs)
+                raise
+            if any(not failure.retry for _, failure in failures):
+                break  # an input error ends the run: no point starting more tasks
         return failures
 
     def _executor(self, stage: str, resources: Resources):
@@ -126,13 +235,53 @@ class Launcher:
         return executor, slurm.max_array
 
 
+def _input_error(stage: str, task: Task, failure: Failure) -> BitextmineError:
+    """The task's own error, with the task named after it."""
+    error = failure.error or BitextmineError(failure.cause)
+    return BitextmineError(f"{error.message} ({stage} task {task.name})", path=error.path, line=error.line)
+
+
+@contextlib.contextmanager
+def _signals_stop_the_run() -> Iterator[None]:
+    """SIGINT and SIGTERM to this process stop the run: its workers are ended, its locks released.
+
+    SIGINT is handled even where it was inherited as ignored (a run started in the
+    background by a script): whoever sends it means it.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def run_pipeline(cfg: PipelineConfig, launcher: str = "local", stages: tuple[str, ...] = STAGES,
                  progress: bool = False) -> list[StageSummary]:
-    """Run every stage (skipping finished tasks); write and return the summary."""
-    from bitextmine.progress import progress_bar
+    """Run every stage (skipping finished tasks); write and return the summary.
+
+    The output directory is locked for the run: one ``run`` per output at a time.
+    """
+    from bitextmine.io.atomic import prepare_output_dir, refuse_overwriting_inputs
+    from bitextmine.io.lock import output_lock
 
     runner = Launcher(cfg, launcher)
-    cfg.output.mkdir(parents=True, exist_ok=True)
+    written = [cfg.output / d for d in ("embed", "index", "mine", "pairs", "logs", "summary.json")]
+    refuse_overwriting_inputs(written, [shard for shards in cfg.languages.values() for shard in shards])
+    prepare_output_dir(cfg.output)
+    with output_lock(cfg.output, directory=True), _signals_stop_the_run():
+        return _run_stages(cfg, runner, stages, progress)
+
+
+def _run_stages(cfg: PipelineConfig, runner: Launcher, stages: tuple[str, ...], progress: bool) -> list[StageSummary]:
+    from bitextmine.progress import progress_bar
+
     summaries = []
     for stage in stages:
         tasks = STAGE_TASKS[stage](cfg)  # built now: a stage's inputs are the previous stage's outputs
@@ -144,7 +293,7 @@ def run_pipeline(cfg: PipelineConfig, launcher: str = "local", stages: tuple[str
                 runner.run(stage, todo, on_done=bar.update)
         summaries.append(StageSummary(stage, len(tasks), len(todo), len(tasks) - len(todo),
                                       round(time.time() - started, 2), [str(t.output) for t in tasks]))
-    write_json(cfg.output / "summary.json", {"stages": [asdict(s) for s in summaries],
+    save_json(cfg.output / "summary.json", {"stages": [asdict(s) for s in summaries],
                                              "config": str(cfg.source) if cfg.source else None})
     return summaries
 
