@@ -148,7 +148,8 @@ def serialized_pieces(pieces: list[tuple[str, float]]) -> bytes:
     for piece, score in pieces:
         text = piece.encode("utf-8")
         # SentencePiece: piece = 1 (string), score = 2 (float), type = 3 (enum)
-        body = b"\x0a" + _varint(len(text)) + text + b"\x15" + struct.pack("<f", score) + b"\x18" + _varint(NORMAL_PIECE)
+        body = (b"\x0a" + _varint(len(text)) + text + b"\x15" + struct.pack("<f", score)
+                + b"\x18" + _varint(NORMAL_PIECE))
         out += b"\x0a" + _varint(len(body)) + body
     return bytes(out)
 
