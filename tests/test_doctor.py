@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from bitextmine import __version__
 from bitextmine.cli.doctor import app
-from bitextmine.launch.doctor import Environment, Finding, collect, diagnose, to_dict
+from bitextmine.doctor import Environment, Finding, collect, diagnose, to_dict
 
 H100 = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_gb": 79.1, "capability": "9.0"}
 
@@ -144,7 +144,7 @@ def test_cli_prints_versions_and_findings_and_writes_json(tmp_path):
 
 
 def test_cli_exits_1_on_an_error_and_indents_advice(monkeypatch):
-    import bitextmine.launch.doctor as doctor
+    import bitextmine.doctor as doctor
 
     monkeypatch.setattr(doctor, "collect", lambda: make_env(torch=None))
     result = CliRunner().invoke(app, [])

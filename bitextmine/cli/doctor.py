@@ -10,7 +10,7 @@ import typer
 from bitextmine.cli.options import command, json_option, json_to_stdout, write_json_output
 
 if TYPE_CHECKING:
-    from bitextmine.launch.doctor import Environment, Finding
+    from bitextmine.doctor import Environment, Finding
 
 app = typer.Typer()
 
@@ -54,7 +54,7 @@ def doctor(
     Example:
         bitextmine doctor --json doctor.json
     """
-    from bitextmine.launch.doctor import collect, diagnose, has_errors, to_dict
+    from bitextmine.doctor import collect, diagnose, has_errors, to_dict
 
     env = collect()
     findings = diagnose(env)
