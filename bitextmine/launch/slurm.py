@@ -64,7 +64,7 @@ class Partition:
         usable = sum(n.usable for n in self.nodes)
         time = "unlimited" if self.max_time_min is None else _minutes(self.max_time_min)
         return (f"{len(self.nodes)} node(s) ({usable} up), {span(cpus)} CPUs, "
-                f"{span(memory, ' GB', MB_PER_GB)}, {span(gpus) if any(gpus) else 'no'} GPU(s) per node, "
+                f"{span(memory, ' GB', MB_PER_GB)}, {span(gpus) + ' GPUs' if any(gpus) else 'no GPUs'} per node, "
                 f"time limit {time}")
 
 
