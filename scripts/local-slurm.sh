@@ -8,6 +8,7 @@
 #   scripts/local-slurm.sh start [--gpus N] [--dir DIR]   # prints: export SLURM_CONF=...
 #   scripts/local-slurm.sh status [--dir DIR]
 #   scripts/local-slurm.sh stop [--dir DIR]               # ends every daemon, removes DIR
+#   scripts/local-slurm.sh install                        # only the packages (CI installs them first)
 #
 #   --gpus N   fake GPUs on the node (0, 1 or 2; env LOCAL_SLURM_GPUS; default 0): Slurm
 #              hands them out and sets CUDA_VISIBLE_DEVICES, their devices are /dev/null.
@@ -33,14 +34,14 @@ say() { printf 'local-slurm: %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }
 
 usage() {  # usage [STATUS]
-    sed -n '8,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '8,17p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit "${1:-2}"
 }
 
 # --- arguments ------------------------------------------------------------------------------
 
 ACTION=${1:-}
-case $ACTION in start | stop | status) shift ;; -h | --help) usage 0 ;; *) usage ;; esac
+case $ACTION in start | stop | status | install) shift ;; -h | --help) usage 0 ;; *) usage ;; esac
 GPUS=${LOCAL_SLURM_GPUS:-0}
 DIR=${LOCAL_SLURM_DIR:-${TMPDIR:-/tmp}/local-slurm-$(id -u)}
 while [ $# -gt 0 ]; do
@@ -370,4 +371,5 @@ case $ACTION in
     start) start_cluster ;;
     stop) stop_cluster ;;
     status) status_cluster ;;
+    install) install_packages ;;
 esac

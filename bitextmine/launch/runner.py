@@ -27,6 +27,8 @@ from bitextmine.launch.pipeline import STAGE_TASKS, Task, execute
 log = logging.getLogger(__name__)
 LAUNCHERS = ("local", "slurm", "inline")
 STOP_GRACE_SECONDS = 15  # for cancelled jobs to end (the local executor sends SIGINT, then SIGKILL)
+RESULT_GRACE_SECONDS = 15  # for an ended job's result file to show (submitit's own wait, for shared file systems)
+POLL_SECONDS = 0.5  # between looks at a wave's jobs (Slurm's state is asked through sacct at submitit's pace)
 LEFTOVER_GRACE_SECONDS = 60  # for the jobs of a killed run to end once cancelled
 SLURM_JOBS = "slurm-jobs.txt"  # under OUTPUT/logs: the arrays this output's runs submitted
 
@@ -93,20 +95,33 @@ def _last_line(text: str) -> str | None:
     return lines[-1] if lines else None
 
 
-def _crash(job, error: Exception, state: str | None = None) -> Failure:
+def _crash(job, error: Exception | None, state: str | None = None) -> Failure:
     """A job that ended without a result: the cause as the job's own error stream (or Slurm's state) tells it."""
     try:
         stderr = job.stderr() or ""
     except Exception:  # the log may be gone or unreadable: the exception text still says something
         stderr = ""
     cause = _last_line(stderr) if "Traceback" in stderr else None
-    if cause is None and "failed during processing" in str(error):
+    if cause is None and error is not None and "failed during processing" in str(error):
         cause = _last_line(str(error))
     if cause is None:
         tail = _last_line(stderr)
         how = f"Slurm state {state}" if state and state != "UNKNOWN" else "killed, or out of memory?"
         cause = f"the task's process ended without a result ({how})" + (f"; its last message: {tail}" if tail else "")
     return Failure(cause, retry=True, log=Path(job.paths.stderr))
+
+
+def _outcome(job) -> Failure | None:
+    """A finished job's result: None when the task did its work, else why not."""
+    try:
+        error = job.result()
+    except Exception as e:  # submitit re-raises the task's crash here
+        return _crash(job, e)
+    if error is None:
+        return None
+    path, line, message = error
+    return Failure(message, retry=False, log=Path(job.paths.stderr),
+                   error=BitextmineError(message, path=path, line=line))
 
 
 def _slurm_state(job) -> str | None:
@@ -207,24 +222,43 @@ class Launcher:
                     _record_jobs(self.cfg.output, jobs)
                 else:
                     jobs = [executor.submit(_run_task, t, resources.cpus, True) for t in wave]
-                for task, job in zip(wave, jobs, strict=True):
-                    try:
-                        error = job.result()
-                    except Exception as e:  # submitit re-raises the job's crash (or a timeout) here
-                        failures.append((task, _crash(job, e, _slurm_state(job) if self.kind == "slurm" else None)))
-                        continue
-                    if error is None:
-                        on_done(1)
-                    else:
-                        path, line, message = error
-                        failures.append((task, Failure(message, retry=False, log=Path(job.paths.stderr),
-                                                       error=BitextmineError(message, path=path, line=line))))
+                failures += self._outcomes(wave, jobs, on_done)
             except BaseException:  # Ctrl-C or SIGTERM: the workers stop with us
                 _stop(jobs)
                 raise
             if any(not failure.retry for _, failure in failures):
                 break  # an input error ends the run: no point starting more tasks
         return failures
+
+    def _outcomes(self, wave: list[Task], jobs: list, on_done) -> list[tuple[Task, Failure]]:
+        """Wait for a wave's jobs, taking each as it ends; the failures, in task order.
+
+        A job that ended without its result file gets ``RESULT_GRACE_SECONDS`` for the file
+        to appear (a shared file system may show it late), the whole wave's such jobs at
+        once: submitit's ``result()`` would wait that long for each in turn.
+        """
+        failures: dict[int, Failure] = {}
+        waiting = dict(enumerate(jobs))
+        ended_without_result: dict[int, float] = {}
+        while waiting:
+            for i, job in list(waiting.items()):
+                if not job.done():
+                    continue
+                if not job.paths.result_pickle.exists():
+                    first_seen = ended_without_result.setdefault(i, time.time())
+                    if time.time() - first_seen < RESULT_GRACE_SECONDS:
+                        continue
+                    failures[i] = _crash(job, None, _slurm_state(job) if self.kind == "slurm" else None)
+                else:
+                    failure = _outcome(job)
+                    if failure is None:
+                        on_done(1)
+                    else:
+                        failures[i] = failure
+                del waiting[i]
+            if waiting:
+                time.sleep(POLL_SECONDS)
+        return [(wave[i], failures[i]) for i in sorted(failures)]
 
     def _executor(self, stage: str, resources: Resources):
         """(a submitit executor, tasks submitted at once)."""
