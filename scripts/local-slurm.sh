@@ -313,6 +313,20 @@ start_cluster() {
     echo "export SLURM_CONF=$CONF"
 }
 
+end_daemons() {  # end_daemons NAME...: SIGTERM to each, SIGKILL to those still there after 15 s
+    local d pid
+    local -a pids=()
+    for d in "$@"; do
+        if pid=$(pid_of "$d"); then
+            kill "$pid" 2>/dev/null || true
+            pids+=("$pid")
+        fi
+    done
+    [ ${#pids[@]} -gt 0 ] || return 0
+    all_ended() { local p; for p in "$@"; do ! kill -0 "$p" 2>/dev/null || return 1; done; }
+    wait_until 15 "$* ending" all_ended "${pids[@]}" || kill -9 "${pids[@]}" 2>/dev/null || true
+}
+
 kill_orphan_steps() {  # job steps of this cluster that outlived slurmd (they carry its SLURM_CONF)
     local proc exe
     for proc in /proc/[0-9]*; do
@@ -337,15 +351,9 @@ stop_cluster() {  # stop_cluster [quiet]: end the jobs and the daemons, remove t
         no_jobs() { [ -z "$(slurm squeue -h -o %A 2>/dev/null)" ]; }
         wait_until 30 "the jobs ending" no_jobs || true
     fi
-    local d pid
-    for d in "${DAEMONS[@]}"; do
-        pid=$(pid_of "$d") || continue
-        kill "$pid" 2>/dev/null || true
-        stopped() { ! kill -0 "$1" 2>/dev/null; }
-        if ! wait_until 15 "$d (pid $pid) ending" stopped "$pid"; then
-            kill -9 "$pid" 2>/dev/null || true
-        fi
-    done
+    # Slurm's daemons together, then what they used (their shutdown still talks to munged)
+    end_daemons slurmd slurmctld slurmdbd
+    end_daemons mariadbd munged
     kill_orphan_steps
     rm -rf -- "$DIR"
     [ -n "${1:-}" ] || say "stopped; removed $DIR"
