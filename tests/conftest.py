@@ -23,6 +23,19 @@ def tatoeba_pair(lang: str) -> tuple[Path, Path]:
     return foreign, english
 
 
+def wait_for(condition, seconds: float = 120.0):
+    """Poll ``condition`` until it returns something true (returned), or fail after ``seconds``."""
+    import time
+
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError("timed out")
+
+
 def read_lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").split("\n")[:-1]
 

@@ -16,7 +16,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -36,7 +35,7 @@ from bitextmine.launch.slurm import (
     parse_oneliner,
     parse_time_min,
 )
-from tests.conftest import REPO, read_lines, start_local_slurm, stop_local_slurm
+from tests.conftest import REPO, read_lines, start_local_slurm, stop_local_slurm, wait_for
 
 EXAMPLE_PIPELINES = sorted((REPO / "examples").glob("pipeline-*.yaml"))
 LABSE = REPO / "examples" / "pipeline-labse-commoncrawl.yaml"  # its index and mine requests fit a small node
@@ -84,16 +83,6 @@ def one_line_error(done: subprocess.CompletedProcess, *fragments: str) -> str:
     for fragment in fragments:
         assert fragment in lines[0], (fragment, lines[0])
     return lines[0]
-
-
-def wait_for(condition, seconds: float = 300.0):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError("timed out")
 
 
 def arrays(output: Path) -> dict[str, list[str]]:
@@ -157,7 +146,7 @@ def test_a_killed_run_resumes_without_resubmitting_finished_tasks(tmp_path):
     args = ("run", config, "--launcher", "slurm", "--stage", "embed", "-q", "--set", "resources.embed.gpus=0",
             "--set", "resources.embed.cpus=2")  # a node's CPUs each: one task after the other
     killed = start_bitextmine(*args)
-    wait_for(lambda: markers(out) or killed.poll() is not None)
+    wait_for(lambda: markers(out) or killed.poll() is not None, seconds=300)
     killed.kill()  # SIGKILL: it cannot cancel its jobs
     killed.communicate()
     finished = {p: p.stat().st_mtime_ns for p in markers(out)}
@@ -201,7 +190,7 @@ def test_a_task_killed_by_scancel_or_sigkill_is_retried_and_the_run_completes(tm
     out = tmp_path / "out"
     run = start_bitextmine("run", config, "--launcher", "slurm", "--stage", "embed", "-q", *ONE_CPU_EMBED,
                            "--set", "launcher.retries=1")
-    tasks = wait_for(lambda: len(found := _submitted_tasks(out / "logs" / "embed")) == 2 and found)
+    tasks = wait_for(lambda: len(found := _submitted_tasks(out / "logs" / "embed")) == 2 and found, seconds=300)
     array = (out / "logs" / "slurm-jobs.txt").read_text().split()[0]
     os.kill(tasks["0"], signal.SIGKILL)  # as the out-of-memory killer would
     subprocess.run(["scancel", f"{array}_1"], check=True)
