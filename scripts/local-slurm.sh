@@ -309,7 +309,7 @@ start_cluster() {
     start_munge
     start_mariadb "${PORTS[3]}" "$password"
     start_slurm
-    say "node $(cat "$DIR/run/node") is idle: $(slurm sinfo -h -o '%c CPUs, %m MB, gres %G' | head -n 1); partition $PARTITION"
+    say "node $(cat "$DIR/run/node") is idle: $(slurm sinfo -h -o '%c CPUs, %m MB, GPUs: %G' | head -n 1 | sed 's/(null)/none/'); partition $PARTITION"
     echo "export SLURM_CONF=$CONF"
 }
 
