@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
@@ -147,6 +148,7 @@ class PipelineConfig:
     resources: dict[str, Resources] = field(default_factory=dict)
     launcher: LauncherSettings = field(default_factory=LauncherSettings)
     source: Path | None = None
+    settings: tuple[str, ...] = ()  # the --set KEY=VALUE over the file's own
 
     def resources_for(self, stage: str) -> Resources:
         return self.resources.get(stage, Resources())
@@ -187,10 +189,41 @@ def _read_yaml(path: Path):
                               line=mark.line + 1 if mark else None) from None
 
 
-def load_config(path: str | Path) -> PipelineConfig:
-    """Read and check a pipeline file; relative paths are relative to the file."""
+def apply_settings(data, settings: Sequence[str]):
+    """``KEY.PATH=VALUE`` settings (``--set``) over the file's; VALUE is read as YAML (``0``, ``null``, ``[a, b]``)."""
+    import yaml
+
+    for setting in settings:
+        key, equals, text = setting.partition("=")
+        names = key.strip().split(".")
+        if not equals or not all(names):
+            raise BitextmineError(f"--set {setting}: expected KEY=VALUE, e.g. resources.embed.gpus=0")
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise BitextmineError(f"--set {setting}: the value is not valid YAML ({getattr(e, 'problem', e)})") \
+                from None
+        node = data
+        for depth, name in enumerate(names[:-1]):
+            if node.get(name) is None:
+                node[name] = {}
+            node = node[name]
+            if not isinstance(node, dict):
+                raise BitextmineError(f"--set {setting}: {'.'.join(names[:depth + 1])} is not a mapping")
+        node[names[-1]] = value
+    return data
+
+
+def load_config(path: str | Path, settings: Sequence[str] = ()) -> PipelineConfig:
+    """Read and check a pipeline file, with ``settings`` (``KEY.PATH=VALUE``) over its own.
+
+    Relative paths are relative to the file.
+    """
     path = Path(path)
-    raw = parse(PipelineFile, _read_yaml(path), path, "a pipeline file")
+    data = _read_yaml(path)
+    if settings and isinstance(data, dict):
+        data = apply_settings(data, settings)
+    raw = parse(PipelineFile, data, path, "a pipeline file")
     base = path.parent
     for lang in raw.languages:  # they name directories and files below output/
         check_name(lang, f"languages.{lang}: the language key", path)
@@ -205,4 +238,5 @@ def load_config(path: str | Path) -> PipelineConfig:
     output = (Path(raw.output) if os.path.isabs(raw.output) else base / raw.output).resolve()
     return PipelineConfig(output=output, languages=languages, pairs=tuple(raw.pairs), encoder=encoder,
                           embed=raw.embed, index=raw.index, mine=raw.mine, filter=raw.filter,
-                          resources=dict(raw.resources), launcher=raw.launcher, source=path)
+                          resources=dict(raw.resources), launcher=raw.launcher, source=path,
+                          settings=tuple(settings))
