@@ -24,7 +24,7 @@ def judge(pairs, **cfg):
 
 def only(rule, **cfg):
     """A config with every rule off but ``rule``."""
-    return {"disabled": tuple(r for r in RULES if r != rule), **cfg}
+    return {"skip": tuple(r for r in RULES if r != rule), **cfg}
 
 
 def test_helpers():

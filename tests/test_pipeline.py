@@ -118,7 +118,12 @@ def test_killed_run_resumes_and_is_byte_identical(tmp_path):
     ("output: o\nlanguages: {de: DE}\npairs: [[de, en]]\n", "pairs.0: language 'en' is not under languages"),
     ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {k: four}\n", "mine.k: must be an integer"),
     ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {k: 0}\n", "mine.k: Input should be greater"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {score: best}\n", "mine.score: Input should be "),
     ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {margin: best}\n", "mine.margin: Input should be "),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {score: ratio, margin: cosine}\n",
+     "mine: score and margin are one setting"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {device: gpu}\n", "mine.device: unknown device 'gpu'"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nindex: {device: cuda}\n", "index.device: Input should be"),
     ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {threshold: .nan}\n", "mine.threshold: must be a fin"),
     ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nembed: {errors: ignore}\n", "embed.errors: Input should be"),
     ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nfilter: {skip: [lenght]}\n", "filter.skip.0: Input should"),
@@ -152,17 +157,21 @@ languages: {{de: {EXAMPLES / 'de.txt'}}}
 pairs: [[de, de]]
 embed: {{errors: replace, precision: fp32, batch_tokens: 512, max_tokens: 64, device: cpu}}
 index: {{type: Flat, nprobe: 8, train_sample: 1000, seed: 7, device: cpu, max_rows: 100, exact: false}}
-mine: {{k: 3, margin: distance, retrieval: intersect, threshold: 0.1, top_n: 10, nprobe: 4, device: cpu}}
+mine: {{k: 3, score: distance, retrieval: intersect, threshold: 0.1, top_n: 10, nprobe: 4, device: cpu}}
 filter: {{skip: [numbers], dedup: pair, max_score: 2.5, min_chars: 2, max_chars: 500, min_tokens: 2,
           max_side_tokens: 100, max_ratio: 2.0, min_letters: 0.3, near_copy: 0.8, boilerplate: 5, rejects: true}}
 """)
     cfg = load_config(path)
     assert cfg.embed.errors == "replace" and cfg.embed.batch_tokens == 512
     assert cfg.index.train_sample == 1000 and cfg.mine.nprobe == 4 and cfg.filter.rejects is True
+    assert cfg.mine.score == "distance" and cfg.filter.max_side_tokens == 100
     from bitextmine.launch.pipeline import embed_tasks
 
     task = embed_tasks(cfg)[0]
     assert task.kwargs["errors"] == "replace" and task.kwargs["device"] == "cpu"
+    old_name = path.read_text().replace("score: distance", "margin: distance")  # the old key is still read
+    path.write_text(old_name)
+    assert load_config(path).mine.score == "distance"
 
 
 @pytest.mark.parametrize("name", ["pipeline-labse-commoncrawl.yaml", "pipeline-ccmatrix.yaml"])

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from bitextmine import defaults
 from bitextmine.choices import Launcher, Stage
 from bitextmine.cli.options import (
     Quiet,
@@ -15,8 +16,8 @@ from bitextmine.cli.options import (
     json_option,
     json_to_stdout,
     print_table,
-    write_json_output,
 )
+from bitextmine.io.atomic import write_json
 
 app = typer.Typer()
 Pipeline = Annotated[Path, typer.Argument(metavar="PIPELINE.yaml", show_default=False,
@@ -28,7 +29,7 @@ def run(
     pipeline: Pipeline,
     launcher: Annotated[Launcher, typer.Option(
         help="local (submitit local executor: a worker per visible GPU, or launcher.workers on CPU), slurm "
-             "(submitit job arrays) or inline (this process, one task at a time).")] = Launcher.local,
+             "(submitit job arrays) or inline (this process, one task at a time).")] = Launcher(defaults.LAUNCHER),
     stage: Annotated[list[Stage] | None, typer.Option(
         metavar="STAGE", show_default=False,
         help="Run only these stages (repeatable): embed, index, mine, filter.")] = None,
@@ -43,8 +44,9 @@ def run(
         bitextmine run examples/pipeline-ccmatrix.yaml
         bitextmine run pipeline.yaml --launcher slurm --stage embed --stage index
     """
+    from bitextmine.choices import STAGES
     from bitextmine.cli import setup_logging
-    from bitextmine.launch.config import STAGES, load_config
+    from bitextmine.launch.config import load_config
     from bitextmine.launch.runner import final_outputs, run_pipeline
 
     setup_logging(quiet)
@@ -63,7 +65,7 @@ def run(
 @command(app)
 def plan(
     pipeline: Pipeline,
-    device: device_option("Device the calibration run measures: auto, cpu or cuda:N.") = "auto",
+    device: device_option("Device the calibration run measures: auto, cpu or cuda:N.") = defaults.DEVICE,
     json_out: json_option("The estimates as JSON (- for standard output).") = None,
     quiet: Quiet = False,
 ) -> None:
@@ -92,7 +94,7 @@ def plan(
                 [[e.stage, e.tasks, f"{e.ram_gb:.2f}", f"{e.gpu_gb:.2f}", f"{e.disk_gb:.3f}", _duration(e.seconds),
                   e.basis] for e in estimates], err=aside)
     if json_out:
-        write_json_output(json_out, {"measured": measured, "stages": [asdict(e) for e in estimates]})
+        write_json(json_out, {"measured": measured, "stages": [asdict(e) for e in estimates]})
 
 
 def _duration(seconds: float) -> str:

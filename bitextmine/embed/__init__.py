@@ -27,15 +27,11 @@ from bitextmine.io.text import STDIN, count_lines, file_sha256, read_shard
 
 log = logging.getLogger(__name__)
 
-# Sentences tokenized, sorted and embedded together. Sorting within a chunk is enough
-# to avoid padding, and it bounds memory for shards of any length.
-SORT_CHUNK_LINES = 100_000
-
 
 @dataclass(frozen=True)
 class EmbedConfig:
     encoder: str = defaults.ENCODER
-    device: str = "auto"
+    device: str = defaults.DEVICE
     precision: str = defaults.PRECISION
     batch_tokens: int | None = None  # None: defaults.BATCH_TOKENS, scaled up on GPU
     max_tokens: int = defaults.MAX_TOKENS
@@ -82,8 +78,8 @@ def embed_texts(
     Blank lines get zero rows. Returns the number of truncated sentences.
     """
     truncated = 0
-    for start in range(0, len(lines), SORT_CHUNK_LINES):
-        stop = min(start + SORT_CHUNK_LINES, len(lines))
+    for start in range(0, len(lines), defaults.EMBED_SORT_CHUNK_LINES):
+        stop = min(start + defaults.EMBED_SORT_CHUNK_LINES, len(lines))
         block = np.zeros((stop - start, encoder.dim), dtype=defaults.EMBEDDING_DTYPE)
         todo = [i for i in range(start, stop) if not blank[i]]
         if todo:

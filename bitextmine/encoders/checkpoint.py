@@ -25,7 +25,7 @@ import torch
 from bitextmine import defaults
 from bitextmine.encoders.base import Encoder, EncoderIdentity
 from bitextmine.errors import BitextmineError
-from bitextmine.io.atomic import atomic_path, write_json
+from bitextmine.io.atomic import atomic_path, save_json
 
 FORMAT_NAME = "bitextmine-checkpoint"
 FORMAT_VERSION = 1
@@ -84,8 +84,8 @@ def write_model(directory: Path, config: dict, model: torch.nn.Module, tokenizer
         with atomic_path(directory / TOKENIZER) as tmp:
             shutil.copyfile(tokenizer_file, tmp)
     save_tensors(model.state_dict(), directory / WEIGHTS)
-    write_json(directory / CONFIG, {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
-                                    "tokenizer": TOKENIZER, **config})
+    save_json(directory / CONFIG, {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
+                                   "tokenizer": TOKENIZER, **config})
 
 
 # --- the encoders -------------------------------------------------------------------------

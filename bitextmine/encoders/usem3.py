@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from bitextmine import defaults
 from bitextmine.encoders.base import Encoder, EncoderIdentity
 
 NUM_CHUNKS = 17  # rows are quantised in 17 interleaved chunks: chunk = piece_id % 17
@@ -215,7 +216,7 @@ class USEm3Encoder(Encoder):
     dim = EMB_DIM
     languages = ("ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th", "tr", "zh", "zh-tw")
 
-    def __init__(self, device: str = "cpu", precision: str = "auto"):
+    def __init__(self, device: str = "cpu", precision: str = defaults.PRECISION):
         super().__init__(device, precision)
         self.resources = package_resources()
 

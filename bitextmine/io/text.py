@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from bitextmine.choices import TEXT_ERROR_MODES
 from bitextmine.errors import BitextmineError
 
 STDIN = "-"
 COMPRESSED_SUFFIXES = (".gz", ".zst", ".xz")
-TEXT_ERROR_MODES = ("strict", "replace")
 
 
 def expand_shards(args: list[str]) -> list[str]:

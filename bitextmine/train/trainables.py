@@ -142,10 +142,6 @@ def _new_trainable(cfg: TrainConfig, data: ParallelData, out_dir: Path, resumed:
         # sparse embedding gradients: one process only (gradient averaging is dense)
         return USEm3Trainable(cfg.max_tokens, cfg.train_embeddings, cfg.freeze_network,
                               sparse_embeddings=world_size == 1)
-    if cfg.init is not None:
-        raise BitextmineError(f"unknown --init {cfg.init!r}: use usem3 (or leave it out to train from scratch)")
-    if cfg.preset not in PRESETS:
-        raise BitextmineError(f"unknown preset {cfg.preset!r}: use one of {', '.join(PRESETS)}")
     spm = Path(cfg.spm_model) if cfg.spm_model else (out_dir / TOKENIZER if resumed else None)
     tokenizer = PieceTokenizer(spm or build_vocabulary(data, out_dir, cfg.vocab_size, cfg.seed))
     shape = {**PRESETS[cfg.preset], **{k: getattr(cfg, k) for k in ("dim", "layers", "heads", "ff")
@@ -157,6 +153,4 @@ def _new_trainable(cfg: TrainConfig, data: ParallelData, out_dir: Path, resumed:
 
 def build_optimizer(model: TrainableEncoder, cfg: TrainConfig) -> Optimizers:
     """AdamW over what moves of the network, SparseAdam over a sparse piece-embedding table."""
-    if not any(p.requires_grad for p in model.module.parameters()):
-        raise BitextmineError("nothing to train: --freeze-network needs --train-embeddings")
     return build_optimizers(model.module, cfg.lr, cfg.weight_decay, cfg.embedding_lr_scale)
