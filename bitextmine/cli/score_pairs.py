@@ -46,7 +46,7 @@ def score_pairs_command(
     from bitextmine.cli import setup_logging
     from bitextmine.io.atomic import atomic_text_writer
     from bitextmine.mine import MineConfig
-    from bitextmine.mine.score_pairs import score_bitext_file
+    from bitextmine.mine.rescore import score_bitext_file
 
     setup_logging(quiet)
     cfg = MineConfig(k=k, score=score_of(score, margin), device=device)

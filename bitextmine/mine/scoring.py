@@ -35,7 +35,7 @@ class Pairs:
         return Pairs(self.src[keep], self.tgt[keep], self.score[keep], self.cosine[keep])
 
 
-def score_pairs(cosine: np.ndarray, src_avg: np.ndarray, tgt_avg: np.ndarray, score: str) -> np.ndarray:
+def margin_scores(cosine: np.ndarray, src_avg: np.ndarray, tgt_avg: np.ndarray, score: str) -> np.ndarray:
     """The score of pairs with cosine ``cosine`` whose sides have neighbourhood means ``*_avg``."""
     score = SCORE_ALIASES.get(score, score)
     if score == "cosine":
@@ -61,7 +61,7 @@ def candidates(fwd: Neighbours, bwd: Neighbours, score: str) -> tuple[Pairs, Pai
         valid = other >= 0
         query, other, cos = query[valid], other[valid], cos[valid]
         src, tgt = (query, other) if queries_are_src else (other, query)
-        return Pairs(src, tgt, score_pairs(cos, src_avg[src], tgt_avg[tgt], score), cos)
+        return Pairs(src, tgt, margin_scores(cos, src_avg[src], tgt_avg[tgt], score), cos)
 
     return scored(True, fwd), scored(False, bwd)
 

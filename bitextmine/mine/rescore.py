@@ -1,4 +1,4 @@
-"""Margin-score an existing bitext against large monolingual pools.
+"""Rescore an existing bitext against large monolingual pools (``bitextmine score-pairs``).
 
 A margin needs neighbourhoods: avg(x, y) averages x's k nearest targets and y's k
 nearest sources. A crawled bitext alone does not have them (which is why scoring it
@@ -18,7 +18,7 @@ from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
 from bitextmine.errors import BitextmineError
 from bitextmine.io.pairs import Pair
 from bitextmine.mine.knn import exact_knn
-from bitextmine.mine.scoring import score_pairs
+from bitextmine.mine.scoring import margin_scores
 
 
 def _non_blank(corpus: EmbeddingCorpus) -> SelectedRows:
@@ -47,7 +47,7 @@ def score_bitext(src_texts: list[str], tgt_texts: list[str], src_pool: Embedding
         return cosine.astype(np.float32)
     src_avg = neighbourhood_means(x, _non_blank(tgt_pool), k, device, progress)  # NN_k(x) among targets
     tgt_avg = neighbourhood_means(y, _non_blank(src_pool), k, device, progress)  # NN_k(y) among sources
-    return score_pairs(cosine, src_avg, tgt_avg, score)
+    return margin_scores(cosine, src_avg, tgt_avg, score)
 
 
 def score_bitext_file(pairs_file: str, src_pool: list[Path], tgt_pool: list[Path], cfg,
