@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from bitextmine import defaults
-from bitextmine.embed.embedding_set import EmbeddingSet, ShardEntry
+from bitextmine.embed.embedding_set import EmbeddingSet, ShardEntry, shard_offsets
 from bitextmine.encoders.base import EncoderIdentity
 from bitextmine.errors import BitextmineError
 
@@ -59,7 +59,7 @@ class EmbeddingCorpus:
         return sum(e.lines for e in self.shards)
 
     def shard_offsets(self) -> np.ndarray:
-        return np.concatenate([[0], np.cumsum([e.lines for e in self.shards])]).astype(np.int64)
+        return shard_offsets(self.shards)
 
     def open_shard(self, index: int) -> np.ndarray:
         emb_set, i = self._where[index]
