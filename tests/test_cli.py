@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -167,6 +168,10 @@ def test_the_library_checks_the_choices_the_parser_offers():
         FilterConfig(dedup="all")
     with pytest.raises(BitextmineError, match="score_cap, length"):
         FilterConfig(skip=("lenght",))
+    with pytest.raises(BitextmineError, match=re.escape("--max-ratio must be in [1.0, inf], not 0.5")):
+        FilterConfig(max_ratio=0.5)
+    with pytest.raises(BitextmineError, match=re.escape("--boilerplate must be in [1, inf], not 0")):
+        FilterConfig(boilerplate=0)
 
 
 # --- conventions: --json, -, -q, one score option ---------------------------------------------

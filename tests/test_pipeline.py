@@ -127,6 +127,8 @@ def test_killed_run_resumes_and_is_byte_identical(tmp_path):
     ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {threshold: .nan}\n", "mine.threshold: must be a fin"),
     ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nembed: {errors: ignore}\n", "embed.errors: Input should be"),
     ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nfilter: {skip: [lenght]}\n", "filter.skip.0: Input should"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nfilter: {near_copy: 1.5}\n",
+     "filter: --near-copy must be in [0.0, 1.0], not 1.5"),
     ("output: o\nlanguages: {de: DE}\n", "pairs: missing key"),
     ("output: o\nlanguages: {de: DE\n", "invalid YAML"),
     ("- output: o\n", "a pipeline file must be a mapping of keys, not a list"),

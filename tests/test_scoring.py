@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from bitextmine.mine.knn import Neighbours
-from bitextmine.mine.scoring import candidates, retrieve, margin_scores
+from bitextmine.mine.scoring import candidates, margin_scores, retrieve
 
 
 def test_margin_formulas():

@@ -24,6 +24,11 @@ from bitextmine.choices import DEDUP_MODES, RULES  # RULES: in the order they ru
 from bitextmine.errors import BitextmineError
 from bitextmine.io.pairs import Pair
 
+# the range of each number setting, (least, most) with None for no bound; the command line's limits too
+RANGES = {"min_chars": (0, None), "max_chars": (0, None), "min_tokens": (0, None), "max_side_tokens": (0, None),
+          "max_ratio": (1.0, None), "min_letters": (0.0, 1.0), "near_copy": (0.0, 1.0), "boilerplate": (1, None),
+          "max_score": (None, None)}
+
 
 @dataclass(frozen=True)
 class FilterConfig:
@@ -50,10 +55,13 @@ class FilterConfig:
             raise BitextmineError(f"unknown filter rule(s) {', '.join(sorted(unknown))}: rules are {', '.join(RULES)}")
         if self.dedup not in DEDUP_MODES:
             raise BitextmineError(f"unknown dedup mode {self.dedup!r}: use {', '.join(DEDUP_MODES)}")
-        for name in ("max_ratio", "min_letters", "near_copy", "max_score"):
-            value = getattr(self, name)
+        for name, (least, most) in RANGES.items():
+            value, option = getattr(self, name), f"--{name.replace('_', '-')}"
             if value is not None and not math.isfinite(value):
-                raise BitextmineError(f"--{name.replace('_', '-')} must be a finite number, not {value}")
+                raise BitextmineError(f"{option} must be a finite number, not {value}")
+            if value is not None and ((least is not None and value < least) or (most is not None and value > most)):
+                raise BitextmineError(f"{option} must be in [{least}, {most if most is not None else 'inf'}], "
+                                      f"not {value}")
         for option, lang in (("--src-lang", self.src_lang), ("--tgt-lang", self.tgt_lang)):
             if lang is not None:
                 from bitextmine.filter.langid import language_key

@@ -113,6 +113,20 @@ class FilterStage(Model):
     boilerplate: Positive = defaults.FILTER_BOILERPLATE_COUNT
     rejects: Bool = False  # also write pairs/SRC-TGT.rejects.tsv
 
+    def rules(self) -> dict:
+        """The settings of the rules, as ``FilterConfig`` takes them."""
+        return self.model_dump(exclude={"enabled", "lang_id", "rejects"})
+
+    @model_validator(mode="after")
+    def _checked_as_the_filter_checks(self):
+        from bitextmine.filter import FilterConfig
+
+        try:
+            FilterConfig(**self.rules())
+        except BitextmineError as e:
+            raise ValueError(e.message) from None
+        return self
+
 
 class Resources(Model):
     """What one task of a stage asks for (Slurm) or uses (locally)."""
