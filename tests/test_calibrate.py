@@ -17,6 +17,7 @@ def test_recommend_takes_the_lowest_threshold_that_holds_the_precision():
     assert cal.to_dict()["thresholds"] == [1.0, 1.1, 1.2, 1.3]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["deu", "fra"])
 def test_seed_calibration_is_within_5_points_of_the_truth(lang):
     foreign, english = tatoeba_pair(lang)
@@ -46,6 +47,7 @@ def test_precision_by_threshold_counts_the_pairs_at_or_above_each_threshold():
     assert np.isnan(precision[3])
 
 
+@pytest.mark.slow
 def test_calibrate_cli(cli, tmp_path):
     foreign, english = tatoeba_pair("deu")
     src, tgt = foreign.read_text().splitlines(), english.read_text().splitlines()
@@ -66,3 +68,18 @@ def test_calibrate_cli(cli, tmp_path):
     assert precision[-1] >= 0.9 and min(precision) < 0.9  # precision rises with the threshold
     no_gold = cli("calibrate", "--src", tmp_path / "de", "--tgt", tmp_path / "en", "--device", "cpu")
     assert no_gold.exit_code == 0 and "method: mixture" in no_gold.stdout
+
+
+def test_calibrate_cli_without_seeds_on_small_sets(cli, tmp_path):
+    """The command's cheap check: the curve as JSON, the table and its summary as text."""
+    from tests.conftest import example_like_sets
+
+    de, en = example_like_sets(tmp_path)
+    result = cli("calibrate", "--src", de, "--tgt", en, "--json", tmp_path / "cal.json", "--device", "cpu", "-q",
+                 "-k", "3", "--score", "distance")
+    assert result.exit_code == 0, result.stderr
+    cal = json.loads((tmp_path / "cal.json").read_text())
+    assert len(cal["thresholds"]) == len(cal["precision"]) == len(cal["recall"]) == len(cal["pairs"]) > 10
+    assert cal["thresholds"] == sorted(cal["thresholds"]) and cal["pairs"] == sorted(cal["pairs"], reverse=True)
+    assert cal["config"] == {"k": 3, "score": "distance", "retrieval": "max"}
+    assert f"method: {cal['method']}" in result.stdout and "threshold" in result.stdout

@@ -166,6 +166,7 @@ def test_a_one_megabyte_line_is_truncated_and_counted(cli, tmp_path):
     np.testing.assert_allclose(np.linalg.norm(rows, axis=1), 1.0, atol=2e-3)
 
 
+@pytest.mark.slow
 def test_worker_processes_give_the_same_set(tmp_path):
     """The multi-GPU path (one process per device), exercised with two CPU workers."""
     sources = [str(EXAMPLES / "de.txt"), str(EXAMPLES / "en.txt")]
@@ -186,6 +187,7 @@ def _manifest_shards(path):
         return 0
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_without_redoing_finished_shards(tmp_path):
     lines = read_lines(EXAMPLES / "de.txt") + read_lines(EXAMPLES / "en.txt")
     sources = []

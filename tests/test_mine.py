@@ -9,7 +9,7 @@ import pytest
 
 from bitextmine.embed.corpus import EmbeddingCorpus
 from bitextmine.mine import MineConfig, mine_corpora
-from tests.conftest import EXAMPLES, REPO, clustered_vectors, make_embedding_set
+from tests.conftest import EXAMPLES, REPO, clustered_vectors, example_like_sets, make_embedding_set
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +34,7 @@ def read_tsv(path):
     return [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines()]
 
 
+@pytest.mark.slow
 def test_mining_the_examples_recovers_the_gold_pairs(cli, tmp_path, example_sets):
     de, en = example_sets
     out = tmp_path / "pairs.tsv"
@@ -58,9 +59,9 @@ def test_mining_the_examples_recovers_the_gold_pairs(cli, tmp_path, example_sets
     assert meta["src"]["rows"] == 500 and meta["src"]["distinct"] == 500
 
 
-def test_stdout_and_options(cli, tmp_path, monkeypatch, example_sets):
-    de, en = example_sets
-    monkeypatch.chdir(tmp_path)  # where a sidecar named after "-" would land
+def test_stdout_and_options(cli, tmp_path, monkeypatch):
+    de, en = example_like_sets(tmp_path / "sets")
+    monkeypatch.chdir(tmp_path / "sets")  # where a sidecar named after "-" would land
     result = cli("mine", "--src", de, "--tgt", en, "-o", "-", "--score", "cosine", "--threshold", "0.5",
                  "--retrieval", "intersect", "--top-n", "10", "-k", "3", "-q")
     assert result.exit_code == 0, result.stderr
@@ -68,11 +69,11 @@ def test_stdout_and_options(cli, tmp_path, monkeypatch, example_sets):
     assert len(rows) == 10 and all(len(r) == 3 for r in rows)
     assert all(float(r[0]) >= 0.5 for r in rows)
     assert [float(r[0]) for r in rows] == sorted((float(r[0]) for r in rows), reverse=True)
-    assert list(tmp_path.iterdir()) == []  # no sidecar, no lock, nothing beside a standard output
+    assert sorted(p.name for p in (tmp_path / "sets").iterdir()) == ["de", "en"]  # no sidecar, no lock
 
 
-def test_threshold_that_keeps_nothing_writes_an_empty_file(cli, tmp_path, example_sets):
-    de, en = example_sets
+def test_threshold_that_keeps_nothing_writes_an_empty_file(cli, tmp_path):
+    de, en = example_like_sets(tmp_path)
     out = tmp_path / "none.tsv.gz"
     result = cli("mine", "--src", de, "--tgt", en, "-o", out, "--threshold", "100")
     assert result.exit_code == 0
@@ -107,8 +108,8 @@ def test_identical_sentences_are_searched_once_and_blank_lines_never_mined(tmp_p
     assert len(plain) >= 190  # near-copies are found
 
 
-def test_mining_through_indexes_matches_exact_search(cli, tmp_path, example_sets):
-    de, en = example_sets
+def test_mining_through_indexes_matches_exact_search(cli, tmp_path):
+    de, en = example_like_sets(tmp_path)
     for side in (de, en):
         assert cli("index", side, "-o", tmp_path / f"{side.name}.idx", "-q").exit_code == 0
     exact, indexed = tmp_path / "exact.tsv", tmp_path / "indexed.tsv"

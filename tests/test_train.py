@@ -195,6 +195,7 @@ def test_loss_decreases_and_checkpoint_round_trips(tmp_path, pairs):
     np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_embed_with_a_trained_checkpoint(cli, tmp_path, pairs):
     train(pairs, tmp_path / "ckpt", TrainConfig(max_steps=10, **TINY), progress=False)
     src = tmp_path / "en.txt"
