@@ -110,6 +110,9 @@ TRAIN_PRESET = "cpu"  # model shape (encoders/transformer.py PRESETS): trains on
 TRAIN_POOLING = "mean"
 TRAIN_MAX_TOKENS = 64  # training pairs are sentences; longer ones are cut
 TRAIN_VOCAB_SIZE = 16_000  # SentencePiece unigram over both sides
+TRAIN_VOCABULARY_SENTENCES = 1_000_000  # a sample this large is plenty for a vocabulary, in bounded time
+TRAIN_SPM_CHARACTER_COVERAGE = 0.9995  # SentencePiece's own advice for languages with large alphabets (CJK)
+TRAIN_HARD_NEGATIVE_SPARE = 8  # neighbours searched beyond 2k, room for translations and duplicates to drop
 TRAIN_EMBEDDING_LR_SCALE = 1.0  # piece embeddings learn at this multiple of the lr
 TRAIN_MARGIN = 0.3  # additive margin of the in-batch softmax (LaBSE)
 TRAIN_SCALE = 20.0  # softmax scale = 1/temperature

@@ -26,6 +26,7 @@ from bitextmine.io.atomic import atomic_path, remove_stale_temporaries
 from bitextmine.io.text import STDIN, count_lines, file_sha256, read_shard
 
 log = logging.getLogger(__name__)
+NPY_HEADER_BYTES = 4096  # room for a .npy header (128 bytes in practice) when checking free space
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ def _write_shard_file(target: Path, rows: int, dim: int, fill: Callable[[Callabl
     error here instead of killing the process with SIGBUS.
     """
     dtype = np.dtype(defaults.EMBEDDING_DTYPE)
-    _check_free_space(target.parent, rows * dim * dtype.itemsize + 4096, target)
+    _check_free_space(target.parent, rows * dim * dtype.itemsize + NPY_HEADER_BYTES, target)
     header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": (rows, dim)}
     with atomic_path(target) as tmp, open(tmp, "wb") as f:
         np.lib.format.write_array_header_1_0(f, header)
