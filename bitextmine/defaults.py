@@ -54,11 +54,9 @@ IVF_LISTS_BY_SIZE = (  # (more than this many rows, number of IVF lists)
 )
 PQ_BYTES = 64  # OPQ64 / PQ64: 64 bytes per vector
 NPROBE = 128
-# FAISS's k-means wants at least 39 training points per centroid (it warns below that);
-# TRAIN_SAMPLES_PER_LIST leaves room, and the PQ codebooks' 256 centroids per
-# sub-quantizer want as many, whatever the number of lists.
-FAISS_MIN_POINTS_PER_CENTROID = 39
-TRAIN_SAMPLES_PER_LIST = 50
+FAISS_MIN_POINTS_PER_CENTROID = 39  # FAISS's k-means warns below this many training points a centroid
+TRAIN_SAMPLES_PER_LIST = 50  # training points per IVF list: FAISS's minimum with room to spare
+# the PQ codebooks' 256 centroids per sub-quantizer want as many points, whatever the lists
 PQ_MIN_TRAIN_ROWS = 256 * FAISS_MIN_POINTS_PER_CENTROID
 # Queries sent to one FAISS search call: bounds the (rows, k) result arrays.
 INDEX_QUERY_ROWS = 65_536
@@ -68,7 +66,7 @@ K = 4  # neighbours that define the margin (LASER, xsim)
 SCORE = "ratio"  # the ratio margin of Artetxe & Schwenk 2019
 RETRIEVAL = "max"  # greedy one-to-one over forward and backward candidates (LASER BUCC setting)
 # Score thresholds on LASER's scale. An encoder may declare its own, measured on held-out
-# data (see ENCODER_THRESHOLDS in its module); those take precedence.
+# data (MINING_THRESHOLDS in encoders/usem3.py); those take precedence.
 THRESHOLDS = {
     "ratio": 1.06,  # stopes module default (WikiMatrix used 1.04; LASER BUCC optimum 1.086-1.093)
     "distance": 0.04,
