@@ -162,3 +162,21 @@ def slurm_conf(local_slurm, monkeypatch):
     """The session's cluster is the one the test's Slurm commands (and bitextmine's) talk to."""
     monkeypatch.setenv("SLURM_CONF", local_slurm)
     return local_slurm
+
+
+def example_like_sets(directory: Path, dim: int = 64, noise: float = 0.05) -> tuple[Path, Path]:
+    """examples/de-en as two embedding sets without running an encoder: the real sentences,
+    and synthetic vectors in which each gold pair's target is a near copy of its source."""
+    import numpy as np
+
+    de, en = read_lines(EXAMPLES / "de.txt"), read_lines(EXAMPLES / "en.txt")
+    x = clustered_vectors(len(de), dim=dim, seed=11)
+    y = clustered_vectors(len(en), dim=dim, seed=12)
+    rng = np.random.default_rng(13)
+    for line in read_lines(EXAMPLES / "gold.tsv"):
+        a, b = (int(v) - 1 for v in line.split("\t"))
+        y[b] = x[a] + noise * rng.standard_normal(dim).astype(np.float32)
+    y /= np.linalg.norm(y, axis=1, keepdims=True)
+    make_embedding_set(directory / "de", x, de, shard="de")
+    make_embedding_set(directory / "en", y, en, shard="en")
+    return directory / "de", directory / "en"

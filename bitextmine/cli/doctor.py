@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from bitextmine.cli.options import command, json_option, json_to_stdout, write_json_output
+from bitextmine.cli.options import command, json_option, json_to_stdout
+from bitextmine.io.atomic import write_json
 
 if TYPE_CHECKING:
     from bitextmine.doctor import Environment, Finding, SlurmStatus
@@ -78,6 +79,6 @@ def doctor(
     if json_out is not None:
         if json_out != "-":
             Path(json_out).parent.mkdir(parents=True, exist_ok=True)
-        write_json_output(json_out, to_dict(env, findings))
+        write_json(json_out, to_dict(env, findings))
     if has_errors(findings):
         raise typer.Exit(code=1)

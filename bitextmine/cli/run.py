@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from bitextmine import defaults
 from bitextmine.choices import Launcher, Stage
 from bitextmine.cli.options import (
     Quiet,
@@ -16,8 +17,8 @@ from bitextmine.cli.options import (
     json_option,
     json_to_stdout,
     print_table,
-    write_json_output,
 )
+from bitextmine.io.atomic import write_json
 
 app = typer.Typer()
 Pipeline = Annotated[Path, typer.Argument(metavar="PIPELINE.yaml", show_default=False,
@@ -43,7 +44,7 @@ LauncherOption = Annotated[Launcher, typer.Option(
 @command(app)
 def run(
     pipeline: Pipeline,
-    launcher: LauncherOption = Launcher.local,
+    launcher: LauncherOption = Launcher(defaults.LAUNCHER),
     stage: Annotated[list[Stage] | None, typer.Option(
         metavar="STAGE", show_default=False,
         help="Run only these stages (repeatable): embed, index, mine, filter.")] = None,
@@ -61,8 +62,9 @@ def run(
         bitextmine run pipeline.yaml --launcher slurm --stage embed --stage index
         bitextmine run pipeline.yaml --launcher slurm --set resources.embed.gpus=0
     """
+    from bitextmine.choices import STAGES
     from bitextmine.cli import setup_logging
-    from bitextmine.launch.config import STAGES, load_config
+    from bitextmine.launch.config import load_config
     from bitextmine.launch.runner import final_outputs, run_pipeline
 
     setup_logging(quiet)
@@ -81,8 +83,8 @@ def run(
 @command(app)
 def plan(
     pipeline: Pipeline,
-    device: device_option("Device the calibration run measures: auto, cpu or cuda:N.") = "auto",
-    launcher: LauncherOption = Launcher.local,
+    device: device_option("Device the calibration run measures: auto, cpu or cuda:N.") = defaults.DEVICE,
+    launcher: LauncherOption = Launcher(defaults.LAUNCHER),
     settings: Settings = None,
     json_out: json_option("The estimates as JSON (- for standard output).") = None,
     quiet: Quiet = False,
@@ -118,7 +120,7 @@ def plan(
     if partition is not None:
         plan_json["slurm"] = _print_slurm_plan(cfg, estimates, partition, aside)
     if json_out:
-        write_json_output(json_out, plan_json)
+        write_json(json_out, plan_json)
 
 
 def _slurm_partition(cfg):

@@ -45,12 +45,12 @@ def measure(cfg: PipelineConfig, device: str, sample_lines: int = 400, progress:
 
     import torch
 
-    from bitextmine.devices import resolve_devices
+    from bitextmine.devices import resolve_device
     from bitextmine.encoders import load_encoder
     from bitextmine.io.text import read_lines
     from bitextmine.progress import progress_bar
 
-    device = resolve_devices(device)[0]
+    device = resolve_device(device)
     bar = progress_bar(total=4, desc="calibrate", unit="step", disable=not progress)  # start, load, embed, search
     # every task is a fresh process: interpreter, torch and faiss imports, then its work
     start = time.perf_counter()
@@ -100,7 +100,7 @@ def _index_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], workers:
             factory = choose_index_type(part, dim) if cfg.index.type == "auto" else cfg.index.type
             lists = int(factory.split("IVF")[1].split(",")[0]) if "IVF" in factory else 0
             if lists:
-                sample = max(defaults.TRAIN_SAMPLES_PER_LIST * lists, 256 * 39)
+                sample = max(defaults.TRAIN_SAMPLES_PER_LIST * lists, defaults.PQ_MIN_TRAIN_ROWS)
                 flops = 25 * 2 * min(sample, part) * lists * dim + 2 * part * lists * dim
                 disk = part * (defaults.PQ_BYTES + 8) + lists * dim * 4
                 ram = disk + min(sample, part) * dim * 4

@@ -19,13 +19,14 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bitextmine import defaults
+from bitextmine.choices import LAUNCHERS, STAGES
 from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import save_json
-from bitextmine.launch.config import STAGES, PipelineConfig, Resources
+from bitextmine.launch.config import PipelineConfig, Resources
 from bitextmine.launch.pipeline import STAGE_TASKS, Task, execute
 
 log = logging.getLogger(__name__)
-LAUNCHERS = ("local", "slurm", "inline")
 STOP_GRACE_SECONDS = 15  # for cancelled jobs to end (the local executor sends SIGINT, then SIGKILL)
 RESULT_GRACE_SECONDS = 15  # for an ended job's result file to show (submitit's own wait, for shared file systems)
 POLL_SECONDS = 0.5  # between looks at a wave's jobs (Slurm's state is asked through sacct at submitit's pace)
@@ -379,7 +380,7 @@ def _signals_stop_the_run() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def run_pipeline(cfg: PipelineConfig, launcher: str = "local", stages: tuple[str, ...] = STAGES,
+def run_pipeline(cfg: PipelineConfig, launcher: str = defaults.LAUNCHER, stages: tuple[str, ...] = STAGES,
                  progress: bool = False) -> list[StageSummary]:
     """Run every stage (skipping finished tasks); write and return the summary.
 
