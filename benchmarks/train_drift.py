@@ -22,10 +22,9 @@ SHARED = Path(os.environ.get("BITEXTMINE_SHARED_DATA", Path(__file__).resolve().
 
 RUN = """
 import sys
-from bitextmine.train import loop
-from bitextmine.train import TrainConfig, train
+from bitextmine.train import TrainConfig, train, trainables
 from bitextmine.train.data import read_parallel
-loop.TRAIN_TOKEN_BUCKET = int(sys.argv[1])
+trainables.TRAIN_TOKEN_BUCKET = int(sys.argv[1])
 cfg = TrainConfig(init="usem3", teacher="usem3", batch_size=128, lr=1e-4, warmup_steps=50,
                   max_steps=int(sys.argv[3]), eval_every=int(sys.argv[4]), save_every=100000, patience=1000,
                   dev_size=500, device="cpu")

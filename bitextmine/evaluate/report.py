@@ -17,18 +17,23 @@ from __future__ import annotations
 
 import base64
 import html
+import io
 import json
+import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from pydantic import ConfigDict
 
 from bitextmine import __version__
 from bitextmine.errors import BitextmineError
-from bitextmine.io.atomic import atomic_path
+from bitextmine.io.validate import Float, Int, Model, parse
 
 BANDS = 5
+FIGURES = ("scores.png", "kept.png")
+ESTIMATE_FIGURE = "estimate.png"  # when there is a precision estimate
 SAMPLES_PER_BAND = 4
 SCORE_NAMES = {"ratio": "ratio margin", "distance": "distance margin", "cosine": "cosine", "absolute": "cosine"}
 
@@ -42,20 +47,84 @@ class ReportInputs:
     filter_report: dict | None
 
 
-def load_inputs(mined: str, meta: str | None = None, filter_report: str | None = None) -> ReportInputs:
-    from bitextmine.filter import read_pairs
-    from bitextmine.io.text import read_lines
+class _Parameters(Model):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    threshold: Float | None = None
 
-    pairs = read_pairs(read_lines(mined), mined)
+
+class _Sidecar(Model):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    parameters: _Parameters | None = None
+
+
+class _FilterCounts(Model):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    total: Int = 0
+    kept: Int = 0
+    rejected: dict[str, Int] = {}
+
+
+def _scored_pairs(mined: str):
+    """The pairs of a mined TSV; every score a finite number (a NaN cannot be placed on a histogram)."""
+    from bitextmine.io.pairs import read_pairs
+
+    pairs = read_pairs(mined)
     if any(p.score is None for p in pairs):
         raise BitextmineError("the report needs scored pairs (score<TAB>src<TAB>tgt)", path=mined)
-    meta_path = Path(meta) if meta else Path(mined + ".json")
-    params = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else None
-    filt = json.loads(Path(filter_report).read_text(encoding="utf-8")) if filter_report else None
-    if filt is None and params is not None and "filter" in params:
+    bad = next((p for p in pairs if not math.isfinite(p.score)), None)
+    if bad is not None:
+        raise BitextmineError(f"score {bad.score} is not a finite number", path=mined, line=bad.line)
+    return pairs
+
+
+def load_inputs(mined: str, meta: str | None = None, filter_report: str | None = None) -> ReportInputs:
+    """The pairs, the mining sidecar (checked against the pairs) and the filter counts."""
+    from bitextmine.io.atomic import is_regular_output
+    from bitextmine.mine.output import SIDECAR_SUFFIX, check_sidecar, read_sidecar
+
+    pairs = _scored_pairs(mined)
+    meta_path = meta if meta else mined + SIDECAR_SUFFIX
+    params = None
+    if meta or (mined != "-" and is_regular_output(mined) and Path(meta_path).is_file()):
+        params = read_sidecar(meta_path)
+        parse(_Sidecar, params, meta_path, "a mining sidecar")
+        if mined != "-":
+            check_sidecar(mined, params, meta_path, rows=len(pairs))
+    filt = None
+    if filter_report:
+        filt = read_sidecar(filter_report)
+        parse(_FilterCounts, filt, filter_report, "a filter report")
+    elif params is not None and isinstance(params.get("filter"), dict):
         filt = params["filter"]
+        parse(_FilterCounts, filt, meta_path, "the sidecar's filter counts")
     return ReportInputs(np.array([p.score for p in pairs], dtype=np.float64), [p.src for p in pairs],
                         [p.tgt for p in pairs], params, filt)
+
+
+def make_report(mined: str, output: str | Path, meta: str | None = None, filter_report: str | None = None,
+                calibration: str | None = None) -> list[Path]:
+    """Read the inputs and write the report (refusing an output that would replace an input).
+
+    ``calibration``: a ``calibrate --json`` file whose curve is plotted instead of mine's estimate.
+    """
+    from bitextmine.io.atomic import refuse_overwriting_inputs
+
+    pngs = [] if str(output) == "-" else [Path(output).with_name(f"{Path(output).stem}.{n}")
+                                          for n in (*FIGURES, ESTIMATE_FIGURE)]
+    refuse_overwriting_inputs([output, *pngs], [mined, meta, filter_report, calibration])
+    return write_report(load_inputs(mined, meta, filter_report), output, calibration=load_calibration(calibration))
+
+
+def load_calibration(path: str | Path | None) -> dict | None:
+    """A ``bitextmine calibrate --json`` file (its curve is plotted), or None."""
+    from bitextmine.mine.output import read_sidecar
+
+    if path is None:
+        return None
+    curve = read_sidecar(path)
+    if not isinstance(curve.get("thresholds"), list):
+        raise BitextmineError("not a `bitextmine calibrate --json` file (no thresholds)", path=path)
+    return curve
 
 
 @dataclass
@@ -89,7 +158,7 @@ def score_name(params: dict | None) -> str:
 def precision_curve(params: dict | None, calibration: dict | None) -> dict | None:
     """Estimated precision (and recall) by threshold: from ``calibrate --json``, else mine's."""
     curve = calibration if calibration is not None else (params or {}).get("threshold_estimate")
-    if not curve or not curve.get("thresholds"):
+    if not isinstance(curve, dict) or not curve.get("thresholds"):
         return None
     return curve
 
@@ -100,14 +169,13 @@ def _mark(ax, threshold: float | None, label: bool = False) -> None:
                    label=f"threshold in use {threshold:g}" if label else None)
 
 
-def _figures(inputs: ReportInputs, threshold: float | None, dist: Distribution, curve: dict | None):
+def _figures(inputs: ReportInputs, threshold: float | None, dist: Distribution, curve: dict | None) -> dict:
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display needed
     from matplotlib import pyplot as plt
 
     xlabel = score_name(inputs.params)
-    figures = {}
     hist, ax = plt.subplots(figsize=(7, 3.5), dpi=110)
     if len(dist.counts):
         ax.stairs(dist.counts, dist.edges, fill=True, color="#4477aa")
@@ -119,7 +187,6 @@ def _figures(inputs: ReportInputs, threshold: float | None, dist: Distribution, 
     if threshold is not None:
         ax.legend()
     hist.tight_layout()
-    figures["scores.png"] = hist
 
     kept, ax = plt.subplots(figsize=(7, 3.5), dpi=110)
     if len(dist.counts):
@@ -131,24 +198,29 @@ def _figures(inputs: ReportInputs, threshold: float | None, dist: Distribution, 
     ax.set_title("Pairs kept against the threshold")
     _mark(ax, threshold)
     kept.tight_layout()
-    figures["kept.png"] = kept
-
+    figures = dict(zip(FIGURES, (hist, kept), strict=True))
     if curve is not None:
-        est, ax = plt.subplots(figsize=(7, 3.5), dpi=110)
-        t = np.asarray(curve["thresholds"], dtype=np.float64)
-        for key, colour in (("precision", "#aa3377"), ("recall", "#66ccee")):
-            values = np.asarray([np.nan if v is None else v for v in curve.get(key, [])], dtype=np.float64)
-            if len(values) == len(t):
-                ax.plot(t, values, color=colour, label=f"estimated {key}")
-        ax.set_ylim(0, 1.02)
-        ax.set_xlabel(f"threshold ({xlabel})")
-        ax.set_ylabel("share")
-        ax.set_title(f"Estimated precision and recall ({curve.get('method', 'estimate')})")
-        _mark(ax, threshold)
-        ax.legend(loc="lower left")
-        est.tight_layout()
-        figures["estimate.png"] = est
+        figures[ESTIMATE_FIGURE] = _estimate_figure(curve, threshold, xlabel)
     return figures
+
+
+def _estimate_figure(curve: dict, threshold: float | None, xlabel: str):
+    from matplotlib import pyplot as plt
+
+    est, ax = plt.subplots(figsize=(7, 3.5), dpi=110)
+    t = np.asarray(curve["thresholds"], dtype=np.float64)
+    for key, colour in (("precision", "#aa3377"), ("recall", "#66ccee")):
+        values = np.asarray([np.nan if v is None else v for v in curve.get(key, [])], dtype=np.float64)
+        if len(values) == len(t):
+            ax.plot(t, values, color=colour, label=f"estimated {key}")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel(f"threshold ({xlabel})")
+    ax.set_ylabel("share")
+    ax.set_title(f"Estimated precision and recall ({curve.get('method', 'estimate')})")
+    _mark(ax, threshold)
+    ax.legend(loc="lower left")
+    est.tight_layout()
+    return est
 
 
 def _samples(inputs: ReportInputs, seed: int = 0) -> list[tuple[str, list[tuple[float, str, str]]]]:
@@ -165,31 +237,50 @@ def _samples(inputs: ReportInputs, seed: int = 0) -> list[tuple[str, list[tuple[
     return out
 
 
-def load_calibration(path: str | Path | None) -> dict | None:
-    """A ``bitextmine calibrate --json`` file (its curve is plotted), or None."""
-    if path is None:
-        return None
-    try:
-        curve = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise BitextmineError(f"cannot read the calibration JSON: {e}", path=path) from e
-    if not isinstance(curve, dict) or not isinstance(curve.get("thresholds"), list):
-        raise BitextmineError("not a `bitextmine calibrate --json` file (no thresholds)", path=path)
-    return curve
+def write_report(inputs: ReportInputs, output: str | Path, title: str = "bitextmine mining report",
+                 calibration: dict | None = None) -> list[Path]:
+    """Write the HTML page and its PNG files; return the paths written.
 
-
-def _write_images(figures: dict, output: Path) -> tuple[dict[str, str], list[Path]]:
+    Everything is drawn in memory first, so a failure writes nothing. The PNGs go beside
+    a regular output only; ``-`` (standard output) or a device gets the page alone (its
+    images are embedded anyway). ``calibration``: a loaded ``calibrate --json`` whose
+    curve is plotted instead of mine's estimate.
+    """
     from matplotlib import pyplot as plt
 
-    images, written = {}, []
-    for name, fig in figures.items():
-        png = output.with_name(f"{output.stem}.{name}")
-        with atomic_path(png) as tmp:
-            fig.savefig(tmp, format="png")
+    from bitextmine.io.atomic import is_regular_output, write_bytes, write_text
+
+    threshold = (inputs.params or {}).get("parameters", {}) or {}
+    threshold = threshold.get("threshold")
+    dist = score_distribution(inputs)
+    curve = precision_curve(inputs.params, calibration)
+    pngs = {}
+    for name, fig in _figures(inputs, threshold, dist, curve).items():
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png")
         plt.close(fig)
-        images[name] = base64.b64encode(png.read_bytes()).decode("ascii")
-        written.append(png)
-    return images, written
+        pngs[name] = buffer.getvalue()
+    images = {name: base64.b64encode(data).decode("ascii") for name, data in pngs.items()}
+    page = _page(inputs, images, title, dist, _threshold_text(inputs.params, curve))
+    if not is_regular_output(output):
+        write_text(output, page)
+        return [Path(output)]
+    output = Path(output)
+    created = [p for p in [output.parent, *output.parent.parents] if not p.exists()]
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name, data in pngs.items():
+            png = output.with_name(f"{output.stem}.{name}")
+            write_bytes(png, data)
+            written.append(png)
+        write_text(output, page)
+    except BaseException:
+        for directory in created:  # no empty directories left behind
+            if directory.is_dir() and not any(directory.iterdir()):
+                directory.rmdir()
+        raise
+    return [output, *written]
 
 
 def _threshold_text(params: dict | None, curve: dict | None) -> str:
@@ -203,19 +294,7 @@ def _threshold_text(params: dict | None, curve: dict | None) -> str:
     return text
 
 
-def write_report(inputs: ReportInputs, output: str | Path, title: str = "bitextmine mining report",
-                 calibration: dict | None = None) -> list[Path]:
-    """Write the HTML page and its PNG files; return the paths written.
-
-    ``calibration``: a loaded ``calibrate --json`` whose curve is plotted instead of mine's estimate.
-    """
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    threshold = ((inputs.params or {}).get("parameters") or {}).get("threshold")
-    dist = score_distribution(inputs)
-    curve = precision_curve(inputs.params, calibration)
-    images, written = _write_images(_figures(inputs, threshold, dist, curve), output)
-
+def _page(inputs: ReportInputs, images: dict[str, str], title: str, dist: Distribution, threshold_text: str) -> str:
     esc = html.escape
     scores = inputs.scores
     summary = [("pairs", f"{len(scores):,}")]
@@ -231,26 +310,17 @@ def write_report(inputs: ReportInputs, output: str | Path, title: str = "bitextm
              f"<h1>{esc(title)}</h1>",
              "<table>" + "".join(f"<tr><th>{esc(k)}</th><td class='num'>{esc(v)}</td></tr>" for k, v in summary)
              + "</table>",
-             f"<p>{esc(_threshold_text(inputs.params, curve))}</p>",
+             f"<p>{esc(threshold_text)}</p>",
              f"<h2>Scores</h2><p>Histogram of {esc(dist.label)}.</p>{image('score histogram', images['scores.png'])}",
              f"<h2>Pairs kept against the threshold</h2>{image('pairs kept', images['kept.png'])}"]
-    if "estimate.png" in images:
-        parts.append(f"<h2>Estimated precision and recall</h2>{image('estimated precision', images['estimate.png'])}")
+    if ESTIMATE_FIGURE in images:
+        parts.append("<h2>Estimated precision and recall</h2>"
+                     + image("estimated precision", images[ESTIMATE_FIGURE]))
     parts.append("<h2>Sampled pairs by score band</h2>")
     for band, rows in _samples(inputs):
         parts.append(f"<h3>score {esc(band)}</h3><table><tr><th>score</th><th>source</th><th>target</th></tr>")
         parts += [f"<tr><td class='num'>{s:.4f}</td><td>{esc(a)}</td><td>{esc(b)}</td></tr>" for s, a, b in rows]
         parts.append("</table>")
-    parts += _filter_and_parameters(inputs)
-    parts.append(f"<p><small>bitextmine {esc(__version__)}</small></p></body></html>")
-    with atomic_path(output) as tmp:
-        tmp.write_text("\n".join(parts), encoding="utf-8")
-    return [output, *written]
-
-
-def _filter_and_parameters(inputs: ReportInputs) -> list[str]:
-    esc = html.escape
-    parts = []
     if inputs.filter_report:
         f = inputs.filter_report
         parts.append(f"<h2>Filter</h2><p>kept {f.get('kept', 0):,} of {f.get('total', 0):,} pairs</p><table>"
@@ -262,4 +332,5 @@ def _filter_and_parameters(inputs: ReportInputs) -> list[str]:
         plotted = ("score_histogram", "threshold_estimate")  # shown above, too long to print
         shown = {k: v for k, v in inputs.params.items() if k not in plotted}
         parts.append("<h2>Parameters</h2><pre>" + esc(json.dumps(shown, indent=2)) + "</pre>")
-    return parts
+    parts.append(f"<p><small>bitextmine {esc(__version__)}</small></p></body></html>")
+    return "\n".join(parts)

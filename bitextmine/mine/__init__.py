@@ -8,8 +8,9 @@ uses FAISS indexes when given, and maps pairs back to text and ``shard:line`` id
 from __future__ import annotations
 
 import logging
+import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -27,19 +28,19 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class MineConfig:
     k: int = defaults.K
-    score: str = defaults.MARGIN  # ratio | distance | cosine ("absolute" is an alias of cosine)
+    score: str = defaults.SCORE  # ratio | distance | cosine ("absolute" is an alias of cosine)
     retrieval: str = defaults.RETRIEVAL
     threshold: float | None = None  # None: chosen on the pools (mine/thresholds.py)
     target_precision: float = defaults.TARGET_PRECISION  # what a chosen threshold aims for
     top_n: int | None = None  # keep only the best N pairs
     nprobe: int | None = None  # None: the index's own
-    device: str = "auto"  # for exact search: a GPU when torch sees one
+    device: str = defaults.DEVICE  # for exact search: a GPU when torch sees one
     block_rows: int = defaults.KNN_BLOCK_ROWS
 
     def __post_init__(self):
         score = SCORE_ALIASES.get(self.score, self.score)
         if score not in SCORES:
-            raise BitextmineError(f"unknown score {self.score!r}: use ratio, distance, absolute or cosine")
+            raise BitextmineError(f"unknown score {self.score!r}: use {', '.join(SCORES)} or absolute")
         object.__setattr__(self, "score", score)
         if self.retrieval not in RETRIEVALS:
             raise BitextmineError(f"unknown retrieval {self.retrieval!r}: use one of {', '.join(RETRIEVALS)}")
@@ -49,19 +50,28 @@ class MineConfig:
             raise BitextmineError("--top-n must be >= 0")
         if not 0 < self.target_precision < 1:
             raise BitextmineError("--target-precision must be between 0 and 1")
+        if self.threshold is not None and not math.isfinite(self.threshold):
+            raise BitextmineError(f"--threshold must be a finite number, not {self.threshold}")
 
 
-
-
-def mine_vectors(x, y, cfg: MineConfig, threshold: float, fwd: Neighbours | None = None,
-                 bwd: Neighbours | None = None, device: str = "cpu") -> Pairs:
+def mine_vectors(x, y, cfg: MineConfig, threshold: float | None = None, fwd: Neighbours | None = None,
+                 bwd: Neighbours | None = None, device: str | None = None, progress: bool = False) -> Pairs:
     """Score and select pairs between rows of ``x`` and ``y`` (both L2-normalised).
 
     ``fwd``/``bwd``: neighbours already found (e.g. through an index); otherwise exact
-    search runs on ``device``. Returns pairs scoring >= ``threshold``, best first.
+    search runs on the config's device (``progress``: with a bar on stderr). Returns the
+    pairs scoring >= the config's threshold, best first. ``threshold`` and ``device``
+    stand in for the config's when given: ``threshold=-inf`` keeps every pair the
+    retrieval selects, for sweeps over thresholds.
     """
+    from bitextmine.devices import resolve_device
+
+    threshold = cfg.threshold if threshold is None else threshold
+    if threshold is None:
+        raise ValueError("mine_vectors needs a threshold: set cfg.threshold, or pass threshold=-inf for every pair")
     if fwd is None or bwd is None:
-        fwd, bwd = exact_knn_both_ways(x, y, cfg.k, device=device, block_rows=cfg.block_rows)
+        fwd, bwd = exact_knn_both_ways(x, y, cfg.k, device=resolve_device(device or cfg.device),
+                                       block_rows=cfg.block_rows, progress=progress)
     fwd_pairs, bwd_pairs = candidates(fwd, bwd, cfg.score)
     pairs = retrieve(fwd_pairs, bwd_pairs, cfg.retrieval, threshold)
     if cfg.top_n is not None:
@@ -187,16 +197,19 @@ def check_compatible(src: EmbeddingCorpus, tgt: EmbeddingCorpus) -> None:
 
 
 def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = MineConfig(),
-                 src_index: str | Path | list | None = None, tgt_index: str | Path | list | None = None) -> MinedPairs:
+                 src_index: str | Path | list | None = None, tgt_index: str | Path | list | None = None,
+                 progress: bool = False) -> MinedPairs:
     """Mine pairs between two sides; text read back from the shards.
 
     ``src_index``/``tgt_index``: an index directory, or a list of index directories
-    that split that side (see ``_search_indexes``).
+    that split that side (see ``_search_indexes``). ``progress``: a bar for exact search.
     """
-    from bitextmine.devices import resolve_devices
+    from bitextmine.devices import resolve_device
 
     started = time.time()
     check_compatible(src, tgt)
+    # resolved once, into the config: what runs is what the sidecar records
+    cfg = replace(cfg, device=resolve_device(cfg.device))
     src_side, tgt_side = unique_sentences(src), unique_sentences(tgt)
     for corpus, side in ((src, src_side), (tgt, tgt_side)):
         if not side.texts:
@@ -216,11 +229,10 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
         search = "index"
     elif src_index is not None or tgt_index is not None:
         log.warning("one index given: exact search computes both directions at once, so it is used for both")
-    device = resolve_devices(cfg.device)[0]
     knn_started = time.time()
-    selection = select_pairs(x, y, cfg, (src.encoder, tgt.encoder), fwd, bwd, device=device)
-    pairs, threshold = selection.pairs, selection.choice.threshold
-    log.info("threshold %g (%s)", threshold, selection.choice.reason)
+    selection = select_pairs(x, y, cfg, (src.encoder, tgt.encoder), fwd, bwd, device=cfg.device, progress=progress)
+    pairs, cfg = selection.pairs, replace(cfg, threshold=selection.choice.threshold)
+    log.info("threshold %g (%s)", cfg.threshold, selection.choice.reason)
     knn_seconds = time.time() - knn_started
     src_rows, tgt_rows = src_side.rows[pairs.src], tgt_side.rows[pairs.tgt]
     mined = MinedPairs(
@@ -232,8 +244,7 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
     )
     mined.stats = {
         "bitextmine_version": __version__,
-        "parameters": {**asdict(cfg), "threshold": threshold, "threshold_source": selection.choice.reason,
-                       "search": search, "device": device,
+        "parameters": {**asdict(cfg), "threshold_source": selection.choice.reason, "search": search,
                        "src_index": str(src_index) if src_index else None,
                        "tgt_index": str(tgt_index) if tgt_index else None},
         "encoder": src.encoder.to_dict(),

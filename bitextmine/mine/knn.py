@@ -1,10 +1,12 @@
-"""k-nearest-neighbour search in both directions, behind one interface.
+"""k-nearest-neighbour search, behind one interface.
 
 Kernels:
 - ``exact_knn_both_ways``: blocked matmul + top-k in torch (CPU or CUDA). Each block of
   the similarity matrix is computed once and serves both directions, where running
   FAISS twice (source->target, target->source) computes every similarity twice.
   Memory is bounded by the block size, never by N x M.
+- ``exact_knn``: the same for one direction (queries among a database), which spares the
+  column-wise top-k when only one direction is needed.
 - ``index_knn``: search a FAISS index (IVF-PQ for large databases), then recompute the
   exact cosine of every neighbour from the stored vectors.
 
@@ -91,16 +93,18 @@ def exact_knn_both_ways(
     k: int,
     device: str = "cpu",
     block_rows: int = defaults.KNN_BLOCK_ROWS,
-    backward: bool = True,
+    progress: bool = False,
 ) -> tuple[Neighbours, Neighbours]:
     """Exact k-NN of every x among y (forward) and of every y among x (backward).
 
     ``x`` (n, d) and ``y`` (m, d) may be fp16 or fp32, in memory or memory-mapped; they
     are converted block by block. On CUDA the blocks are multiplied in fp16 with fp32
-    accumulation and the kept cosines are recomputed exactly afterwards. ``backward=False``
-    skips the backward lists (returned with no neighbours), e.g. when y is x.
+    accumulation and the kept cosines are recomputed exactly afterwards. ``progress``:
+    a bar on stderr counting compared pairs of vectors.
     """
     import torch
+
+    from bitextmine.progress import progress_bar
 
     n, m = len(x), len(y)
     kf, kb = min(k, m), min(k, n)
@@ -113,25 +117,23 @@ def exact_knn_both_ways(
     bwd_i = torch.full((m, kb), -1, dtype=torch.int64, device=device)
     log.debug("exact kNN %d x %d, k=%d, blocks of %d rows (%.0f MB each)", n, m, k, block_rows,
               block_rows * block_rows * 4 / 2**20)
-    with torch.inference_mode():
+    with torch.inference_mode(), progress_bar(total=n * m, desc="search", unit="pair",
+                                              disable=not progress) as bar:
         for j in range(0, m, block_rows):
             yb = _as_tensor(y[j : j + block_rows], device, dtype)
             for i in range(0, n, block_rows):
                 xb = _as_tensor(x[i : i + block_rows], device, dtype)
                 sims = (xb @ yb.T).float()  # (bi, bj)
                 rows, cols = slice(i, i + len(xb)), slice(j, j + len(yb))
+                bar.update(len(xb) * len(yb))
                 if cuda:  # top-k is cheap on GPU in both directions
                     s, idx = sims.topk(min(kf, sims.shape[1]), dim=1)
                     fwd_s[rows], fwd_i[rows] = _merge_topk(fwd_s[rows], fwd_i[rows], s, idx + j, kf)
-                    if not backward:
-                        continue
                     s, idx = sims.topk(min(kb, sims.shape[0]), dim=0)
                     bwd_s[cols], bwd_i[cols] = _merge_topk(bwd_s[cols], bwd_i[cols], s.T, idx.T + i, kb)
                     continue
                 s, idx = sims.topk(min(kf, sims.shape[1]), dim=1)  # contiguous: fast
                 fwd_s[rows], fwd_i[rows] = _merge_topk(fwd_s[rows], fwd_i[rows], s, idx + j, kf)
-                if not backward:
-                    continue
                 seed = 0
                 if i == 0:  # seed each column's list from a few rows, then filter the rest
                     seed = min(SEED_ROWS, sims.shape[0])
@@ -144,15 +146,55 @@ def exact_knn_both_ways(
     bwd = Neighbours(bwd_s.cpu().numpy(), bwd_i.cpu().numpy())
     if cuda:  # fp16 products: make the kept cosines exact
         fwd.sims = exact_sims(x, y, fwd.ids)
-        bwd.sims = exact_sims(y, x, bwd.ids) if backward else bwd.sims
+        bwd.sims = exact_sims(y, x, bwd.ids)
     return fwd, bwd
 
 
+def exact_knn(
+    queries: np.ndarray,
+    database: np.ndarray,
+    k: int,
+    device: str = "cpu",
+    block_rows: int = defaults.KNN_BLOCK_ROWS,
+    progress: bool = False,
+) -> Neighbours:
+    """Exact k-NN of every query row among the database rows, best first.
+
+    Inputs and precision as in ``exact_knn_both_ways``; memory is bounded by one
+    ``block_rows`` x ``block_rows`` block of similarities plus the (n, k) lists.
+    """
+    import torch
+
+    from bitextmine.progress import progress_bar
+
+    n, m = len(queries), len(database)
+    k = min(k, m)
+    cuda = device.startswith("cuda")
+    dtype = torch.float16 if cuda else torch.float32
+    best_s = torch.full((n, k), float("-inf"), device=device)
+    best_i = torch.full((n, k), -1, dtype=torch.int64, device=device)
+    with torch.inference_mode(), progress_bar(total=n * m, desc="search", unit="pair",
+                                              disable=not progress) as bar:
+        for j in range(0, m, block_rows):  # each database block is read and converted once
+            db = _as_tensor(database[j : j + block_rows], device, dtype)
+            for i in range(0, n, block_rows):
+                q = _as_tensor(queries[i : i + block_rows], device, dtype)
+                sims = (q @ db.T).float()  # (bi, bj)
+                bar.update(len(q) * len(db))
+                s, idx = sims.topk(min(k, sims.shape[1]), dim=1)
+                rows = slice(i, i + len(q))
+                best_s[rows], best_i[rows] = _merge_topk(best_s[rows], best_i[rows], s, idx + j, k)
+    found = Neighbours(best_s.cpu().numpy(), best_i.cpu().numpy())
+    if cuda:  # fp16 products: make the kept cosines exact
+        found.sims = exact_sims(queries, database, found.ids)
+    return found
+
+
 def exact_sims(queries: np.ndarray, database: np.ndarray, ids: np.ndarray,
-               block_rows: int = 8192) -> np.ndarray:
+               block_rows: int = defaults.KNN_BLOCK_ROWS) -> np.ndarray:
     """cos(query i, database ids[i, j]) in fp32, for ids >= 0 (else -inf).
 
-    Blocks of queries keep the gathered neighbours small (8192 x k x dim fp32).
+    Blocks of queries keep the gathered neighbours small (block_rows x k x dim fp32).
     """
     out = np.full(ids.shape, -np.inf, dtype=np.float32)
     for start in range(0, len(ids), block_rows):
@@ -166,17 +208,17 @@ def exact_sims(queries: np.ndarray, database: np.ndarray, ids: np.ndarray,
 
 
 def index_knn(index, queries: np.ndarray, database: np.ndarray, k: int, nprobe: int,
-              block_rows: int = 65536, id_map: np.ndarray | None = None) -> Neighbours:
+              block_rows: int = defaults.INDEX_QUERY_ROWS, id_map: np.ndarray | None = None) -> Neighbours:
     """Search a FAISS index with ``queries``; cosines recomputed exactly from ``database``.
 
     ``id_map`` turns the index's ids (global row ids of its embedding set) into rows of
     ``database``; ids it maps to -1 (rows not searched, e.g. blank lines) are dropped.
     """
-    import faiss
+    from bitextmine.index import ivf_of
 
-    params = faiss.extract_index_ivf(index) if _is_ivf(index) else None
-    if params is not None:
-        params.nprobe = nprobe
+    ivf = ivf_of(index)
+    if ivf is not None:
+        ivf.nprobe = nprobe
     sims = np.empty((len(queries), k), dtype=np.float32)
     ids = np.empty((len(queries), k), dtype=np.int64)
     for start in range(0, len(queries), block_rows):
@@ -188,13 +230,3 @@ def index_knn(index, queries: np.ndarray, database: np.ndarray, k: int, nprobe: 
     sims = exact_sims(queries, database, ids)
     order = np.argsort(-sims, axis=1, kind="stable")  # PQ distances are approximate: re-rank
     return Neighbours(np.take_along_axis(sims, order, 1), np.take_along_axis(ids, order, 1))
-
-
-def _is_ivf(index) -> bool:
-    import faiss
-
-    try:
-        faiss.extract_index_ivf(index)
-        return True
-    except RuntimeError:
-        return False

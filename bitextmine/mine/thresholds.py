@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bitextmine import defaults
-from bitextmine.mine.knn import Neighbours, exact_knn_both_ways
-from bitextmine.mine.scoring import SCORE_ALIASES, score_pairs
+from bitextmine.mine.knn import Neighbours, exact_knn, exact_knn_both_ways
+from bitextmine.mine.scoring import SCORE_ALIASES, margin_scores
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ def _own_language_neighbours(z, rows: np.ndarray, k: int, device: str) -> Neighb
     n = len(z)
     q = z if len(rows) == n else np.asarray(z[rows], dtype=np.float32)
     # k + 2: the row itself and one near-duplicate can be dropped without running short
-    fwd, _ = exact_knn_both_ways(q, z, min(k + 2, n), device=device, backward=False)
+    fwd = exact_knn(q, z, min(k + 2, n), device=device)
     keep = (fwd.ids != rows[:, None]) & (fwd.sims < defaults.DECOY_DUPLICATE_COSINE) & (fwd.ids >= 0)
     order = np.argsort(~keep, axis=1, kind="stable")[:, :k]
     valid = np.take_along_axis(keep, order, 1)
@@ -111,7 +111,7 @@ def decoy_best_scores(z, k: int, score: str, queries: int, seed: int, device: st
     others = np.setdiff1d(np.unique(nb.ids[nb.ids >= 0]), rows)
     if len(others):
         means[others] = _own_language_neighbours(z, others, k, device).mean_sim()
-    scores = score_pairs(nb.sims, means[rows][:, None], means[np.maximum(nb.ids, 0)], score)
+    scores = margin_scores(nb.sims, means[rows][:, None], means[np.maximum(nb.ids, 0)], score)
     return np.where(nb.ids >= 0, scores, -np.inf).max(axis=1)
 
 
@@ -262,7 +262,7 @@ def estimate_without_gold(pairs, x, y, cfg, fwd: Neighbours, bwd: Neighbours, de
     point, cautious = (estimate_from_decoys(by_ratio.score, decoy_src, decoy_tgt, n, m, caution)
                        for caution in (0.0, defaults.DECOY_CAUTION))
     if score != "ratio":
-        ratio = score_pairs(pairs.cosine, src_means[pairs.src], tgt_means[pairs.tgt], "ratio").astype(np.float64)
+        ratio = margin_scores(pairs.cosine, src_means[pairs.src], tgt_means[pairs.tgt], "ratio").astype(np.float64)
         point, cautious = (estimate_for_score(pairs, false_rate_by_score(e)(ratio)) for e in (point, cautious))
     point.cautious_precision = cautious.precision
     point.details = {"decoy_queries": [int(len(decoy_src)), int(len(decoy_tgt))], "decoy_score": "ratio"}
@@ -333,25 +333,26 @@ def score_histogram(scores: np.ndarray, bins: int = defaults.HISTOGRAM_BINS) -> 
 
 
 def mine_and_choose(x, y, cfg, identities, fwd: Neighbours | None = None, bwd: Neighbours | None = None,
-                    device: str = "cpu"):
+                    device: str = "cpu", progress: bool = False):
     """Every pair the retrieval selects (no threshold, best first) and the threshold for them.
 
     The pairs at threshold t are those of score >= t: the greedy selection never lets a
-    lower pair block a higher one, so one retrieval serves every threshold.
+    lower pair block a higher one, so one retrieval serves every threshold. ``progress``:
+    a bar for the exact search.
     """
     from bitextmine.mine.scoring import candidates, retrieve
 
     if fwd is None or bwd is None:
-        fwd, bwd = exact_knn_both_ways(x, y, cfg.k, device=device, block_rows=cfg.block_rows)
+        fwd, bwd = exact_knn_both_ways(x, y, cfg.k, device=device, block_rows=cfg.block_rows, progress=progress)
     fwd_pairs, bwd_pairs = candidates(fwd, bwd, cfg.score)
     every = retrieve(fwd_pairs, bwd_pairs, cfg.retrieval, -np.inf)
     return every, choose_threshold(every, x, y, cfg, identities, fwd, bwd, device)
 
 
 def select_pairs(x, y, cfg, identities, fwd: Neighbours | None = None, bwd: Neighbours | None = None,
-                 device: str = "cpu") -> Selection:
+                 device: str = "cpu", progress: bool = False) -> Selection:
     """Mine ``x`` against ``y`` and keep the pairs at the chosen threshold (and ``cfg.top_n``)."""
-    every, choice = mine_and_choose(x, y, cfg, identities, fwd, bwd, device)
+    every, choice = mine_and_choose(x, y, cfg, identities, fwd, bwd, device, progress)
     pairs = every.take(np.flatnonzero(every.score >= choice.threshold))
     if cfg.top_n is not None:
         pairs = pairs.take(np.arange(min(cfg.top_n, len(pairs))))

@@ -71,13 +71,27 @@ def average_gradients(params) -> None:
             p.grad /= size
 
 
-def agree(flag: bool) -> bool:
-    """Rank 0's decision (stop, save) shared with every process; itself when alone."""
-    rank, size = world()
-    if size == 1:
-        return flag
+def collective_device() -> torch.device:
+    """Where tensors for a collective must live: NCCL moves CUDA tensors only."""
     import torch.distributed as dist
 
-    value = torch.tensor([1 if flag else 0])
-    dist.broadcast(value, src=0)
-    return bool(value.item())
+    if dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def share_from_rank0(value: int) -> int:
+    """Rank 0's ``value``, on every process; ``value`` itself when alone."""
+    rank, size = world()
+    if size == 1:
+        return value
+    import torch.distributed as dist
+
+    tensor = torch.tensor([value], dtype=torch.int64, device=collective_device())
+    dist.broadcast(tensor, src=0)
+    return int(tensor.item())
+
+
+def agree(flag: bool) -> bool:
+    """Rank 0's decision (stop, save) shared with every process; itself when alone."""
+    return bool(share_from_rank0(int(flag)))

@@ -1,4 +1,4 @@
-"""A transformer sentence encoder for dual-encoder training.
+"""The transformer sentence encoder that ``bitextmine train`` builds from scratch (``ckpt:DIR``).
 
 Token embeddings (optionally averaged with hashed character n-gram embeddings, as in
 USE-xling) -> learned positions -> pre-norm transformer layers -> mean (or CLS) pooling

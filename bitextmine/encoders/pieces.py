@@ -1,0 +1,25 @@
+"""SentencePiece tokenization of the transformer encoders that ``bitextmine train`` builds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class PieceTokenizer:
+    """SentencePiece ids shifted by one, so that 0 is padding; BOS first, EOS last."""
+
+    def __init__(self, model_file: str | Path):
+        import sentencepiece
+
+        self.model_file = Path(model_file)
+        self.sp = sentencepiece.SentencePieceProcessor(model_file=str(model_file))
+
+    @property
+    def vocab_size(self) -> int:
+        return self.sp.get_piece_size() + 1
+
+    def pieces(self) -> list[str]:
+        return ["<pad>"] + [self.sp.id_to_piece(i) for i in range(self.sp.get_piece_size())]
+
+    def encode(self, texts: list[str]) -> list[list[int]]:
+        return [[i + 1 for i in ids] for ids in self.sp.encode(texts, add_bos=True, add_eos=True)]

@@ -1,0 +1,260 @@
+"""What a run leaves on disk, and when it stops: checkpoints, resume, Ctrl-C, the time limit.
+
+    OUT/config.json, model.safetensors, sentencepiece.model
+                                 the encoder (format: encoders/checkpoint.py), of the best dev
+                                 evaluation; of the latest step while there has been none
+    OUT/train_log.jsonl          one JSON line per evaluation
+    OUT/state/last.safetensors   model, optimiser and RNG state: everything ``--resume`` needs,
+    OUT/state/last.json          with the step, best dev score and the run's settings
+
+No pickle anywhere: tensors go to safetensors, everything else to JSON, each written
+under a temporary name and renamed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import signal
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from bitextmine import __version__
+from bitextmine.encoders.base import Encoder
+from bitextmine.encoders.checkpoint import CONFIG, load_tensors, save_tensors, write_model
+from bitextmine.errors import BitextmineError
+from bitextmine.io.atomic import atomic_path, save_json
+from bitextmine.train.config import TrainConfig
+from bitextmine.train.optim import Optimizers
+from bitextmine.train.trainables import TrainableEncoder
+
+log = logging.getLogger(__name__)
+
+LOG = "train_log.jsonl"
+STATE_DIR = "state"
+SAVE_BYTES_PER_SECOND = 100e6  # a slow disk: how long a save may take before one has been timed
+
+
+@dataclass
+class RunState:
+    step: int = 0
+    best_dev: float = -1.0  # dev P@1 of the saved model; -1: no evaluation yet
+    bad_evals: int = 0  # evaluations since the best
+    seconds: float = 0.0  # training time over every session of the run
+    history: list = field(default_factory=list)
+
+    @property
+    def evaluated(self) -> bool:
+        return self.best_dev >= 0
+
+
+class Meter:
+    """Training time and pairs since the last save (when they are added to ``RunState.seconds``)."""
+
+    def __init__(self):
+        self.started, self.pairs = time.time(), 0
+
+    def seconds(self) -> float:
+        return time.time() - self.started
+
+    def pairs_per_second(self) -> float:
+        return self.pairs / max(self.seconds(), 1e-9)
+
+    def lap(self) -> float:
+        seconds = self.seconds()
+        self.started, self.pairs = time.time(), 0
+        return seconds
+
+
+def check_output(out_dir: Path, resume: bool) -> bool:
+    """Whether the run in ``out_dir`` is resumed; refuses to overwrite a checkpoint otherwise."""
+    resumed = resume and (out_dir / STATE_DIR / "last.json").is_file()
+    if (out_dir / CONFIG).exists() and not resumed:
+        raise BitextmineError("already holds a checkpoint: use --resume to continue it, or another -o", path=out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return resumed
+
+
+def append_log(out_dir: Path, record: dict) -> None:
+    path = out_dir / LOG
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    with atomic_path(path) as tmp:
+        tmp.write_text(old + json.dumps(record) + "\n", encoding="utf-8")
+
+
+class Checkpoints:
+    """What one run writes into ``out_dir``; only the ``writer`` process (rank 0) writes."""
+
+    def __init__(self, out_dir: Path, model: TrainableEncoder, optimizer: Optimizers, cfg: TrainConfig,
+                 teacher: Encoder | None = None, writer: bool = True):
+        self.out_dir, self.model, self.optimizer, self.cfg, self.writer = out_dir, model, optimizer, cfg, writer
+        self.description = {**model.config(), "compatible_with": teacher.identity.space() if teacher else None,
+                            "teacher": cfg.teacher, "train_config": asdict(cfg), "bitextmine_version": __version__}
+
+    def restore(self) -> RunState:
+        """Model, optimiser and RNG as they were at the last save; refuses changed settings."""
+        saved = json.loads((self.out_dir / STATE_DIR / "last.json").read_text())
+        signature = self.cfg.run_signature()
+        if saved["config"] != signature:
+            changed = sorted(k for k in {*saved["config"], *signature} if saved["config"].get(k) != signature.get(k))
+            raise BitextmineError(f"--resume with different settings ({', '.join(changed)})", path=self.out_dir)
+        tensors = load_tensors(self.out_dir / STATE_DIR / "last.safetensors")
+        self.model.module.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
+        states: list[dict[int, dict]] = [{} for _ in saved["optimizer"]["param_groups"]]
+        for key, value in tensors.items():
+            if key.startswith("optim"):
+                which, pid, name = key.split(".", 2)
+                states[int(which[len("optim"):])].setdefault(int(pid), {})[name] = value
+        self.optimizer.load_state_dict([{"state": st, "param_groups": groups} for st, groups
+                                        in zip(states, saved["optimizer"]["param_groups"], strict=True)])
+        torch.set_rng_state(tensors["rng.torch"])
+        state = RunState(**saved["run"])
+        log.info("resuming at step %d (best dev P@1 %.2f)", state.step, state.best_dev)
+        return state
+
+    def record_evaluation(self, state: RunState, p1: float, loss: float, lr: float, meter: Meter) -> None:
+        """Log a dev evaluation; keep the model when it is the best so far."""
+        record = {"step": state.step, "loss": round(loss, 4), "dev_p@1": round(p1, 2), "lr": lr,
+                  "seconds": round(state.seconds + meter.seconds(), 1),
+                  "pairs_per_second": round(meter.pairs_per_second(), 1)}
+        state.history.append(record)
+        log.info("step %d  loss %.4f  dev P@1 %.2f", state.step, loss, p1)
+        if self.writer:
+            append_log(self.out_dir, record)
+        if p1 > state.best_dev:
+            state.best_dev, state.bad_evals = p1, 0
+            self.save_model(state)
+        else:
+            state.bad_evals += 1
+
+    def save_model(self, state: RunState) -> None:
+        if self.writer:
+            write_model(self.out_dir, {**self.description, "step": state.step,
+                                       "dev_p@1": state.best_dev if state.evaluated else None},
+                        self.model.module, self.model.tokenizer_file)
+
+    def save_state(self, state: RunState, meter: Meter | None = None) -> None:
+        """Everything ``--resume`` needs: model, optimiser and RNG tensors, and the RunState."""
+        if meter is not None:  # the training time since the last save
+            state.seconds += meter.lap()
+        if not self.writer:
+            return
+        tensors = {f"model.{k}": v for k, v in self.model.module.state_dict().items()}
+        param_groups = []
+        for j, opt in enumerate(self.optimizer.state_dict()):
+            for pid, st in opt["state"].items():
+                for name, value in st.items():
+                    tensors[f"optim{j}.{pid}.{name}"] = value if torch.is_tensor(value) else torch.tensor(value)
+            param_groups.append(opt["param_groups"])
+        tensors["rng.torch"] = torch.get_rng_state()
+        (self.out_dir / STATE_DIR).mkdir(parents=True, exist_ok=True)
+        save_tensors(tensors, self.out_dir / STATE_DIR / "last.safetensors")
+        save_json(self.out_dir / STATE_DIR / "last.json", {"run": asdict(state), "optimizer": {
+            "param_groups": param_groups}, "config": self.cfg.run_signature()})
+
+    def finish(self, state: RunState, meter: Meter | None = None) -> None:
+        """The state, and a loadable encoder: the latest weights if no evaluation has kept one."""
+        self.save_state(state, meter)
+        if not state.evaluated:
+            self.save_model(state)
+
+    @contextlib.contextmanager
+    def finished_on_interrupt(self, state: RunState) -> Iterator[None]:
+        try:
+            yield
+        except KeyboardInterrupt:
+            log.warning("interrupted: saving the run at step %d", state.step)
+            self.finish(state)
+            raise
+
+    def bytes_to_save(self) -> int:
+        """Roughly what a final save writes: weights in the encoder and in the state, Adam's two moments."""
+        return 4 * sum(t.numel() * t.element_size() for t in self.model.module.state_dict().values())
+
+
+class Interrupts:
+    """Ctrl-C (SIGINT) during training, acted on where the run can be saved whole.
+
+    A Ctrl-C is remembered (``requested``) and the loop stops after the step in progress;
+    inside ``immediate()`` (the long preparation, with nothing half done to lose) it
+    raises KeyboardInterrupt at once, as it would without this handler.
+    """
+
+    def __init__(self):
+        self.requested = False
+        self._immediate = False
+
+    def __enter__(self) -> Interrupts:
+        self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        signal.signal(signal.SIGINT, self._previous)
+
+    def _on_sigint(self, signum, frame) -> None:
+        if not self.requested:
+            log.warning("interrupted: stopping after this step")
+        self.requested = True
+        if self._immediate:
+            raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def immediate(self) -> Iterator[None]:
+        if self.requested:
+            raise KeyboardInterrupt
+        self._immediate = True
+        try:
+            yield
+        finally:
+            self._immediate = False
+
+
+class Deadline:
+    """``--max-minutes``: the wall time since the command started, the final save included.
+
+    ``exhausted()`` is asked after every step: it says stop when one more step plus the
+    final evaluation and save would pass the limit. Evaluations and saves are timed
+    under ``final_work``; until one of each has been, they are estimated from
+    ``expect_final_work``.
+    """
+
+    def __init__(self, minutes: float | None, started: float | None = None):
+        now = time.monotonic()
+        self.end = None if minutes is None else (started if started is not None else now) + 60 * minutes
+        self.last_step_end, self.step_seconds = now, 0.0
+        self.longest: dict[str, float] = {}  # "eval", "save" -> the longest timed so far
+        self.eval_steps, self.save_guess = 0.0, 0.0
+        self._work_since_step = 0.0
+
+    def expect_final_work(self, eval_steps: float, save_bytes: int) -> None:
+        """Until timed: an evaluation costs ``eval_steps`` steps, a save writes ``save_bytes``."""
+        self.eval_steps, self.save_guess = eval_steps, save_bytes / SAVE_BYTES_PER_SECOND
+
+    def final_seconds(self) -> float:
+        return (self.longest.get("eval", self.eval_steps * self.step_seconds)
+                + self.longest.get("save", self.save_guess))
+
+    def exhausted(self, after_step: bool = True) -> bool:
+        """Whether one more step and the final work no longer fit (``after_step=False``:
+        asked before the first step, which starts the step clock)."""
+        now = time.monotonic()
+        if after_step:  # the step's own time, without the evaluation and save timed inside it
+            self.step_seconds = now - self.last_step_end - self._work_since_step
+        self.last_step_end, self._work_since_step = now, 0.0
+        return self.end is not None and now + self.step_seconds + self.final_seconds() > self.end
+
+    @contextlib.contextmanager
+    def final_work(self, kind: str) -> Iterator[None]:
+        """Time an evaluation (``kind="eval"``) or a save (``"save"``)."""
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            seconds = time.monotonic() - started
+            self._work_since_step += seconds
+            self.longest[kind] = max(self.longest.get(kind, 0.0), seconds)
