@@ -319,3 +319,18 @@ def test_the_sidecar_says_how_the_threshold_was_chosen_and_keeps_every_score(tmp
     given = mine_corpora(src, tgt, MineConfig(threshold=1.05, device="cpu")).stats
     assert given["parameters"]["threshold_source"] == "user" and "threshold_estimate" not in given
     assert sum(given["score_histogram"]["counts"]) == sum(histogram["counts"])
+
+
+@pytest.mark.parametrize("n, translations", [(5000, 100), (3000, 450)])  # 2 % and 15 % of each side
+def test_the_default_threshold_keeps_90_percent_precision_near_the_best_f1(n, translations):
+    from bitextmine.evaluate import best_threshold
+    from bitextmine.mine.thresholds import mine_and_choose
+
+    x, y = synthetic_pools(n, translations, seed=7, noise=0.6)
+    pairs, choice = mine_and_choose(x, y, MineConfig(), ())
+    correct = (pairs.src == pairs.tgt) & (pairs.src < translations)
+    kept = pairs.score >= choice.threshold
+    precision, recall = correct[kept].mean(), correct[kept].sum() / translations
+    best = best_threshold(pairs.score, correct, translations)
+    assert choice.source == "adaptive" and precision >= 0.9
+    assert 2 * precision * recall / (precision + recall) >= best["f1"] - 0.03
