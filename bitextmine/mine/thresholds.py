@@ -196,14 +196,25 @@ def estimate_from_decoys(pair_scores: np.ndarray, decoy_src: np.ndarray, decoy_t
         lonely_src, lonely_tgt = max(n - translations, 0), max(m - translations, 0)
         false = np.minimum(lonely_src * -np.expm1(lonely_tgt * log_miss), lonely_tgt * -np.expm1(lonely_src * log_miss))
         false = np.minimum(false, kept)
-        true = kept - false
-        usable = true >= kept / 2
-        translations = float(true[usable].max()) if usable.any() else 0.0
+        translations = _translations(kept, false)
+    estimate = _estimate(grid, kept, false, translations)
+    estimate.details = {"decoy_queries": [int(len(decoy_src)), int(len(decoy_tgt))]}
+    return estimate
+
+
+def _translations(kept: np.ndarray, false: np.ndarray) -> float:
+    """The most true pairs (kept - false) at any threshold where they are at least half."""
+    true = kept - false
+    usable = true >= kept / 2
+    return float(true[usable].max()) if usable.any() else 0.0
+
+
+def _estimate(grid: np.ndarray, kept: np.ndarray, false: np.ndarray, translations: float) -> NoGoldEstimate:
+    true = kept - false
     with np.errstate(divide="ignore", invalid="ignore"):
         precision = np.where(kept > 0, true / kept, np.nan)
         recall = np.clip(true / translations, 0, 1) if translations > 0 else np.zeros(len(grid))
-    return NoGoldEstimate(grid, precision, recall, kept, false, translations,
-                          details={"decoy_queries": [int(len(decoy_src)), int(len(decoy_tgt))]})
+    return NoGoldEstimate(grid, precision, recall, kept, false, translations)
 
 
 def false_rate_by_score(estimate: NoGoldEstimate):
@@ -233,13 +244,7 @@ def estimate_for_score(pairs, false_rate) -> NoGoldEstimate:
     kept = _exceeding(ordered, grid).astype(np.float64)
     false_cumulative = np.concatenate([[0.0], np.cumsum(false_rate[order])])
     false = false_cumulative[kept.astype(np.int64)]
-    true = kept - false
-    usable = true >= kept / 2
-    translations = float(true[usable].max()) if usable.any() else 0.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        precision = np.where(kept > 0, true / kept, np.nan)
-        recall = np.clip(true / translations, 0, 1) if translations > 0 else np.zeros(len(grid))
-    return NoGoldEstimate(grid, precision, recall, kept, false, translations)
+    return _estimate(grid, kept, false, _translations(kept, false))
 
 
 def estimate_without_gold(pairs, x, y, cfg, fwd: Neighbours, bwd: Neighbours, device: str = "cpu",
