@@ -210,6 +210,9 @@ def _translations(kept: np.ndarray, false: np.ndarray) -> float:
 
 
 def _estimate(grid: np.ndarray, kept: np.ndarray, false: np.ndarray, translations: float) -> NoGoldEstimate:
+    # no more true pairs than translations: below the scores of the translations, every
+    # further pair is false (the decoy count saturates there, at the rows without one)
+    false = np.maximum(false, kept - translations)
     true = kept - false
     with np.errstate(divide="ignore", invalid="ignore"):
         precision = np.where(kept > 0, true / kept, np.nan)
