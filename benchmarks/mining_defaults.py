@@ -229,11 +229,11 @@ SETTINGS = [
     *(Setting("m30k-de", 8000, 8000, s) for s in SHARES),
     *(Setting("mt-de-long", 10000, 10000, s) for s in SHARES),
     *(Setting("tt-id", 5000, 5000, s) for s in SHARES),
-    # Russian and Chinese: 900 sentences a side at most, or 300 lines of 2-4 sentences;
+    # Russian and Chinese: 900 sentences a side at most, or 280 lines of 2-4 sentences;
     # the English side made larger with filler, as BUCC's
     *(Setting(f"tt-{lang}", 900, 900, s) for lang in ("ru", "zh") for s in (0.05, 0.15)),
     *(Setting(f"tt-{lang}", 900, 4000, 0.15) for lang in ("ru", "zh")),
-    *(Setting(f"tt-{lang}-para", 300, 1500, 0.15) for lang in ("ru", "zh")),
+    *(Setting(f"tt-{lang}-para", 280, 1400, 0.15) for lang in ("ru", "zh")),
 ]
 
 
