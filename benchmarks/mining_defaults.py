@@ -1,7 +1,7 @@
 """Does `mine` without --threshold hold on pools that look like real mining?
 
-    python benchmarks/mining_defaults.py [--encoder usem3] [--cache /tmp/bitextmine-bench-cache]
-                                         [--only m30k-de] [--score ratio]
+    python -m benchmarks.mining_defaults [--encoder usem3] [--cache /tmp/bitextmine-bench-cache]
+                                             [--only m30k-de] [--score ratio]
 
 Pools are built from parallel data the defaults were never tuned on, made to look like
 mining rather than Tatoeba retrieval: long sentences (Multi30k captions, manythings
