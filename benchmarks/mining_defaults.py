@@ -190,7 +190,8 @@ def prepare(sources_: dict[str, Source], cache: Path, wanted: set[str] | None = 
                 kept = [e for _, e in paragraphs([(e, e) for e in kept], 7, source.group)]
             source.filler = kept[:n_filler]
         if len(source.items) < n_items or len(source.filler) < (n_filler if source.filler_rows else 0):
-            raise SystemExit(f"{name}: too few lines after removing near-duplicates")
+            print(f"{name}: {len(source.items)} lines after removing near-duplicates, {n_items} needed: the "
+                  "settings that need more are left out", flush=True)
 
 
 def without_near_duplicates(english: np.ndarray) -> list[int]:
@@ -244,8 +245,10 @@ class Pool:
     gold: set[tuple[int, int]]  # (row in src, row in tgt)
 
 
-def make_pool(source: Source, setting: Setting, seed: int = 0) -> Pool:
-    """Translations planted on both sides; the rest of each side has no translation opposite."""
+def make_pool(source: Source, setting: Setting, seed: int = 0) -> Pool | None:
+    """Translations planted on both sides; the rest of each side has no translation opposite.
+
+    None when the source has too few lines for the setting."""
     n_pairs = int(round(setting.share * setting.n_src))
     rng = random.Random(seed)
     order = list(range(len(source.items)))
@@ -254,11 +257,13 @@ def make_pool(source: Source, setting: Setting, seed: int = 0) -> Pool:
     src_only = rest[:setting.n_src - n_pairs]
     n_tgt_only = setting.n_tgt - n_pairs
     if source.filler_rows:
+        if len(source.filler) < n_tgt_only:
+            return None
         tgt_only = [-1 - i for i in rng.sample(range(len(source.filler)), n_tgt_only)]
     else:
         tgt_only = rest[setting.n_src - n_pairs:setting.n_src - n_pairs + n_tgt_only]
-        if len(tgt_only) < n_tgt_only:
-            raise SystemExit(f"{setting.label}: {len(source.items)} lines, too few")
+    if len(src_only) < setting.n_src - n_pairs or len(tgt_only) < n_tgt_only:
+        return None
     src, tgt = pairs + src_only, pairs + tgt_only
     rng.shuffle(src)
     rng.shuffle(tgt)
@@ -327,7 +332,7 @@ def prf(correct: np.ndarray, keep: np.ndarray, n_gold: int) -> tuple[float, floa
     return p, r, (2 * p * r / (p + r) if p + r else 0.0)
 
 
-def run_setting(encoder, source: Source, setting: Setting, score: str, cache: Path, seed: int) -> dict:
+def run_setting(encoder, source: Source, setting: Setting, score: str, cache: Path, seed: int) -> dict | None:
     """Mine one setting with no threshold; P/R/F1 at the default, the best and the fixed threshold."""
     from bitextmine.evaluate import best_threshold
     from bitextmine.mine import MineConfig
@@ -336,6 +341,8 @@ def run_setting(encoder, source: Source, setting: Setting, score: str, cache: Pa
     from bitextmine.mine.thresholds import choose_threshold, fixed_threshold
 
     pool = make_pool(source, setting, seed)
+    if pool is None:
+        return None
     x, y = pool_vectors(source_vectors(encoder, source, cache), pool)
     cfg = MineConfig(score=score)
     started = time.time()
@@ -404,6 +411,9 @@ def main() -> None:
             continue
         source = all_sources[setting.source]
         out = run_setting(encoder, source, setting, args.score, args.cache, args.seed)
+        if out is None:
+            print(f"| {setting.label}: too few lines, left out |", flush=True)
+            continue
         best, chosen, (p, r, f1), fixed = out["best"], out["chosen"], out["default"], out["fixed"]
         gap = 100 * (best["f1"] - f1)
         worst_p, worst_gap, seconds = min(worst_p, p), max(worst_gap, gap), seconds + out["seconds"]
