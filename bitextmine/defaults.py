@@ -101,6 +101,11 @@ FILTER_LID_CANDIDATES = ("ar", "bg", "cs", "da", "de", "el", "en", "es", "fa", "
 # 160,000 times), both as written and without its names (words it shares with the other side,
 # capitalised words)
 FILTER_LID_MARGIN = 12.0
+# Pairs judged in parallel worker processes (forked: they share the pairs without copying)
+# when there are at least this many: the rules and language ID are pure Python and
+# per pair, and below this the workers' start costs more than it saves.
+FILTER_PARALLEL_MIN_PAIRS = 20_000
+FILTER_PARALLEL_CHUNK = 5_000  # pairs per task: small enough to balance the workers
 
 # --- train ----------------------------------------------------------------------------
 # TrainConfig reads these; the reasons are those of LaBSE and USE-xling unless said.
