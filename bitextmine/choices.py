@@ -100,5 +100,21 @@ class Amp(Choice):
     off = "off"
 
 
+class Recipe(Choice):
+    """Named sets of training settings (``bitextmine.train.recipes``)."""
+
+    add_language = "add-language"
+
+
+class StudentSides(Choice):
+    both = "both"
+    target = "target"
+
+
+class LrSchedule(Choice):
+    steps = "steps"
+    time = "time"
+
+
 def values(choice: type[Choice]) -> tuple[str, ...]:
     return tuple(member.value for member in choice)

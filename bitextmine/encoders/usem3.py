@@ -215,15 +215,18 @@ class USEm3Encoder(Encoder):
     dim = EMB_DIM
     languages = ("ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th", "tr", "zh", "zh-tw")
 
-    def __init__(self, device: str = "cpu", precision: str = "auto"):
+    def __init__(self, device: str = "cpu", precision: str = "auto", tokenizer_file: str | Path | None = None):
+        """``tokenizer_file``: a SentencePiece model other than the package's, such as the
+        package's extended with new pieces (``encoders/vocabulary.py``)."""
         super().__init__(device, precision)
         self.resources = package_resources()
+        self.tokenizer_file = Path(tokenizer_file) if tokenizer_file is not None else self.resources / "sp.model"
 
     @cached_property
     def _tokenizer(self):
         import sentencepiece
 
-        return sentencepiece.SentencePieceProcessor(model_file=str(self.resources / "sp.model"))
+        return sentencepiece.SentencePieceProcessor(model_file=str(self.tokenizer_file))
 
     @cached_property
     def network(self) -> USEm3Network:
@@ -238,8 +241,8 @@ class USEm3Encoder(Encoder):
         from importlib.metadata import version
 
         digest = hashlib.sha256()
-        for name in ("weights.npz", "sp.model"):
-            with open(self.resources / name, "rb") as f:
+        for path in (self.resources / "weights.npz", self.tokenizer_file):
+            with open(path, "rb") as f:
                 for block in iter(lambda: f.read(1 << 20), b""):
                     digest.update(block)
         return EncoderIdentity(
