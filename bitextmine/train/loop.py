@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from bitextmine.defaults import RECIPE_UNBOUNDED_STEPS
 from bitextmine.devices import resolve_device
 from bitextmine.encoders import load_encoder
 from bitextmine.progress import progress_bar
@@ -54,7 +55,7 @@ def train(data: ParallelData, out_dir: str | Path, cfg: TrainConfig = TrainConfi
     rank, world_size = world()
     torch.manual_seed(cfg.seed)  # the initial weights; data order and dev slice have their own seeds
     # 1. data
-    data, dev = with_dev_slice(data, dev, cfg.dev_size, cfg.seed)
+    data, dev = with_dev_slice(data, dev, cfg.dev_size, cfg.seed, cfg.dev_per_language)
     resumed = run_state.check_output(out_dir, resume)
     with Interrupts() as interrupts:  # a Ctrl-C waits for the end of the step, unless said otherwise
         # 2. model and optimiser; from here on there is something to save
@@ -65,7 +66,7 @@ def train(data: ParallelData, out_dir: str | Path, cfg: TrainConfig = TrainConfi
         state = checkpoints.restore() if resumed else RunState()
         # 3. objective: minutes on big data (teacher, hard negatives), so a Ctrl-C acts at once
         with checkpoints.finished_on_interrupt(state), interrupts.immediate():
-            objective = prepare_objective(model, data, cfg, device, teacher)
+            objective = prepare_objective(model, data, cfg, device, teacher, cache_dir=out_dir / run_state.STATE_DIR)
             dev_ids = model.tokenize(dev.src), model.tokenize(dev.tgt)
         # until timed: an evaluation embeds 2 x dev sentences forward only, cheaper than dev / batch steps
         deadline.expect_final_work(eval_steps=len(dev) / cfg.batch_size, save_bytes=checkpoints.bytes_to_save())
@@ -73,13 +74,17 @@ def train(data: ParallelData, out_dir: str | Path, cfg: TrainConfig = TrainConfi
         # 4. loop
         params = [p for p in model.module.parameters() if p.requires_grad]
         device_type, amp = torch.device(device).type, amp_dtype(cfg, device)
-        batches = seeded_batches(len(data), cfg.batch_size, cfg.seed, state.step * cfg.accumulation, rank, world_size)
+        batches = (objective.batches(state.step * cfg.accumulation, rank, world_size) if hasattr(objective, "batches")
+                   else seeded_batches(len(data), cfg.batch_size, cfg.seed, state.step * cfg.accumulation, rank,
+                                       world_size))  # an objective may draw its own
         meter = Meter()  # training time and pairs/s
         stop = stop_reason(state, cfg, deadline.exhausted(after_step=False), interrupts.requested)
-        with progress_bar(total=cfg.max_steps, desc="train", unit="step", disable=not progress) as bar:
+        deadline.start_training(state.time_progress)
+        total = cfg.max_steps if cfg.max_steps < RECIPE_UNBOUNDED_STEPS else None  # None: the time limit ends it
+        with progress_bar(total=total, desc="train", unit="step", disable=not progress) as bar:
             bar.update(state.step)
             while not stop:
-                lr = get_lr(state.step, cfg)
+                lr = scheduled_lr(state, cfg, deadline)
                 optimizer.set_lr(lr)
                 loss = 0.0
                 for _ in range(cfg.accumulation):
@@ -113,6 +118,14 @@ def train(data: ParallelData, out_dir: str | Path, cfg: TrainConfig = TrainConfi
         raise KeyboardInterrupt
     return {"steps": state.step, "best_dev_p@1": state.best_dev, "stopped": stop,
             "seconds": round(state.seconds, 1), "history": state.history}
+
+
+def scheduled_lr(state: RunState, cfg: TrainConfig, deadline: Deadline) -> float:
+    """The step's learning rate; with ``lr_schedule="time"`` the decay follows the time budget too."""
+    if cfg.lr_schedule != "time" or deadline.end is None:
+        return get_lr(state.step, cfg)
+    state.time_progress = deadline.time_progress()
+    return get_lr(state.step, cfg, state.time_progress)
 
 
 def stop_reason(state: RunState, cfg: TrainConfig, out_of_time: bool, interrupted: bool) -> str | None:
