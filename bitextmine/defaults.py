@@ -73,8 +73,19 @@ THRESHOLDS = {
     "absolute": 0.6,
     "cosine": 0.6,  # LaBSE §7: CommonCrawl mining at cosine 0.6
 }
-# ``calibrate``: the threshold recommended is the lowest whose estimated precision reaches this.
-TARGET_PRECISION = 0.9
+# Without --threshold, `mine` estimates the precision of the pools it mines (a decoy: each
+# side mined against itself, see bitextmine/mine/thresholds.py) and keeps the threshold
+# with the best estimated F1 among those reaching this precision.
+TARGET_PRECISION = 0.9  # also what `calibrate` recommends a threshold for
+DECOY_QUERIES = 20_000  # decoy rows searched per side (all of them when a side is smaller)
+DECOY_DUPLICATE_COSINE = 0.95  # same-language neighbours this close are duplicates, not decoys
+DECOY_CAUTION = 1.0  # decoy counts are raised by this many standard errors (small pools)
+DECOY_TAIL = 25  # past the decoy's 25th best score, its share is extrapolated (exponential tail)
+ESTIMATE_POINTS = 400  # thresholds at which precision is estimated
+ESTIMATE_MIN_TRANSLATIONS = 20  # fewer estimated translations: the estimate is not used
+HISTOGRAM_BINS = 100  # the sidecar's histogram of every pair score before the threshold
+SEED_DUPLICATE_COSINE = 0.99  # a calibration seed this close to a pool sentence is that sentence
+SIDECAR_CURVE_POINTS = 80  # points of the precision estimate kept in the sidecar
 # Exact kNN works on blocks of this many query and database rows: the similarity block
 # (rows x rows fp32) bounds memory whatever the corpus size.
 KNN_BLOCK_ROWS = 8192

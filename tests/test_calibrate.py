@@ -67,7 +67,90 @@ def test_calibrate_cli(cli, tmp_path):
     precision = [p for p in cal["precision"] if p is not None]
     assert precision[-1] >= 0.9 and min(precision) < 0.9  # precision rises with the threshold
     no_gold = cli("calibrate", "--src", tmp_path / "de", "--tgt", tmp_path / "en", "--device", "cpu")
-    assert no_gold.exit_code == 0 and "method: mixture" in no_gold.stdout
+    assert no_gold.exit_code == 0 and "method: decoy" in no_gold.stdout
+
+
+# --- seeds that are also in the pools; the no-gold estimate ----------------------------------
+
+def true_precision_curve(scores, correct, thresholds):
+    out, counts = [], []
+    for t in thresholds:
+        keep = scores >= t
+        counts.append(int(keep.sum()))
+        out.append(correct[keep].mean() if keep.any() else np.nan)
+    return np.array(out), np.array(counts)
+
+
+def test_seeds_found_in_the_pools_are_left_out_and_reported():
+    from bitextmine.evaluate.calibrate import calibrate_with_seeds
+    from bitextmine.mine import MineConfig
+    from tests.test_mine import synthetic_pools
+
+    x, y = synthetic_pools(1200, 120, seed=1)
+    seed_src, seed_tgt = synthetic_pools(200, 200, seed=2)
+    # a natural mistake: the seed pairs were taken from the pools themselves
+    x_with = np.concatenate([x, seed_src[:80]])
+    y_with = np.concatenate([y, seed_tgt[:80]])
+    clean = calibrate_with_seeds(x, y, seed_src, seed_tgt, MineConfig())
+    mixed = calibrate_with_seeds(x_with, y_with, seed_src, seed_tgt, MineConfig())
+    assert mixed.details["seeds_in_pools"] == {"source_rows_left_out": 80, "target_rows_left_out": 80}
+    assert clean.details["seeds_in_pools"] == {"source_rows_left_out": 0, "target_rows_left_out": 0}
+    assert "80 source and 80 target pool sentences repeat seed sentences" in mixed.notes()[0]
+    assert np.nanmax(mixed.recall) >= 0.9  # planted seeds are found again (0 when they compete with copies)
+    assert not clean.notes()
+
+
+@pytest.mark.parametrize("translations", [30, 300])
+def test_the_no_gold_estimate_is_within_5_points_on_alike_sides(translations):
+    from bitextmine.evaluate.calibrate import calibrate_without_gold
+    from bitextmine.mine import MineConfig, mine_vectors
+    from tests.test_mine import synthetic_pools
+
+    x, y = synthetic_pools(2000, translations, seed=3, noise=0.6)
+    cal = calibrate_without_gold(x, y, MineConfig())
+    assert cal.warning is None and cal.method == "decoy"
+    pairs = mine_vectors(x, y, MineConfig(), threshold=-np.inf)
+    correct = (pairs.src == pairs.tgt) & (pairs.src < translations)
+    truth, counts = true_precision_curve(pairs.score, correct, cal.thresholds)
+    use = (counts >= 20) & (truth >= 0.5)
+    assert use.sum() >= 10
+    assert np.mean(np.abs(cal.precision[use] - truth[use])) <= 0.05
+    assert abs(cal.details["estimated_translations_in_pools"] - translations) <= 0.35 * translations
+    recommended = cal.recommend(0.9)
+    assert recommended is not None and correct[pairs.score >= recommended].mean() >= 0.85
+
+
+def test_the_no_gold_estimate_says_when_it_cannot_tell(cli, tmp_path):
+    from bitextmine.evaluate.calibrate import calibrate_without_gold
+    from bitextmine.mine import MineConfig
+    from tests.conftest import make_embedding_set
+    from tests.test_mine import synthetic_pools
+
+    x, y = synthetic_pools(1000, 5, seed=4)
+    rare = calibrate_without_gold(x, y, MineConfig())
+    assert "too few to estimate precision" in rare.warning and rare.recommend(0.5) is None
+    make_embedding_set(tmp_path / "x", x)
+    make_embedding_set(tmp_path / "y", y)
+    result = cli("calibrate", "--src", tmp_path / "x", "--tgt", tmp_path / "y", "--device", "cpu")
+    assert result.exit_code == 0 and "cannot tell:" in result.stdout
+    assert "recommended threshold for" not in result.stdout and "%" not in result.stdout
+
+
+@pytest.mark.parametrize("score", ["cosine", "distance"])
+def test_other_scores_are_judged_by_the_ratio_margin_of_each_pair(score):
+    from bitextmine.evaluate.calibrate import calibrate_without_gold
+    from bitextmine.mine import MineConfig, mine_vectors
+    from tests.test_mine import synthetic_pools
+
+    x, y = synthetic_pools(2000, 200, seed=5, noise=0.6)
+    cfg = MineConfig(score=score)
+    cal = calibrate_without_gold(x, y, cfg)
+    pairs = mine_vectors(x, y, cfg, threshold=-np.inf)
+    correct = (pairs.src == pairs.tgt) & (pairs.src < 200)
+    truth, counts = true_precision_curve(pairs.score, correct, cal.thresholds)
+    use = (counts >= 20) & (truth >= 0.5)
+    assert cal.warning is None and use.sum() >= 10
+    assert np.mean(np.abs(cal.precision[use] - truth[use])) <= 0.05
 
 
 def test_calibrate_cli_without_seeds_on_small_sets(cli, tmp_path):

@@ -61,6 +61,8 @@ AGREE = [  # clean news pairs, numbers written differently on the two sides
     ("La séance reprend à 15 h 30.", "The session resumes at 3.30pm."),
     ("会议于下午3点30分开始。", "The meeting starts at 15:30."),
     ("Der Umsatz stieg auf 7,2 Millionen Euro.", "Sales rose to €7.2m."),
+    ("Die Stadt hat 7,2 Millionen Einwohner.", "The city has 7.2 million inhabitants."),
+    ("Cette voiture coûte 100 000$.", "This car costs $100,000."),
     ("Das Paket kostet 1.500 Euro.", "The package costs 1,500 euros."),
     ("Le prix est de 100\u202f000 $.", "The price is $100,000."),
     ("Il a payé 1 500 €.", "He paid €1,500."),
@@ -236,6 +238,16 @@ def test_language_codes_count_as_their_macrolanguage():
     assert language_key("nob") == language_key("nn") == "no" and language_key("pes") == "fa"
     with pytest.raises(BitextmineError, match="French is fr"):
         language_key("french", "--src-lang")
+
+
+def test_times_decimals_and_thousands_written_differently_pass_every_rule(cli, tmp_path):
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("Die Sitzung beginnt um 15.30 Uhr im Rathaus.\tThe meeting starts at 3:30 p.m. in the town hall.\n"
+                     "Die Stadt hat 7,2 Millionen Einwohner.\tThe city has 7.2 million inhabitants.\n"
+                     "Das Auto kostet 100 000$ und ist sehr schnell.\tThe car costs $100,000 and is very fast.\n")
+    result = cli("filter", pairs, "-o", tmp_path / "kept.tsv", "--src-lang", "de", "--tgt-lang", "en", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "kept.tsv").read_text() == pairs.read_text()
 
 
 def test_filter_cli(cli, tmp_path):

@@ -246,3 +246,126 @@ def test_a_corrupted_shard_is_caught_by_its_checksum(cli, tmp_path):
     npy.write_bytes(bytes(data))
     line = one_error_line(cli("mine", "--src", tmp_path / "a", "--tgt", tmp_path / "b", "-o", tmp_path / "p.tsv"))
     assert str(npy) in line and "checksum mismatch" in line
+
+
+# --- the default threshold -----------------------------------------------------------------
+
+def synthetic_pools(n: int, translations: int, seed: int = 0, noise: float = 0.5):
+    """Two sides drawn alike; the first ``translations`` targets are noisy copies of sources."""
+    rng = np.random.default_rng(seed)
+    both = clustered_vectors(2 * n, clusters=40, noise=0.7, seed=seed)
+    x, y = both[:n], both[n:].copy()
+    copies = x[:translations] + noise * rng.standard_normal((translations, x.shape[1])).astype(np.float32) / 8
+    y[:translations] = copies / np.linalg.norm(copies, axis=1, keepdims=True)
+    return x, y
+
+
+def usem3_space() -> str:
+    from bitextmine.mine.thresholds import _usem3_space
+
+    return _usem3_space()
+
+
+def test_fixed_thresholds_follow_the_embedding_space_not_the_encoder_name():
+    from bitextmine import defaults
+    from bitextmine.encoders.base import EncoderIdentity
+    from bitextmine.encoders.usem3 import MINING_THRESHOLDS
+    from bitextmine.mine.thresholds import fixed_threshold
+
+    teacher = EncoderIdentity("usem3", "1", 512, usem3_space())
+    student = EncoderIdentity("ckpt:student", "1", 512, "c" * 64, compatible_with=usem3_space())
+    stranger = EncoderIdentity("ckpt:other", "1", 512, "d" * 64, compatible_with="e" * 64)
+    for score in ("ratio", "distance", "cosine"):
+        assert fixed_threshold(score, student) == (MINING_THRESHOLDS[score], "encoder default (fixed)")
+        assert fixed_threshold(score, student, teacher) == fixed_threshold(score, teacher, student)
+        assert fixed_threshold(score, stranger) == (defaults.THRESHOLDS[score], "LASER-scale default (fixed)")
+    assert fixed_threshold("absolute", teacher)[0] == MINING_THRESHOLDS["cosine"]
+
+
+def test_swapping_source_and_target_keeps_the_default_threshold(tmp_path):
+    x, y = synthetic_pools(800, 80)
+    teacher = {"name": "usem3", "version": "1", "dim": 64, "weights_sha256": usem3_space()}
+    student = {"name": "ckpt:student", "version": "1", "dim": 64, "weights_sha256": "c" * 64,
+               "compatible_with": usem3_space()}
+    make_embedding_set(tmp_path / "x", x, encoder=teacher)
+    make_embedding_set(tmp_path / "y", y, encoder=student)
+    a, b = EmbeddingCorpus.load([tmp_path / "x"]), EmbeddingCorpus.load([tmp_path / "y"])
+    for score in ("ratio", "cosine"):
+        forward = mine_corpora(a, b, MineConfig(score=score, device="cpu")).stats["parameters"]
+        backward = mine_corpora(b, a, MineConfig(score=score, device="cpu")).stats["parameters"]
+        assert forward["threshold"] == backward["threshold"], score
+        assert forward["threshold_source"] == backward["threshold_source"]
+        assert forward["threshold_source"].startswith("adaptive")
+
+
+def test_the_sidecar_says_how_the_threshold_was_chosen_and_keeps_every_score(tmp_path):
+    x, y = synthetic_pools(2000, 200)
+    make_embedding_set(tmp_path / "x", x)
+    make_embedding_set(tmp_path / "y", y)
+    src, tgt = EmbeddingCorpus.load([tmp_path / "x"]), EmbeddingCorpus.load([tmp_path / "y"])
+    chosen = mine_corpora(src, tgt, MineConfig(device="cpu"))
+    parameters = chosen.stats["parameters"]
+    assert parameters["threshold_source"].startswith("adaptive: estimated precision")
+    assert parameters["threshold"] == pytest.approx(chosen.scores.min(), abs=0.05)
+    histogram = chosen.stats["score_histogram"]
+    assert sum(histogram["counts"]) > len(chosen)  # every pair before the threshold, not the kept ones
+    assert histogram["edges"][0] <= parameters["threshold"] <= histogram["edges"][-1]
+    estimate = chosen.stats["threshold_estimate"]
+    assert len(estimate["thresholds"]) == len(estimate["precision"]) == len(estimate["pairs"])
+    # translations are the first 200 targets of the first 200 sources
+    correct = sum(a.split(":")[1] == b.split(":")[1] and int(a.split(":")[1]) <= 200
+                  for a, b in zip(chosen.src_ids, chosen.tgt_ids, strict=True))
+    assert correct / len(chosen) >= 0.9 and correct >= 180
+    given = mine_corpora(src, tgt, MineConfig(threshold=1.05, device="cpu")).stats
+    assert given["parameters"]["threshold_source"] == "user" and "threshold_estimate" not in given
+    assert sum(given["score_histogram"]["counts"]) == sum(histogram["counts"])
+
+
+@pytest.mark.parametrize("n, translations", [(5000, 100), (3000, 450)])  # 2 % and 15 % of each side
+def test_the_default_threshold_keeps_90_percent_precision_near_the_best_f1(n, translations):
+    from bitextmine.evaluate import best_threshold
+    from bitextmine.mine.thresholds import mine_and_choose
+
+    x, y = synthetic_pools(n, translations, seed=7, noise=0.6)
+    pairs, choice = mine_and_choose(x, y, MineConfig(), ())
+    correct = (pairs.src == pairs.tgt) & (pairs.src < translations)
+    kept = pairs.score >= choice.threshold
+    precision, recall = correct[kept].mean(), correct[kept].sum() / translations
+    best = best_threshold(pairs.score, correct, translations)
+    assert choice.source == "adaptive" and precision >= 0.9
+    assert 2 * precision * recall / (precision + recall) >= best["f1"] - 0.03
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("score", ["ratio", "cosine"])
+def test_the_default_threshold_on_long_real_lines_with_2_percent_translations(usem3, score):
+    """The default encoder on lines of two joined Multi30k captions: 40 translations in
+    2,000 lines a side (BUCC's 2 %), the rest of each side without a translation."""
+    import gzip
+    import random
+
+    from bitextmine.evaluate import best_threshold
+    from bitextmine.mine.thresholds import mine_and_choose
+    from tests.conftest import SHARED_DATA
+
+    folder = SHARED_DATA / "train" / "multi30k"
+    if not folder.is_dir():
+        pytest.skip(f"Multi30k not found under {SHARED_DATA}")
+
+    def read(lang):
+        with gzip.open(folder / f"train.{lang}.gz", "rt", encoding="utf-8") as f:
+            return f.read().splitlines()
+
+    rows = list(dict(zip(read("de"), read("en"), strict=True)).items())
+    random.Random(3).shuffle(rows)
+    lines = [(f"{a[0]} {b[0]}", f"{a[1]} {b[1]}") for a, b in zip(rows[0:8000:2], rows[1:8000:2], strict=True)]
+    n, translations = 2000, 40
+    src = [g for g, _ in lines[:n]]
+    tgt = [e for _, e in lines[:translations]] + [e for _, e in lines[n:2 * n - translations]]
+    pairs, choice = mine_and_choose(usem3.encode(src), usem3.encode(tgt), MineConfig(score=score), (usem3.identity,))
+    correct = (pairs.src == pairs.tgt) & (pairs.src < translations)
+    kept = pairs.score >= choice.threshold
+    precision, recall = correct[kept].mean(), correct[kept].sum() / translations
+    assert choice.source == "adaptive" and precision >= 0.9, choice.reason
+    best = best_threshold(pairs.score, correct, translations)
+    assert 2 * precision * recall / (precision + recall) >= best["f1"] - 0.03

@@ -55,7 +55,8 @@ def test_a_small_run_inline_writes_every_stage_and_a_rerun_redoes_nothing(cli, t
     assert [(s["stage"], s["ran"]) for s in summary["stages"]] == [("embed", 4), ("index", 0), ("mine", 1),
                                                                    ("filter", 1)]
     pairs = (tmp_path / "run" / "pairs" / "de-en.tsv").read_text().splitlines()
-    assert len(pairs) > 30 and all(len(line.split("\t")) == 5 for line in pairs)  # score, texts, ids
+    # a quarter of each side: about 20 of the 300 translations meet; score, texts, ids
+    assert len(pairs) >= 10 and all(len(line.split("\t")) == 5 for line in pairs)
     assert cli("run", config, "--launcher", "inline", "-q").exit_code == 0
     assert [s["ran"] for s in json.loads((tmp_path / "run" / "summary.json").read_text())["stages"]] == [0, 0, 0, 0]
 

@@ -37,3 +37,53 @@ def test_report_of_an_empty_mining_result(cli, tmp_path):
     result = cli("report", tmp_path / "p.tsv", "-o", tmp_path / "r.html")
     assert result.exit_code == 0, result.stderr
     assert "<th>pairs</th><td class='num'>0</td>" in (tmp_path / "r.html").read_text()
+
+
+def test_report_of_a_chosen_threshold_plots_every_score_and_the_estimate(cli, tmp_path):
+    import json
+
+    import numpy as np
+
+    from tests.conftest import make_embedding_set
+    from tests.test_mine import synthetic_pools
+
+    x, y = synthetic_pools(1500, 150)
+    make_embedding_set(tmp_path / "x", x)
+    make_embedding_set(tmp_path / "y", y)
+    assert cli("mine", "--src", tmp_path / "x", "--tgt", tmp_path / "y", "-o", tmp_path / "p.tsv", "-q",
+               "--device", "cpu").exit_code == 0
+    meta = json.loads((tmp_path / "p.tsv.json").read_text())
+    everything = sum(meta["score_histogram"]["counts"])
+    kept = len((tmp_path / "p.tsv").read_text().splitlines())
+    assert everything > 2 * kept  # the histogram holds the pairs below the threshold too
+    result = cli("report", tmp_path / "p.tsv", "-o", tmp_path / "r.html")
+    assert result.exit_code == 0, result.stderr
+    page = (tmp_path / "r.html").read_text()
+    assert f"Histogram of all {everything:,} pairs the retrieval selected before the threshold" in page
+    assert f"Threshold in use: {meta['parameters']['threshold']:g} (adaptive: estimated precision" in page
+    assert len(re.findall(r"src='data:image/png;base64,", page)) == 3  # scores, kept, estimate
+    assert "<h2>Estimated precision and recall</h2>" in page
+    assert "score_histogram" not in page.split("<h2>Parameters")[1]  # plotted, not dumped
+
+    # a calibrate --json curve replaces mine's estimate; a broken one is one error line
+    curve = {"method": "seeds", "thresholds": [1.0, 1.1, 1.2], "precision": [0.5, 0.8, 0.95],
+             "recall": [0.9, 0.8, 0.6]}
+    (tmp_path / "cal.json").write_text(json.dumps(curve))
+    assert cli("report", tmp_path / "p.tsv", "-o", tmp_path / "c.html", "--calibration",
+               tmp_path / "cal.json").exit_code == 0
+    assert (tmp_path / "c.estimate.png").read_bytes().startswith(b"\x89PNG")
+    for text, message in (("[1, 2]", "a JSON object is expected"), ('{"method": "seeds"}',
+                                                                      "not a `bitextmine calibrate --json` file")):
+        (tmp_path / "bad.json").write_text(text)
+        bad = cli("report", tmp_path / "p.tsv", "-o", tmp_path / "b.html", "--calibration", tmp_path / "bad.json")
+        assert bad.exit_code == 1 and message in bad.stderr and not (tmp_path / "b.html").exists()
+    assert np.isfinite(meta["parameters"]["threshold"])
+
+
+def test_the_axis_is_named_by_the_margin():
+    from bitextmine.evaluate.report import score_name
+
+    assert score_name({"parameters": {"score": "ratio"}}) == "ratio margin"
+    assert score_name({"parameters": {"score": "cosine"}}) == "cosine"
+    assert score_name({"parameters": {"score": "distance"}}) == "distance margin"
+    assert score_name(None) == "score"

@@ -38,7 +38,7 @@ def calibrate(
     seeds: Annotated[str | None, typer.Option(
         metavar="PAIRS", show_default=False,
         help="Known translation pairs, src<TAB>tgt (a few hundred): planted in the pools to measure precision "
-             "and recall. Without it, a mixture model of the score distribution is used.")] = None,
+             "and recall. Without it, each side mined against itself estimates the false pairs.")] = None,
     target_precision: Annotated[float, typer.Option(
         metavar="P", min=0.0, max=1.0, callback=finite,
         help="Recommend the lowest threshold whose precision is at least P (a share: 0.9 for 90%).")]
@@ -54,9 +54,9 @@ def calibrate(
 ) -> None:
     """Estimate precision and recall at each threshold for these pools; recommend one.
 
-    With --seeds, known pairs are planted in the pools and mined back; without, a
-    two-component mixture is fitted to the scores. Each method's failure modes are in
-    the README.
+    With --seeds, known pairs are planted in the pools and mined back; without, each
+    side mined against itself estimates the false pairs. Each method's failure modes
+    are in the README.
 
     \b
     Examples:
@@ -74,15 +74,22 @@ def calibrate(
     result, recommended = calibrate_sets(src, tgt, cfg, target_precision, seeds, seed, progress=not quiet)
     aside = json_to_stdout(json_out)  # the JSON holds stdout: the summary goes to stderr
     typer.echo(f"method: {result.method}  ({cfg.score} score, k={k}, {cfg.retrieval} retrieval)", err=aside)
-    shown = np.unique(np.linspace(0, len(result.thresholds) - 1, min(TABLE_ROWS, len(result.thresholds))).astype(int))
-    print_table(["threshold", "precision %", "recall %", "pairs"],
-                [[f"{result.thresholds[i]:.4f}", f"{100 * result.precision[i]:.1f}",
-                  "-" if np.isnan(result.recall[i]) else f"{100 * result.recall[i]:.1f}", int(result.pairs[i])]
-                 for i in shown], err=aside)
-    if recommended is None:
-        typer.echo(f"no threshold reaches {100 * target_precision:g}% estimated precision", err=aside)
+    for note in result.notes():
+        typer.echo(note, err=aside)
+    if result.warning:
+        typer.echo(f"cannot tell: {result.warning}; no estimate, no threshold recommended", err=aside)
     else:
-        typer.echo(f"recommended threshold for {100 * target_precision:g}% precision: {recommended:.4f}", err=aside)
+        shown = np.unique(np.linspace(0, len(result.thresholds) - 1,
+                                      min(TABLE_ROWS, len(result.thresholds))).astype(int))
+        print_table(["threshold", "precision %", "recall %", "pairs"],
+                    [[f"{result.thresholds[i]:.4f}", f"{100 * result.precision[i]:.1f}",
+                      "-" if np.isnan(result.recall[i]) else f"{100 * result.recall[i]:.1f}", int(result.pairs[i])]
+                     for i in shown], err=aside)
+        if recommended is None:
+            typer.echo(f"no threshold reaches {100 * target_precision:g}% estimated precision", err=aside)
+        else:
+            typer.echo(f"recommended threshold for {100 * target_precision:g}% precision: {recommended:.4f}",
+                       err=aside)
     if json_out:
         write_json(json_out, {**result.to_dict(), "recommended_threshold": recommended,
                               "target_precision": target_precision,

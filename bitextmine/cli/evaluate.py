@@ -103,8 +103,9 @@ def bucc(
     score: score_option() = Score(defaults.SCORE),
     margin: MarginAlias = None,
     retrieval: retrieval_option() = Retrieval(defaults.RETRIEVAL),
-    threshold: Annotated[float | None, typer.Option(metavar="X", callback=finite, show_default=False,
-                                                    help="Threshold to report (default: the encoder's).")] = None,
+    threshold: Annotated[float | None, typer.Option(
+        metavar="X", callback=finite, show_default=False,
+        help="Threshold to report (default: the one `mine` chooses).")] = None,
     device: device_option() = defaults.DEVICE,
     json_out: json_option() = None,
     quiet: Quiet = False,

@@ -50,8 +50,13 @@ def mine(
     retrieval: retrieval_option(rich_help_panel=SEARCH) = Retrieval(defaults.RETRIEVAL),
     threshold: Annotated[float | None, typer.Option(
         metavar="X", callback=finite, rich_help_panel=SEARCH, show_default=False,
-        help="Keep pairs scoring at least this (default: the encoder's own for the score; else ratio "
+        help="Keep pairs scoring at least this (default: chosen on these pools for --target-precision; with no "
+             "estimate, the encoder's own for the score, else ratio "
              f"{defaults.THRESHOLDS['ratio']}, cosine {defaults.THRESHOLDS['cosine']}).")] = None,
+    target_precision: Annotated[float, typer.Option(
+        metavar="P", min=0.01, max=0.99, callback=finite, rich_help_panel=SEARCH,
+        help="Without --threshold: the estimated precision the chosen threshold must reach (a share).")]
+    = defaults.TARGET_PRECISION,
     top_n: Annotated[int | None, typer.Option(metavar="N", min=0, rich_help_panel=SEARCH, show_default=False,
                                               help="Keep only the N best pairs.")] = None,
     nprobe: Annotated[int | None, typer.Option(metavar="N", min=1, rich_help_panel=SEARCH, show_default=False,
@@ -97,7 +102,7 @@ def mine(
         raise usage_error("the pairs already go to standard output: give --json a file", "--json")
     setup_logging(quiet)
     cfg = MineConfig(k=k, score=score_of(score, margin), retrieval=retrieval.value, threshold=threshold,
-                     top_n=top_n, nprobe=nprobe, device=device)
+                     top_n=top_n, nprobe=nprobe, device=device, target_precision=target_precision)
     target = PairsOutput(output=output, meta=json_out, with_ids=with_ids,
                          filter=filter_cfg if filter_pairs else None, rejects=rejects)
     mined = mine_to_files(src, tgt, cfg, target, src_index=src_index, tgt_index=tgt_index, progress=not quiet)

@@ -22,12 +22,16 @@ def report(
                                              help="Mining sidecar JSON (default: PAIRS.json when present).")] = None,
     filter_report: Annotated[str | None, typer.Option(metavar="FILE", show_default=False,
                                                       help="A filter report JSON, for the filter counts.")] = None,
+    calibration: Annotated[str | None, typer.Option(
+        metavar="FILE", show_default=False,
+        help="A `bitextmine calibrate --json` file: plot its estimated precision and recall.")] = None,
     quiet: Quiet = False,
 ) -> None:
     """Write a mining report: one HTML page that opens without a server.
 
-    It holds the score histogram, the pairs kept against the threshold, sampled pairs
-    per score band, the filter counts and the parameters.
+    It holds the histogram of all candidate scores, the pairs kept and the estimated
+    precision against the threshold (the threshold in use marked), sampled pairs per
+    score band, the filter counts and the parameters.
 
     \b
     Example:
@@ -39,5 +43,5 @@ def report(
     from bitextmine.evaluate.report import make_report
 
     setup_logging(quiet)
-    written = make_report(mined, output, meta, filter_report)
+    written = make_report(mined, output, meta, filter_report, calibration)
     logging.getLogger("bitextmine").info("wrote %s", ", ".join(str(p) for p in written))

@@ -65,16 +65,4 @@ def load_encoder(spec: str = defaults.ENCODER, device: str = "cpu", precision: s
     raise BitextmineError(f"unknown encoder {spec!r}: known kinds are {known}")
 
 
-def declared_thresholds(encoder_name: str) -> dict[str, float]:
-    """Mining thresholds an encoder declares for its own score scale (may be empty).
-
-    Read without loading the encoder: the default encoder's live in its module.
-    """
-    if encoder_name == "usem3":
-        from bitextmine.encoders.usem3 import MINING_THRESHOLDS
-
-        return MINING_THRESHOLDS
-    return {}
-
-
-__all__ = ["Encoder", "EncoderIdentity", "declared_thresholds", "load_encoder"]
+__all__ = ["Encoder", "EncoderIdentity", "load_encoder"]

@@ -81,29 +81,31 @@ def evaluate_bucc_files(src: str | Path, tgt: str | Path, gold: str | Path, enco
                         progress: bool = False) -> dict:
     """Mine two ``id<TAB>sentence`` files with no threshold and score against the gold pairs.
 
-    ``cfg`` is a ``MineConfig``; its threshold (default: the encoder's) is the one
-    reported beside the best of the sweep. Returns the report: ``metrics``,
-    ``primary_metric`` and ``signature``.
+    ``cfg`` is a ``MineConfig``; its threshold (default: the one `mine` chooses for these
+    pools) is the one reported beside the best of the sweep. Returns the report:
+    ``metrics``, ``threshold_source``, ``primary_metric`` and ``signature``.
     """
     from dataclasses import replace
 
     from bitextmine.devices import resolve_device
     from bitextmine.encoders import load_encoder
     from bitextmine.evaluate import signature
-    from bitextmine.mine import default_threshold, mine_vectors
+    from bitextmine.mine.thresholds import mine_and_choose
     from bitextmine.progress import encode_with_progress
 
     src_s, tgt_s, gold_pairs = read_id_sentences(src), read_id_sentences(tgt), read_gold(gold)
     _warn_absent_gold(gold_pairs, src_s, tgt_s, gold)
     cfg = replace(cfg, device=resolve_device(cfg.device))
     encoder = load_encoder(encoder_name, device=cfg.device)
-    if cfg.threshold is None:
-        cfg = replace(cfg, threshold=default_threshold(encoder.identity.name, cfg.score))
     src_unique, tgt_unique = list(dict.fromkeys(src_s.texts)), list(dict.fromkeys(tgt_s.texts))
     x = encode_with_progress(encoder, src_unique, "encode src", progress)
     y = encode_with_progress(encoder, tgt_unique, "encode tgt", progress)
-    pairs = mine_vectors(x, y, cfg, threshold=-np.inf, progress=progress)  # every pair: the sweep needs them
-    return {"metrics": evaluate_mined(src_s, tgt_s, src_unique, tgt_unique, pairs, gold_pairs, cfg.threshold),
+    # every pair (the sweep needs them), and the threshold `mine` would use for them
+    pairs, choice = mine_and_choose(x, y, cfg, (encoder.identity,), device=cfg.device, progress=progress)
+    cfg = replace(cfg, threshold=choice.threshold)
+    log.info("threshold %g (%s)", cfg.threshold, choice.reason)
+    metrics = evaluate_mined(src_s, tgt_s, src_unique, tgt_unique, pairs, gold_pairs, cfg.threshold)
+    return {"metrics": metrics, "threshold_source": choice.reason,
             "primary_metric": "bucc_f1",
             "signature": signature(encoder=encoder.identity.name, k=cfg.k, margin=cfg.score,
                                    retrieval=cfg.retrieval)}

@@ -17,13 +17,15 @@ the thresholds, and precision(t) = 1 - ((n - T) G(t) + T W(t)) / N(t). Fails whe
 corpus (other domain or length: their recall curve is not the corpus's), or when there
 are too few seeds to estimate G and R (a few hundred are enough).
 
-**No gold** (``calibrate_without_gold``): a two-component Gaussian mixture on the
-scores of all retrieved pairs; the upper component stands for translations. Precision
-at t is that component's share of the mass above t. Also reported: the share of pairs
-above t that are mutual nearest neighbours (forward and backward agree). Fails when
-the two score distributions overlap heavily, when translations are very rare (the
-upper component then fits the tail of the non-translations), or when the score
-distribution of either group is far from Gaussian (ratio margins are skewed).
+Seeds that also occur in the pools (the same sentence, or a near-identical vector) would
+be planted next to their own copies and never mined as planted: those pool rows are left
+out before planting, and the result says how many there were.
+
+**No gold** (``calibrate_without_gold``): the decoy estimate `mine` uses to choose its
+threshold (``bitextmine.mine.thresholds``): each side mined against itself stands for
+sentences without a translation, which gives the number of false pairs at each
+threshold. It says when it cannot tell (too few translations found) instead of giving
+numbers.
 """
 
 from __future__ import annotations
@@ -48,10 +50,13 @@ class Calibration:
     recall: np.ndarray  # nan where unknown
     pairs: np.ndarray  # mined pool pairs with score >= threshold
     details: dict
+    warning: str | None = None  # why the estimate cannot be trusted; then nothing is recommended
 
     def recommend(self, target_precision: float) -> float | None:
         """The lowest threshold (most recall) whose estimated precision reaches the target
         there and at every higher threshold."""
+        if self.warning:
+            return None
         ok = self.precision >= target_precision
         # walk down from the highest threshold while precision holds
         best = None
@@ -60,6 +65,15 @@ class Calibration:
                 break
             best = float(self.thresholds[i])
         return best
+
+    def notes(self) -> list[str]:
+        """What a user must know about this result, one line each."""
+        found = self.details.get("seeds_in_pools", {})
+        src, tgt = found.get("source_rows_left_out", 0), found.get("target_rows_left_out", 0)
+        if src or tgt:
+            return [f"note: {src} source and {tgt} target pool sentences repeat seed sentences; they were left "
+                    "out of the pools before the seeds were planted"]
+        return []
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -82,18 +96,44 @@ def _at_least(scores: np.ndarray, grid: np.ndarray) -> np.ndarray:
     return len(ordered) - np.searchsorted(ordered, grid, side="left")
 
 
+def seeds_in_pools(x_pool, y_pool, seed_src: np.ndarray, seed_tgt: np.ndarray,
+                   device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
+    """Pool rows (source, target) that repeat a seed sentence: near-identical vectors."""
+    from bitextmine.mine.knn import exact_knn
+
+    found = []
+    for seeds, pool in ((seed_src, x_pool), (seed_tgt, y_pool)):
+        nearest = exact_knn(np.asarray(seeds, dtype=np.float32), pool, 1, device=device)
+        close = nearest.sims[:, 0] >= defaults.SEED_DUPLICATE_COSINE
+        found.append(np.unique(nearest.ids[close, 0]))
+    return found[0], found[1]
+
+
 def calibrate_with_seeds(x_pool, y_pool, seed_src: np.ndarray, seed_tgt: np.ndarray, cfg: MineConfig,
                          seed: int = 0, device: str = "cpu", progress: bool = False) -> Calibration:
-    """Plant seed pairs (and orphans) in the pools, mine, and read P/R off them."""
+    """Plant seed pairs (and orphans) in the pools, mine, and read P/R off them.
+
+    Pool rows that repeat a seed are left out first (``details["seeds_in_pools"]``).
+    """
+    src_dups, tgt_dups = seeds_in_pools(x_pool, y_pool, seed_src, seed_tgt, device)
+    x_pool = np.delete(np.asarray(x_pool[:], dtype=np.float16), src_dups, axis=0)
+    y_pool = np.delete(np.asarray(y_pool[:], dtype=np.float16), tgt_dups, axis=0)
+    result = _plant_and_measure(x_pool, y_pool, seed_src, seed_tgt, cfg, seed, device, progress)
+    result.details["seeds_in_pools"] = {"source_rows_left_out": int(len(src_dups)),
+                                        "target_rows_left_out": int(len(tgt_dups))}
+    return result
+
+
+def _plant_and_measure(x_pool, y_pool, seed_src: np.ndarray, seed_tgt: np.ndarray, cfg: MineConfig,
+                       seed: int, device: str, progress: bool) -> Calibration:
     n, m = len(x_pool), len(y_pool)
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(seed_src))
     # orphans carry the false-pair rate, which decides precision: give them more seeds
     split = int(round(PLANTED_SHARE * len(order)))
     planted, orphans = order[:split], order[split:]
-    x = np.concatenate([np.asarray(x_pool[:], dtype=np.float16), seed_src[planted].astype(np.float16),
-                        seed_src[orphans].astype(np.float16)])
-    y = np.concatenate([np.asarray(y_pool[:], dtype=np.float16), seed_tgt[planted].astype(np.float16)])
+    x = np.concatenate([x_pool, seed_src[planted].astype(np.float16), seed_src[orphans].astype(np.float16)])
+    y = np.concatenate([y_pool, seed_tgt[planted].astype(np.float16)])
     pairs = mine_vectors(x, y, cfg, threshold=-np.inf, device=device, progress=progress)
 
     src, tgt, score = pairs.src, pairs.tgt, pairs.score.astype(np.float64)
@@ -124,39 +164,21 @@ def calibrate_with_seeds(x_pool, y_pool, seed_src: np.ndarray, seed_tgt: np.ndar
                         "estimated_translations_in_pools": round(t_hat, 1), "pool_sources": n, "pool_targets": m})
 
 
-def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, seed: int = 0, device: str = "cpu",
-                           progress: bool = False) -> Calibration:
-    """Mixture-model estimate from the score distribution alone."""
-    from scipy.stats import norm
-    from sklearn.mixture import GaussianMixture
+def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, seed: int = defaults.SEED,
+                           device: str = "cpu", progress: bool = False) -> Calibration:
+    """The decoy estimate of `mine` (see ``bitextmine.mine.thresholds``), as a curve."""
+    from bitextmine.mine.knn import exact_knn_both_ways
+    from bitextmine.mine.scoring import candidates, retrieve
+    from bitextmine.mine.thresholds import estimate_without_gold
 
-    pairs = mine_vectors(x_pool, y_pool, cfg, threshold=-np.inf, device=device, progress=progress)
-    score = pairs.score.astype(np.float64)
-    grid = threshold_grid(score)
-    if len(score) < 10:
-        nan = np.full(len(grid), np.nan)
-        return Calibration("mixture", grid, nan, nan, _at_least(score, grid), {"fitted": False})
-    mixture = GaussianMixture(2, random_state=seed).fit(score[:, None])
-    means = mixture.means_.ravel()
-    sds = np.sqrt(mixture.covariances_.ravel())
-    weights = mixture.weights_.ravel()
-    hi, lo = int(np.argmax(means)), int(np.argmin(means))
-    above_true = weights[hi] * norm.sf(grid, means[hi], sds[hi])
-    above_false = weights[lo] * norm.sf(grid, means[lo], sds[lo])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        precision = np.where(above_true + above_false > 0, above_true / (above_true + above_false), np.nan)
-    recall = norm.sf(grid, means[hi], sds[hi])
-    # agreement of the two directions, as a second signal: mutual nearest neighbours
-    mutual = mine_vectors(x_pool, y_pool, MineConfig(k=cfg.k, score=cfg.score, retrieval="intersect",
-                                                     block_rows=cfg.block_rows), threshold=-np.inf, device=device,
-                          progress=progress)
-    mutual_share = _at_least(mutual.score.astype(np.float64), grid) / np.maximum(_at_least(score, grid), 1)
-    return Calibration("mixture", grid, precision, recall, _at_least(score, grid),
-                       {"components": {"translations": {"weight": float(weights[hi]), "mean": float(means[hi]),
-                                                        "sd": float(sds[hi])},
-                                       "others": {"weight": float(weights[lo]), "mean": float(means[lo]),
-                                                  "sd": float(sds[lo])}},
-                        "mutual_nn_share": [round(float(v), 4) for v in mutual_share]})
+    fwd, bwd = exact_knn_both_ways(x_pool, y_pool, cfg.k, device=device, block_rows=cfg.block_rows,
+                                   progress=progress)
+    pairs = retrieve(*candidates(fwd, bwd, cfg.score), cfg.retrieval, -np.inf)
+    estimate = estimate_without_gold(pairs, x_pool, y_pool, cfg, fwd, bwd, device, seed)
+    return Calibration("decoy", estimate.thresholds, estimate.precision, estimate.recall, estimate.pairs,
+                       {"estimated_translations_in_pools": round(estimate.translations, 1),
+                        "pool_sources": len(x_pool), "pool_targets": len(y_pool), **estimate.details},
+                       estimate.warning)
 
 
 def check_target_precision(target: float) -> None:
@@ -170,7 +192,7 @@ def calibrate_sets(src: list, tgt: list, cfg: MineConfig, target_precision: floa
 
     Each distinct sentence is one row of its pool. With ``seeds`` (a pairs file of at
     least ``MIN_SEEDS`` known translations, embedded with the sets' own encoder) the
-    seed method runs, else the mixture model.
+    seed method runs, else the decoy estimate.
     """
     from bitextmine.devices import resolve_device
     from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows

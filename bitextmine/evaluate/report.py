@@ -1,8 +1,16 @@
 """A mining report: one static HTML page (images embedded) plus the PNG files.
 
-Shows the score histogram, the number of pairs kept against the threshold, sampled
-pairs from each score band, the filter counts (when a filter report is given) and the
-parameters recorded in the mining sidecar JSON.
+Shows the histogram of the scores, the number of pairs kept against the threshold, the
+estimated precision and recall against the threshold (when there is an estimate),
+sampled pairs from each score band, the filter counts (when a filter report is given)
+and the parameters recorded in the mining sidecar JSON. The threshold in use is marked
+on every plot.
+
+The sidecar of `mine` keeps a histogram of every pair the retrieval selected *before*
+the threshold, and mine's own precision estimate when it chose the threshold: with them
+the plots cover every threshold, not only the kept pairs. Without them (a TSV alone) the
+plots show the pairs in the file. A `calibrate --json` file given with ``calibration``
+replaces mine's estimate.
 """
 
 from __future__ import annotations
@@ -25,7 +33,9 @@ from bitextmine.io.validate import Float, Int, Model, parse
 
 BANDS = 5
 FIGURES = ("scores.png", "kept.png")
+ESTIMATE_FIGURE = "estimate.png"  # when there is a precision estimate
 SAMPLES_PER_BAND = 4
+SCORE_NAMES = {"ratio": "ratio margin", "distance": "distance margin", "cosine": "cosine", "absolute": "cosine"}
 
 
 @dataclass
@@ -91,43 +101,126 @@ def load_inputs(mined: str, meta: str | None = None, filter_report: str | None =
                         [p.tgt for p in pairs], params, filt)
 
 
-def make_report(mined: str, output: str | Path, meta: str | None = None,
-                filter_report: str | None = None) -> list[Path]:
-    """Read the inputs and write the report (refusing an output that would replace an input)."""
+def make_report(mined: str, output: str | Path, meta: str | None = None, filter_report: str | None = None,
+                calibration: str | None = None) -> list[Path]:
+    """Read the inputs and write the report (refusing an output that would replace an input).
+
+    ``calibration``: a ``calibrate --json`` file whose curve is plotted instead of mine's estimate.
+    """
     from bitextmine.io.atomic import refuse_overwriting_inputs
 
-    pngs = [] if str(output) == "-" else [Path(output).with_name(f"{Path(output).stem}.{n}") for n in FIGURES]
-    refuse_overwriting_inputs([output, *pngs], [mined, meta, filter_report])
-    return write_report(load_inputs(mined, meta, filter_report), output)
+    pngs = [] if str(output) == "-" else [Path(output).with_name(f"{Path(output).stem}.{n}")
+                                          for n in (*FIGURES, ESTIMATE_FIGURE)]
+    refuse_overwriting_inputs([output, *pngs], [mined, meta, filter_report, calibration])
+    return write_report(load_inputs(mined, meta, filter_report), output, calibration=load_calibration(calibration))
 
 
-def _figures(inputs: ReportInputs, threshold: float | None):
+def load_calibration(path: str | Path | None) -> dict | None:
+    """A ``bitextmine calibrate --json`` file (its curve is plotted), or None."""
+    from bitextmine.mine.output import read_sidecar
+
+    if path is None:
+        return None
+    curve = read_sidecar(path)
+    if not isinstance(curve.get("thresholds"), list):
+        raise BitextmineError("not a `bitextmine calibrate --json` file (no thresholds)", path=path)
+    return curve
+
+
+@dataclass
+class Distribution:
+    """The scores to plot: a histogram over every threshold, and what it counts."""
+
+    counts: np.ndarray
+    edges: np.ndarray
+    label: str  # what the histogram counts, for the page
+
+
+def score_distribution(inputs: ReportInputs) -> Distribution:
+    """The sidecar's histogram of all pairs before the threshold, else the mined scores'."""
+    record = (inputs.params or {}).get("score_histogram") or {}
+    counts, edges = record.get("counts"), record.get("edges")
+    if counts and edges and len(edges) == len(counts) + 1:
+        return Distribution(np.asarray(counts, dtype=np.int64), np.asarray(edges, dtype=np.float64),
+                            f"all {int(sum(counts)):,} pairs the retrieval selected before the threshold")
+    if not len(inputs.scores):
+        return Distribution(np.zeros(0, dtype=np.int64), np.zeros(0), "no pairs")
+    counts, edges = np.histogram(inputs.scores, bins=min(60, max(10, len(inputs.scores) // 20)))
+    return Distribution(counts, edges, f"the {len(inputs.scores):,} pairs in the file (the sidecar has no "
+                                       "histogram of the pairs below the threshold)")
+
+
+def score_name(params: dict | None) -> str:
+    score = ((params or {}).get("parameters") or {}).get("score")
+    return SCORE_NAMES.get(score, "score")
+
+
+def precision_curve(params: dict | None, calibration: dict | None) -> dict | None:
+    """Estimated precision (and recall) by threshold: from ``calibrate --json``, else mine's."""
+    curve = calibration if calibration is not None else (params or {}).get("threshold_estimate")
+    if not isinstance(curve, dict) or not curve.get("thresholds"):
+        return None
+    return curve
+
+
+def _mark(ax, threshold: float | None, label: bool = False) -> None:
+    if threshold is not None:
+        ax.axvline(threshold, color="#cc3311", linestyle="--",
+                   label=f"threshold in use {threshold:g}" if label else None)
+
+
+def _figures(inputs: ReportInputs, threshold: float | None, dist: Distribution, curve: dict | None) -> dict:
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display needed
     from matplotlib import pyplot as plt
 
-    scores = inputs.scores
+    xlabel = score_name(inputs.params)
     hist, ax = plt.subplots(figsize=(7, 3.5), dpi=110)
-    ax.hist(scores, bins=min(60, max(10, len(scores) // 20)), color="#4477aa")
-    ax.set_xlabel("score")
+    if len(dist.counts):
+        ax.stairs(dist.counts, dist.edges, fill=True, color="#4477aa")
+        ax.set_yscale("symlog", linthresh=10)  # the tail of translations next to the bulk of the others
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("pairs")
-    ax.set_title("Score distribution")
+    ax.set_title("Scores of all pairs before the threshold" if "before" in dist.label else "Scores")
+    _mark(ax, threshold, label=True)
     if threshold is not None:
-        ax.axvline(threshold, color="#cc3311", linestyle="--", label=f"threshold {threshold:g}")
         ax.legend()
     hist.tight_layout()
 
     kept, ax = plt.subplots(figsize=(7, 3.5), dpi=110)
-    ordered = np.sort(scores)[::-1]
-    ax.plot(ordered, np.arange(1, len(ordered) + 1), color="#228833")
-    ax.set_xlabel("threshold")
+    if len(dist.counts):
+        at_least = np.cumsum(dist.counts[::-1])[::-1]  # pairs with score >= each bin's lower edge
+        ax.step(dist.edges[:-1], at_least, where="post", color="#228833")
+        ax.set_yscale("log")
+    ax.set_xlabel(f"threshold ({xlabel})")
     ax.set_ylabel("pairs kept (score >= threshold)")
     ax.set_title("Pairs kept against the threshold")
-    if threshold is not None:
-        ax.axvline(threshold, color="#cc3311", linestyle="--")
+    _mark(ax, threshold)
     kept.tight_layout()
-    return dict(zip(FIGURES, (hist, kept), strict=True))
+    figures = dict(zip(FIGURES, (hist, kept), strict=True))
+    if curve is not None:
+        figures[ESTIMATE_FIGURE] = _estimate_figure(curve, threshold, xlabel)
+    return figures
+
+
+def _estimate_figure(curve: dict, threshold: float | None, xlabel: str):
+    from matplotlib import pyplot as plt
+
+    est, ax = plt.subplots(figsize=(7, 3.5), dpi=110)
+    t = np.asarray(curve["thresholds"], dtype=np.float64)
+    for key, colour in (("precision", "#aa3377"), ("recall", "#66ccee")):
+        values = np.asarray([np.nan if v is None else v for v in curve.get(key, [])], dtype=np.float64)
+        if len(values) == len(t):
+            ax.plot(t, values, color=colour, label=f"estimated {key}")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel(f"threshold ({xlabel})")
+    ax.set_ylabel("share")
+    ax.set_title(f"Estimated precision and recall ({curve.get('method', 'estimate')})")
+    _mark(ax, threshold)
+    ax.legend(loc="lower left")
+    est.tight_layout()
+    return est
 
 
 def _samples(inputs: ReportInputs, seed: int = 0) -> list[tuple[str, list[tuple[float, str, str]]]]:
@@ -144,12 +237,14 @@ def _samples(inputs: ReportInputs, seed: int = 0) -> list[tuple[str, list[tuple[
     return out
 
 
-def write_report(inputs: ReportInputs, output: str | Path, title: str = "bitextmine mining report") -> list[Path]:
+def write_report(inputs: ReportInputs, output: str | Path, title: str = "bitextmine mining report",
+                 calibration: dict | None = None) -> list[Path]:
     """Write the HTML page and its PNG files; return the paths written.
 
     Everything is drawn in memory first, so a failure writes nothing. The PNGs go beside
     a regular output only; ``-`` (standard output) or a device gets the page alone (its
-    images are embedded anyway).
+    images are embedded anyway). ``calibration``: a loaded ``calibrate --json`` whose
+    curve is plotted instead of mine's estimate.
     """
     from matplotlib import pyplot as plt
 
@@ -157,13 +252,16 @@ def write_report(inputs: ReportInputs, output: str | Path, title: str = "bitextm
 
     threshold = (inputs.params or {}).get("parameters", {}) or {}
     threshold = threshold.get("threshold")
+    dist = score_distribution(inputs)
+    curve = precision_curve(inputs.params, calibration)
     pngs = {}
-    for name, fig in _figures(inputs, threshold).items():
+    for name, fig in _figures(inputs, threshold, dist, curve).items():
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png")
         plt.close(fig)
         pngs[name] = buffer.getvalue()
-    page = _page(inputs, {name: base64.b64encode(data).decode("ascii") for name, data in pngs.items()}, title)
+    images = {name: base64.b64encode(data).decode("ascii") for name, data in pngs.items()}
+    page = _page(inputs, images, title, dist, _threshold_text(inputs.params, curve))
     if not is_regular_output(output):
         write_text(output, page)
         return [Path(output)]
@@ -185,13 +283,25 @@ def write_report(inputs: ReportInputs, output: str | Path, title: str = "bitextm
     return [output, *written]
 
 
-def _page(inputs: ReportInputs, images: dict[str, str], title: str) -> str:
+def _threshold_text(params: dict | None, curve: dict | None) -> str:
+    parameters = (params or {}).get("parameters") or {}
+    threshold = parameters.get("threshold")
+    if threshold is None:
+        return "No threshold recorded (no sidecar JSON)."
+    text = f"Threshold in use: {threshold:g} ({parameters.get('threshold_source', 'not recorded how it was chosen')})."
+    if curve is not None and curve.get("warning"):
+        text += f" The estimate cannot be trusted: {curve['warning']}."
+    return text
+
+
+def _page(inputs: ReportInputs, images: dict[str, str], title: str, dist: Distribution, threshold_text: str) -> str:
     esc = html.escape
     scores = inputs.scores
     summary = [("pairs", f"{len(scores):,}")]
     if len(scores):
         summary += [("score max", f"{scores.max():.4f}"), ("median", f"{np.median(scores):.4f}"),
                     ("min", f"{scores.min():.4f}")]
+    image = "<img alt='{}' src='data:image/png;base64,{}'>".format
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)}</title>",
              "<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto;padding:0 1em}"
              "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;"
@@ -200,10 +310,13 @@ def _page(inputs: ReportInputs, images: dict[str, str], title: str) -> str:
              f"<h1>{esc(title)}</h1>",
              "<table>" + "".join(f"<tr><th>{esc(k)}</th><td class='num'>{esc(v)}</td></tr>" for k, v in summary)
              + "</table>",
-             f"<h2>Scores</h2><img alt='score histogram' src='data:image/png;base64,{images['scores.png']}'>",
-             f"<h2>Pairs kept against the threshold</h2><img alt='pairs kept' "
-             f"src='data:image/png;base64,{images['kept.png']}'>",
-             "<h2>Sampled pairs by score band</h2>"]
+             f"<p>{esc(threshold_text)}</p>",
+             f"<h2>Scores</h2><p>Histogram of {esc(dist.label)}.</p>{image('score histogram', images['scores.png'])}",
+             f"<h2>Pairs kept against the threshold</h2>{image('pairs kept', images['kept.png'])}"]
+    if ESTIMATE_FIGURE in images:
+        parts.append("<h2>Estimated precision and recall</h2>"
+                     + image("estimated precision", images[ESTIMATE_FIGURE]))
+    parts.append("<h2>Sampled pairs by score band</h2>")
     for band, rows in _samples(inputs):
         parts.append(f"<h3>score {esc(band)}</h3><table><tr><th>score</th><th>source</th><th>target</th></tr>")
         parts += [f"<tr><td class='num'>{s:.4f}</td><td>{esc(a)}</td><td>{esc(b)}</td></tr>" for s, a, b in rows]
@@ -216,6 +329,8 @@ def _page(inputs: ReportInputs, images: dict[str, str], title: str) -> str:
                   for rule, count in f.get("rejected", {}).items()]
         parts.append("</table>")
     if inputs.params:
-        parts.append("<h2>Parameters</h2><pre>" + esc(json.dumps(inputs.params, indent=2)) + "</pre>")
+        plotted = ("score_histogram", "threshold_estimate")  # shown above, too long to print
+        shown = {k: v for k, v in inputs.params.items() if k not in plotted}
+        parts.append("<h2>Parameters</h2><pre>" + esc(json.dumps(shown, indent=2)) + "</pre>")
     parts.append(f"<p><small>bitextmine {esc(__version__)}</small></p></body></html>")
     return "\n".join(parts)

@@ -20,6 +20,7 @@ from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
 from bitextmine.errors import BitextmineError
 from bitextmine.mine.knn import Neighbours, exact_knn_both_ways, index_knn
 from bitextmine.mine.scoring import RETRIEVALS, SCORE_ALIASES, SCORES, Pairs, candidates, retrieve
+from bitextmine.mine.thresholds import select_pairs, threshold_record
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +30,8 @@ class MineConfig:
     k: int = defaults.K
     score: str = defaults.SCORE  # ratio | distance | cosine ("absolute" is an alias of cosine)
     retrieval: str = defaults.RETRIEVAL
-    threshold: float | None = None  # None: the encoder's declared default for the score
+    threshold: float | None = None  # None: chosen on the pools (mine/thresholds.py)
+    target_precision: float = defaults.TARGET_PRECISION  # what a chosen threshold aims for
     top_n: int | None = None  # keep only the best N pairs
     nprobe: int | None = None  # None: the index's own
     device: str = defaults.DEVICE  # for exact search: a GPU when torch sees one
@@ -46,16 +48,10 @@ class MineConfig:
             raise BitextmineError("k must be at least 1")
         if self.top_n is not None and self.top_n < 0:
             raise BitextmineError("--top-n must be >= 0")
+        if not 0 < self.target_precision < 1:
+            raise BitextmineError("--target-precision must be between 0 and 1")
         if self.threshold is not None and not math.isfinite(self.threshold):
             raise BitextmineError(f"--threshold must be a finite number, not {self.threshold}")
-
-
-def default_threshold(encoder_name: str, score: str) -> float:
-    """The encoder's declared threshold for ``score``, else the LASER-scale default."""
-    from bitextmine.encoders import declared_thresholds
-
-    score = SCORE_ALIASES.get(score, score)
-    return declared_thresholds(encoder_name).get(score, defaults.THRESHOLDS[score])
 
 
 def mine_vectors(x, y, cfg: MineConfig, threshold: float | None = None, fwd: Neighbours | None = None,
@@ -213,16 +209,16 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
     started = time.time()
     check_compatible(src, tgt)
     # resolved once, into the config: what runs is what the sidecar records
-    cfg = replace(cfg, device=resolve_device(cfg.device), threshold=cfg.threshold if cfg.threshold is not None
-                  else default_threshold(src.encoder.name, cfg.score))
+    cfg = replace(cfg, device=resolve_device(cfg.device))
     src_side, tgt_side = unique_sentences(src), unique_sentences(tgt)
     for corpus, side in ((src, src_side), (tgt, tgt_side)):
         if not side.texts:
             raise BitextmineError("no sentence to mine: every line is blank", path=corpus.sets[0].path)
     x = SelectedRows(src, src_side.rows)
     y = SelectedRows(tgt, tgt_side.rows)
-    log.info("mining %d x %d distinct sentences (%d x %d rows), k=%d, %s margin, %s retrieval, threshold %g",
-             len(x), len(y), src.total_rows, tgt.total_rows, cfg.k, cfg.score, cfg.retrieval, cfg.threshold)
+    log.info("mining %d x %d distinct sentences (%d x %d rows), k=%d, %s margin, %s retrieval, threshold %s",
+             len(x), len(y), src.total_rows, tgt.total_rows, cfg.k, cfg.score, cfg.retrieval,
+             "chosen on these pools" if cfg.threshold is None else f"{cfg.threshold:g}")
     fwd = bwd = None
     search = "exact"
     as_list = lambda v: None if v is None else ([v] if isinstance(v, (str, Path)) else list(v))  # noqa: E731
@@ -234,7 +230,9 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
     elif src_index is not None or tgt_index is not None:
         log.warning("one index given: exact search computes both directions at once, so it is used for both")
     knn_started = time.time()
-    pairs = mine_vectors(x, y, cfg, fwd=fwd, bwd=bwd, progress=progress)
+    selection = select_pairs(x, y, cfg, (src.encoder, tgt.encoder), fwd, bwd, device=cfg.device, progress=progress)
+    pairs, cfg = selection.pairs, replace(cfg, threshold=selection.choice.threshold)
+    log.info("threshold %g (%s)", cfg.threshold, selection.choice.reason)
     knn_seconds = time.time() - knn_started
     src_rows, tgt_rows = src_side.rows[pairs.src], tgt_side.rows[pairs.tgt]
     mined = MinedPairs(
@@ -246,7 +244,7 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
     )
     mined.stats = {
         "bitextmine_version": __version__,
-        "parameters": {**asdict(cfg), "search": search,
+        "parameters": {**asdict(cfg), "threshold_source": selection.choice.reason, "search": search,
                        "src_index": str(src_index) if src_index else None,
                        "tgt_index": str(tgt_index) if tgt_index else None},
         "encoder": src.encoder.to_dict(),
@@ -258,6 +256,7 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
         "score_max": float(pairs.score.max()) if len(pairs) else None,
         "score_min": float(pairs.score.min()) if len(pairs) else None,
         "seconds": {"search_and_score": round(knn_seconds, 3), "total": round(time.time() - started, 3)},
+        **threshold_record(selection),
     }
     return mined
 
