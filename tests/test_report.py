@@ -87,3 +87,13 @@ def test_the_axis_is_named_by_the_margin():
     assert score_name({"parameters": {"score": "cosine"}}) == "cosine"
     assert score_name({"parameters": {"score": "distance"}}) == "distance margin"
     assert score_name(None) == "score"
+
+
+def test_report_escapes_the_text_of_mined_pairs(cli, tmp_path):
+    """Mined text is data: markup in a sentence shows as text, it never runs."""
+    (tmp_path / "p.tsv").write_text("1.3\t<script>alert(1)</script>\tA & B <b>bold</b>\n")
+    result = cli("report", tmp_path / "p.tsv", "-o", tmp_path / "r.html")
+    assert result.exit_code == 0, result.stderr
+    page = (tmp_path / "r.html").read_text()
+    assert "<script>" not in page and "<b>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "A &amp; B &lt;b&gt;bold&lt;/b&gt;" in page

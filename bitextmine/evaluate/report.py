@@ -16,7 +16,6 @@ replaces mine's estimate.
 from __future__ import annotations
 
 import base64
-import html
 import io
 import json
 import math
@@ -295,42 +294,21 @@ def _threshold_text(params: dict | None, curve: dict | None) -> str:
 
 
 def _page(inputs: ReportInputs, images: dict[str, str], title: str, dist: Distribution, threshold_text: str) -> str:
-    esc = html.escape
+    """The HTML page, from templates/report.html; every value is escaped by the template engine."""
+    import jinja2
+
     scores = inputs.scores
     summary = [("pairs", f"{len(scores):,}")]
     if len(scores):
         summary += [("score max", f"{scores.max():.4f}"), ("median", f"{np.median(scores):.4f}"),
                     ("min", f"{scores.min():.4f}")]
-    image = "<img alt='{}' src='data:image/png;base64,{}'>".format
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)}</title>",
-             "<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto;padding:0 1em}"
-             "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;"
-             "text-align:left;vertical-align:top}th{background:#f3f3f3}img{max-width:100%}"
-             ".num{text-align:right;font-variant-numeric:tabular-nums}</style></head><body>",
-             f"<h1>{esc(title)}</h1>",
-             "<table>" + "".join(f"<tr><th>{esc(k)}</th><td class='num'>{esc(v)}</td></tr>" for k, v in summary)
-             + "</table>",
-             f"<p>{esc(threshold_text)}</p>",
-             f"<h2>Scores</h2><p>Histogram of {esc(dist.label)}.</p>{image('score histogram', images['scores.png'])}",
-             f"<h2>Pairs kept against the threshold</h2>{image('pairs kept', images['kept.png'])}"]
-    if ESTIMATE_FIGURE in images:
-        parts.append("<h2>Estimated precision and recall</h2>"
-                     + image("estimated precision", images[ESTIMATE_FIGURE]))
-    parts.append("<h2>Sampled pairs by score band</h2>")
-    for band, rows in _samples(inputs):
-        parts.append(f"<h3>score {esc(band)}</h3><table><tr><th>score</th><th>source</th><th>target</th></tr>")
-        parts += [f"<tr><td class='num'>{s:.4f}</td><td>{esc(a)}</td><td>{esc(b)}</td></tr>" for s, a, b in rows]
-        parts.append("</table>")
-    if inputs.filter_report:
-        f = inputs.filter_report
-        parts.append(f"<h2>Filter</h2><p>kept {f.get('kept', 0):,} of {f.get('total', 0):,} pairs</p><table>"
-                     "<tr><th>rule</th><th>rejected</th></tr>")
-        parts += [f"<tr><td>{esc(rule)}</td><td class='num'>{count:,}</td></tr>"
-                  for rule, count in f.get("rejected", {}).items()]
-        parts.append("</table>")
+    parameters = None
     if inputs.params:
         plotted = ("score_histogram", "threshold_estimate")  # shown above, too long to print
-        shown = {k: v for k, v in inputs.params.items() if k not in plotted}
-        parts.append("<h2>Parameters</h2><pre>" + esc(json.dumps(shown, indent=2)) + "</pre>")
-    parts.append(f"<p><small>bitextmine {esc(__version__)}</small></p></body></html>")
-    return "\n".join(parts)
+        parameters = json.dumps({k: v for k, v in inputs.params.items() if k not in plotted}, indent=2)
+    environment = jinja2.Environment(loader=jinja2.PackageLoader("bitextmine.evaluate"), autoescape=True,
+                                     undefined=jinja2.StrictUndefined)
+    return environment.get_template("report.html").render(
+        title=title, summary=summary, threshold_text=threshold_text, distribution_label=dist.label,
+        images=images, estimate_image=images.get(ESTIMATE_FIGURE), samples=_samples(inputs),
+        filter_report=inputs.filter_report, parameters=parameters, version=__version__)
