@@ -15,10 +15,15 @@ D = TrainConfig()  # the defaults, read once for the help texts
 
 @app.command()
 def train(
-    data: Annotated[list[str], typer.Argument(
-        help="Training pairs: TSV files (src<TAB>tgt), or SRC,TGT for two aligned files. .gz works.",
-        show_default=False)],
     output: Annotated[Path, typer.Option("--output", "-o", help="Checkpoint directory.", show_default=False)],
+    data: Annotated[list[str] | None, typer.Argument(
+        help="Translation pairs: TSV files (src<TAB>tgt), or SRC,TGT for two aligned files. .gz works.",
+        show_default=False)] = None,
+    task: Annotated[list[str] | None, typer.Option(
+        help="Another task, NAME=FILE[,FILE...][:WEIGHT]: nli (English NLI triples anchor<TAB>entailment"
+             "<TAB>contradiction, contrastive loss, mSimCSE) or translation (more pairs). Each step trains one "
+             "task, drawn by relative weight (translation 1, nli 0.3); --task translation:W weighs the "
+             "positional pairs. Repeatable.", show_default=False)] = None,
     dev: Annotated[str | None, typer.Option(
         help="Held-out pairs (TSV or SRC,TGT) [default: a seeded slice of the data].", show_default=False)] = None,
     dev_size: Annotated[int, typer.Option(help="Size of the default dev slice.", min=2)] = D.dev_size,
@@ -108,8 +113,10 @@ def train(
     from bitextmine.cli import setup_logging
     from bitextmine.train import train as run_training
     from bitextmine.train.data import read_parallel
+    from bitextmine.train.tasks import read_tasks, task_specs
 
     setup_logging(quiet)
+    specs = task_specs(data or [], task or [])
     cfg = TrainConfig(preset=preset, dim=dim, layers=layers, heads=heads, ff=ff, pooling=pooling,
                       char_ngram_buckets=char_ngrams, max_tokens=max_tokens, init=init,
                       train_embeddings=train_embeddings, freeze_network=freeze_network,
@@ -123,7 +130,7 @@ def train(
                       save_every=save_every, device=device)
     if pooling not in ("mean", "cls"):
         raise typer.BadParameter("use mean or cls", param_hint="--pooling")
-    result = run_training(read_parallel(data), output, cfg, dev=read_parallel([dev]) if dev else None,
+    result = run_training(read_tasks(specs), output, cfg, dev=read_parallel([dev]) if dev else None,
                           resume=resume, progress=not quiet)
     typer.echo(f"{output}: {result['steps']} steps, best dev P@1 {result['best_dev_p@1']:.2f} "
                f"({result['stopped']}, {result['seconds']:.0f} s)", err=True)
