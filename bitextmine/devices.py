@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 
+from bitextmine.choices import PRECISIONS
 from bitextmine.errors import BitextmineError
 
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+DEVICE_SPECS = "auto, cpu, cuda or cuda:N"
 
 
 def cuda_device_count() -> int:
@@ -15,17 +16,24 @@ def cuda_device_count() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
+def check_device_spec(spec: str) -> str:
+    """``spec`` normalised, or an error when it names no device kind (no torch needed)."""
+    normalised = spec.strip().lower()
+    kind, _, index = normalised.partition(":")
+    if normalised in ("auto", "cpu", "cuda") or (kind == "cuda" and index.isdigit()):
+        return normalised
+    raise BitextmineError(f"unknown device {spec!r}: use {DEVICE_SPECS}")
+
+
 def resolve_devices(spec: str) -> list[str]:
     """The torch devices a ``--device`` value stands for.
 
     ``auto`` is every visible GPU (one worker each), or the CPU when there is none;
     ``cuda`` is every visible GPU; ``cuda:N`` and ``cpu`` are themselves.
     """
-    spec = spec.strip().lower()
+    spec = check_device_spec(spec)
     if spec == "cpu":
         return ["cpu"]
-    if spec not in ("auto", "cuda") and not spec.startswith("cuda:"):
-        raise BitextmineError(f"unknown device {spec!r}: use auto, cpu, cuda or cuda:N")
     count = cuda_device_count()
     if spec == "auto":
         return [f"cuda:{i}" for i in range(count)] or ["cpu"]
@@ -35,10 +43,14 @@ def resolve_devices(spec: str) -> list[str]:
         raise BitextmineError(f"device {spec!r} requested but torch sees no GPU{hint}; run `bitextmine doctor`")
     if spec == "cuda":
         return [f"cuda:{i}" for i in range(count)]
-    index = spec.split(":", 1)[1]
-    if not index.isdigit() or int(index) >= count:
+    if int(spec.split(":", 1)[1]) >= count:
         raise BitextmineError(f"device {spec!r} does not exist: {count} GPU(s) visible")
     return [spec]
+
+
+def resolve_device(spec: str) -> str:
+    """The one torch device a single-process stage runs on: the first that ``spec`` stands for."""
+    return resolve_devices(spec)[0]
 
 
 def matmul_dtype(device: str, precision: str):

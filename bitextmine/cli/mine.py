@@ -8,109 +8,98 @@ from typing import Annotated
 import typer
 
 from bitextmine import defaults
-from bitextmine.cli.filter import (
-    Boilerplate,
-    Dedup,
-    MaxChars,
-    MaxRatio,
-    MaxScore,
-    MaxTokens,
-    MinChars,
-    MinLetters,
-    MinTokens,
-    NearCopy,
-    Skip,
-    SrcLang,
-    TgtLang,
-    make_filter_config,
+from bitextmine.choices import Retrieval, Score
+from bitextmine.cli.options import (
+    FILTER_PANEL,
+    MarginAlias,
+    Quiet,
+    command,
+    device_option,
+    finite,
+    json_option,
+    json_to_stdout,
+    k_option,
+    retrieval_option,
+    score_of,
+    score_option,
+    usage_error,
+    with_filter_options,
 )
 
 app = typer.Typer()
+SEARCH = "Search and scoring"
 
 
-@app.command()
+@command(app)
+@with_filter_options
 def mine(
-    src: Annotated[list[Path], typer.Option("--src", help="Source embedding set (repeat for several).",
-                                            show_default=False)],
-    tgt: Annotated[list[Path], typer.Option("--tgt", help="Target embedding set (repeat for several).",
-                                            show_default=False)],
-    output: Annotated[str, typer.Option("--output", "-o", help="Pairs TSV (.gz/.xz/.zst compress), or - for "
-                                                              "stdout.", show_default=False)],
-    src_index: Annotated[Path | None, typer.Option(help="Index of the source side (from bitextmine index).")]
-    = None,
-    tgt_index: Annotated[Path | None, typer.Option(help="Index of the target side.")] = None,
-    k: Annotated[int, typer.Option("-k", "--k", help="Neighbours per sentence for the margin.", min=1)]
-    = defaults.K,
-    margin: Annotated[str, typer.Option(help="ratio, distance or absolute (= cosine).")] = defaults.MARGIN,
-    score: Annotated[str | None, typer.Option(
-        help="cosine: score by plain cosine (same as --margin absolute).", show_default=False)] = None,
-    retrieval: Annotated[str, typer.Option(
-        help="max (greedy one-to-one over both directions), union, intersect, fwd or bwd.")] = defaults.RETRIEVAL,
+    src: Annotated[list[Path], typer.Option("--src", metavar="SET", show_default=False,
+                                            help="Source embedding set (repeat for several).")],
+    tgt: Annotated[list[Path], typer.Option("--tgt", metavar="SET", show_default=False,
+                                            help="Target embedding set (repeat for several).")],
+    output: Annotated[str, typer.Option("--output", "-o", metavar="FILE", show_default=False,
+                                        help="Pairs TSV (.gz/.xz/.zst compress), or - for stdout.")],
+    src_index: Annotated[Path | None, typer.Option(
+        metavar="DIR", rich_help_panel=SEARCH, show_default=False,
+        help="Index of the source side (from bitextmine index).")] = None,
+    tgt_index: Annotated[Path | None, typer.Option(metavar="DIR", rich_help_panel=SEARCH, show_default=False,
+                                                   help="Index of the target side.")] = None,
+    k: k_option(rich_help_panel=SEARCH) = defaults.K,
+    score: score_option(rich_help_panel=SEARCH) = Score(defaults.SCORE),
+    margin: MarginAlias = None,
+    retrieval: retrieval_option(rich_help_panel=SEARCH) = Retrieval(defaults.RETRIEVAL),
     threshold: Annotated[float | None, typer.Option(
-        help="Keep pairs scoring at least this [default: the encoder's own for the score type; "
-             f"else ratio {defaults.THRESHOLDS['ratio']}, cosine {defaults.THRESHOLDS['cosine']}].",
-        show_default=False)] = None,
-    top_n: Annotated[int | None, typer.Option(help="Keep only the N best pairs.", min=0, show_default=False)]
-    = None,
-    nprobe: Annotated[int | None, typer.Option(help="IVF lists per query [default: the index's].", min=1,
-                                               show_default=False)] = None,
+        metavar="X", callback=finite, rich_help_panel=SEARCH, show_default=False,
+        help="Keep pairs scoring at least this (default: the encoder's own for the score; else ratio "
+             f"{defaults.THRESHOLDS['ratio']}, cosine {defaults.THRESHOLDS['cosine']}).")] = None,
+    top_n: Annotated[int | None, typer.Option(metavar="N", min=0, rich_help_panel=SEARCH, show_default=False,
+                                              help="Keep only the N best pairs.")] = None,
+    nprobe: Annotated[int | None, typer.Option(metavar="N", min=1, rich_help_panel=SEARCH, show_default=False,
+                                               help="IVF lists per query (default: the index's).")] = None,
+    device: device_option("Exact search on auto (a GPU when there is one), cpu or cuda:N.",
+                          rich_help_panel=SEARCH) = defaults.DEVICE,
     with_ids: Annotated[bool, typer.Option("--ids", help="Add src_id and tgt_id columns (shard:line).")] = False,
-    meta: Annotated[Path | None, typer.Option(
-        help="Where to write the JSON of parameters and counts [default: OUTPUT.json; none for stdout].",
-        show_default=False)] = None,
-    device: Annotated[str, typer.Option(help="Exact search on auto (a GPU when there is one), cpu or cuda:N.")]
-    = "auto",
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No info messages.")] = False,
+    json_out: json_option("The parameters and counts as JSON (default: OUTPUT.json; none when OUTPUT is -; "
+                          "- for standard output).") = None,
+    meta: Annotated[str | None, typer.Option("--meta", hidden=True, help="Old name of --json.")] = None,
+    quiet: Quiet = False,
     filter_pairs: Annotated[bool, typer.Option(
-        "--filter", help="Apply `bitextmine filter` to the pairs before writing them (same options).")] = False,
-    rejects: Annotated[str | None, typer.Option(help="With --filter: write rejected pairs with their reason.",
-                                                show_default=False)] = None,
-    skip: Skip = None,
-    min_chars: MinChars = defaults.FILTER_MIN_CHARS,
-    max_chars: MaxChars = defaults.FILTER_MAX_CHARS,
-    min_tokens: MinTokens = defaults.FILTER_MIN_TOKENS,
-    max_side_tokens: MaxTokens = defaults.FILTER_MAX_TOKENS,
-    max_ratio: MaxRatio = defaults.FILTER_MAX_LENGTH_RATIO,
-    min_letters: MinLetters = defaults.FILTER_MIN_LETTER_SHARE,
-    near_copy: NearCopy = defaults.FILTER_NEAR_COPY_JACCARD,
-    boilerplate: Boilerplate = defaults.FILTER_BOILERPLATE_COUNT,
-    dedup: Dedup = "both",
-    max_score: MaxScore = None,
-    src_lang: SrcLang = None,
-    tgt_lang: TgtLang = None,
+        "--filter", rich_help_panel=FILTER_PANEL,
+        help="Apply `bitextmine filter` to the pairs before writing them (the rules below).")] = False,
+    rejects: Annotated[str | None, typer.Option(
+        metavar="FILE", rich_help_panel=FILTER_PANEL, show_default=False,
+        help="With --filter: write rejected pairs with their reason.")] = None,
+    filter_cfg=None,
 ) -> None:
     """Mine sentence pairs between two embedding sets, scored by margin or cosine.
 
     Finds the k nearest neighbours in both directions (exactly, or through FAISS
     indexes), scores candidates, selects pairs and writes score<TAB>src<TAB>tgt, best
     first. Identical sentences are searched once; blank lines are never mined.
+
+    \b
+    Examples:
+        bitextmine mine --src emb/de --tgt emb/en -o pairs.tsv
+        bitextmine mine --src emb/de --tgt emb/en --src-index idx/de --tgt-index idx/en -o - | gzip > p.tsv.gz
+        bitextmine mine --src emb/de --tgt emb/en --score cosine --threshold 0.8 --retrieval intersect -o p.tsv
+        bitextmine mine --src emb/de --tgt emb/en -o clean.tsv --filter --src-lang de --tgt-lang en
     """
     import logging
 
     from bitextmine.cli import setup_logging
-    from bitextmine.embed.corpus import EmbeddingCorpus
-    from bitextmine.io.atomic import write_json
-    from bitextmine.mine import MineConfig, mine_corpora, write_pairs
+    from bitextmine.mine import MineConfig
+    from bitextmine.mine.output import PairsOutput, mine_to_files
 
+    json_out = json_out or meta
+    if rejects is not None and not filter_pairs:
+        raise usage_error("--rejects needs --filter", "--rejects")
+    if output == "-" and json_to_stdout(json_out):
+        raise usage_error("the pairs already go to standard output: give --json a file", "--json")
     setup_logging(quiet)
-    cfg = MineConfig(k=k, score=score or margin, retrieval=retrieval, threshold=threshold, top_n=top_n,
-                     nprobe=nprobe, device=device)
-    src_corpus = EmbeddingCorpus.load(src, verify=True)
-    tgt_corpus = EmbeddingCorpus.load(tgt, verify=True)
-    filter_cfg = make_filter_config(skip, min_chars, max_chars, min_tokens, max_side_tokens, max_ratio, min_letters,
-                                    near_copy, boilerplate, dedup, max_score, src_lang, tgt_lang)
-    mined = mine_corpora(src_corpus, tgt_corpus, cfg, src_index=src_index, tgt_index=tgt_index)
-    stats = {**mined.stats, "output": output}
-    if filter_pairs:
-        from bitextmine.filter.run import filter_pairs_to_files
-
-        report = filter_pairs_to_files(mined.as_filter_pairs(with_ids), filter_cfg, output, None, rejects)
-        stats["filter"] = {"config": {**filter_cfg.__dict__, "disabled": list(filter_cfg.disabled)},
-                           **report.to_dict()}
-    else:
-        write_pairs(mined, output, with_ids=with_ids)
-    meta_path = meta if meta is not None else (None if output == "-" else Path(output + ".json"))
-    if meta_path is not None:
-        write_json(meta_path, stats)
+    cfg = MineConfig(k=k, score=score_of(score, margin), retrieval=retrieval.value, threshold=threshold,
+                     top_n=top_n, nprobe=nprobe, device=device)
+    target = PairsOutput(output=output, meta=json_out, with_ids=with_ids,
+                         filter=filter_cfg if filter_pairs else None, rejects=rejects)
+    mined = mine_to_files(src, tgt, cfg, target, src_index=src_index, tgt_index=tgt_index, progress=not quiet)
     logging.getLogger("bitextmine").info("%d pairs at %s >= %g -> %s", len(mined), cfg.score,
                                          mined.stats["parameters"]["threshold"], output)

@@ -7,22 +7,37 @@ from typing import Annotated
 
 import typer
 
+from bitextmine.cli.options import Quiet, command
+
 app = typer.Typer()
 
 
-@app.command()
+@command(app)
 def report(
-    mined: Annotated[str, typer.Argument(help="Mined pairs TSV (score<TAB>src<TAB>tgt...).", show_default=False)],
-    output: Annotated[Path, typer.Option("--output", "-o", help="HTML file; the PNGs are written beside it.",
-                                         show_default=False)],
-    meta: Annotated[str | None, typer.Option(help="Mining sidecar JSON [default: MINED.json when present].",
-                                             show_default=False)] = None,
-    filter_report: Annotated[str | None, typer.Option(help="A filter report JSON, for the filter counts.",
-                                                      show_default=False)] = None,
+    mined: Annotated[str, typer.Argument(metavar="PAIRS", show_default=False,
+                                         help="Mined pairs TSV (score<TAB>src<TAB>tgt...).")],
+    output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE", show_default=False,
+                                         help="HTML file; the PNGs are written beside it.")],
+    meta: Annotated[str | None, typer.Option(metavar="FILE", show_default=False,
+                                             help="Mining sidecar JSON (default: PAIRS.json when present).")] = None,
+    filter_report: Annotated[str | None, typer.Option(metavar="FILE", show_default=False,
+                                                      help="A filter report JSON, for the filter counts.")] = None,
+    quiet: Quiet = False,
 ) -> None:
-    """Write a mining report: score histogram, pairs kept against the threshold, sampled
-    pairs per score band, filter counts and parameters. Opens without a server."""
-    from bitextmine.evaluate.report import load_inputs, write_report
+    """Write a mining report: one HTML page that opens without a server.
 
-    written = write_report(load_inputs(mined, meta, filter_report), output)
-    typer.echo("wrote " + ", ".join(str(p) for p in written), err=True)
+    It holds the score histogram, the pairs kept against the threshold, sampled pairs
+    per score band, the filter counts and the parameters.
+
+    \b
+    Example:
+        bitextmine report pairs.tsv -o report/index.html --filter-report clean.tsv.filter.json
+    """
+    import logging
+
+    from bitextmine.cli import setup_logging
+    from bitextmine.evaluate.report import make_report
+
+    setup_logging(quiet)
+    written = make_report(mined, output, meta, filter_report)
+    logging.getLogger("bitextmine").info("wrote %s", ", ".join(str(p) for p in written))

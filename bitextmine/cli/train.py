@@ -7,28 +7,34 @@ from typing import Annotated
 
 import typer
 
+from bitextmine.choices import Amp, Pooling, Preset
+from bitextmine.cli.options import Quiet, command, device_option, finite
 from bitextmine.train.config import TrainConfig
 
 app = typer.Typer()
 D = TrainConfig()  # the defaults, read once for the help texts
 
 
-@app.command()
+@command(app)
 def train(
-    output: Annotated[Path, typer.Option("--output", "-o", help="Checkpoint directory.", show_default=False)],
+    output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR", help="Checkpoint directory.",
+                                         show_default=False)],
     data: Annotated[list[str] | None, typer.Argument(
+        metavar="DATA",
         help="Translation pairs: TSV files (src<TAB>tgt), or SRC,TGT for two aligned files. .gz works.",
         show_default=False)] = None,
     task: Annotated[list[str] | None, typer.Option(
-        help="Another task, NAME=FILE[,FILE...][:WEIGHT]: nli (English NLI triples anchor<TAB>entailment"
+        metavar="NAME=FILE[,FILE...][:WEIGHT]",
+        help="Another task: nli (English NLI triples anchor<TAB>entailment"
              "<TAB>contradiction, contrastive loss, mSimCSE) or translation (more pairs). Each step trains one "
              "task, drawn by relative weight (translation 1, nli 0.3); --task translation:W weighs the "
              "positional pairs. Repeatable.", show_default=False)] = None,
     dev: Annotated[str | None, typer.Option(
-        help="Held-out pairs (TSV or SRC,TGT) [default: a seeded slice of the data].", show_default=False)] = None,
-    dev_size: Annotated[int, typer.Option(help="Size of the default dev slice.", min=2)] = D.dev_size,
+        metavar="PAIRS", show_default=False,
+        help="Held-out pairs (TSV or SRC,TGT) (default: a seeded slice of the data).")] = None,
+    dev_size: Annotated[int, typer.Option(metavar="N", help="Size of the default dev slice.", min=2)] = D.dev_size,
     init: Annotated[str | None, typer.Option(
-        help="usem3: fine-tune the default encoder (ported weights) instead of training from scratch.",
+        metavar="usem3", help="usem3: fine-tune the default encoder (ported weights) instead of training from scratch.",
         show_default=False)] = None,
     train_embeddings: Annotated[bool, typer.Option(
         "--train-embeddings", help="With --init usem3: let the piece embeddings move (to add a language).")]
@@ -37,66 +43,92 @@ def train(
         "--freeze-network", help="With --init usem3 --train-embeddings: train the piece embeddings only.")]
     = False,
     embedding_lr_scale: Annotated[float, typer.Option(
-        help="With --train-embeddings: the piece embeddings learn at this multiple of --lr.", min=0.0)]
+        metavar="X", callback=finite, min=0.0,
+        help="With --train-embeddings: the piece embeddings learn at this multiple of --lr.")]
     = D.embedding_lr_scale,
-    preset: Annotated[str, typer.Option(help="Model shape: cpu (256d, 2 layers) or use-xling (512d, 3 layers, "
-                                             "8 heads, 2048 ff).")] = D.preset,
-    dim: Annotated[int | None, typer.Option(help="Override the preset's width.", show_default=False)] = None,
-    layers: Annotated[int | None, typer.Option(help="Override the preset's depth.", show_default=False)] = None,
-    heads: Annotated[int | None, typer.Option(help="Override the preset's heads.", show_default=False)] = None,
-    ff: Annotated[int | None, typer.Option(help="Override the preset's feed-forward size.", show_default=False)]
-    = None,
-    pooling: Annotated[str, typer.Option(help="mean or cls.")] = D.pooling,
+    preset: Annotated[Preset, typer.Option(help="Model shape: cpu (256d, 2 layers) or use-xling (512d, 3 layers, "
+                                                "8 heads, 2048 ff).")] = Preset(D.preset),
+    dim: Annotated[int | None, typer.Option(metavar="N", min=1, help="Override the preset's width.",
+                                            show_default=False)] = None,
+    layers: Annotated[int | None, typer.Option(metavar="N", min=1, help="Override the preset's depth.",
+                                               show_default=False)] = None,
+    heads: Annotated[int | None, typer.Option(metavar="N", min=1, help="Override the preset's heads.",
+                                              show_default=False)] = None,
+    ff: Annotated[int | None, typer.Option(metavar="N", min=1, help="Override the preset's feed-forward size.",
+                                           show_default=False)] = None,
+    pooling: Annotated[Pooling, typer.Option(help="Sentence vector: mean of the tokens, or the first (cls).")]
+    = Pooling(D.pooling),
     char_ngrams: Annotated[int, typer.Option(
-        help="Hash buckets for character 3-5-gram embeddings averaged with the pieces (0: off).")]
+        metavar="N", min=0, help="Hash buckets for character 3-5-gram embeddings averaged with the pieces (0: off).")]
     = D.char_ngram_buckets,
-    max_tokens: Annotated[int, typer.Option(help="Longer sentences are cut.")] = D.max_tokens,
-    vocab_size: Annotated[int, typer.Option(help="SentencePiece unigram vocabulary trained on both sides.")]
+    max_tokens: Annotated[int, typer.Option(metavar="N", min=3, help="Longer sentences are cut.")] = D.max_tokens,
+    vocab_size: Annotated[int, typer.Option(metavar="N", min=1,
+                                            help="SentencePiece unigram vocabulary trained on both sides.")]
     = D.vocab_size,
-    spm_model: Annotated[Path | None, typer.Option(help="Use this SentencePiece model instead of training one.",
-                                                   show_default=False)] = None,
-    margin: Annotated[float, typer.Option(help="Additive margin (0: plain translation ranking).")] = D.margin,
-    scale: Annotated[float, typer.Option(help="Softmax scale = 1/temperature.")] = D.scale,
-    hard_negatives: Annotated[int, typer.Option(help="Hard negatives per pair, mined with --hard-negative-encoder "
+    spm_model: Annotated[Path | None, typer.Option(metavar="FILE", show_default=False,
+                                                   help="Use this SentencePiece model instead of training one.")]
+    = None,
+    margin: Annotated[float, typer.Option(metavar="X", callback=finite,
+                                          help="Additive margin (0: plain translation ranking).")] = D.margin,
+    scale: Annotated[float, typer.Option(metavar="X", callback=finite, help="Softmax scale = 1/temperature.")]
+    = D.scale,
+    hard_negatives: Annotated[int, typer.Option(metavar="N", min=0,
+                                                help="Hard negatives per pair, mined with --hard-negative-encoder "
                                                      "(USE-xling used 5).")] = D.hard_negatives,
-    hard_negative_encoder: Annotated[str, typer.Option(help="Encoder that mines the hard negatives.")]
+    hard_negative_encoder: Annotated[str, typer.Option(metavar="NAME", help="Encoder that mines the hard negatives.")]
     = D.hard_negative_encoder,
     teacher: Annotated[str | None, typer.Option(
+        metavar="NAME", show_default=False,
         help="Distil toward this encoder: student(src) and student(tgt) -> teacher(src), MSE. The checkpoint "
-             "is then declared compatible with the teacher's embedding sets.", show_default=False)] = None,
-    distill_weight: Annotated[float, typer.Option(help="Weight of the distillation loss.")] = D.distill_weight,
+             "is then declared compatible with the teacher's embedding sets.")] = None,
+    distill_weight: Annotated[float, typer.Option(metavar="X", callback=finite, help="Weight of the distillation "
+                                                                                    "loss.")] = D.distill_weight,
     no_translation_loss: Annotated[bool, typer.Option(
         "--distill-only", help="Distillation alone, without the ranking loss.")] = False,
     batch_size: Annotated[int, typer.Option(
+        metavar="N", min=2,
         help="Pairs per batch: each pair's negatives are the batch's other pairs, so bigger is better (2048 took "
-             "usem3 fine-tuning on deu+fra furthest).", min=2)] = D.batch_size,
+             "usem3 fine-tuning on deu+fra furthest).")] = D.batch_size,
     accumulation: Annotated[int, typer.Option(
-        help="Gradient accumulation steps (saves memory; negatives stay within each step's batch).", min=1)]
+        metavar="N", min=1,
+        help="Gradient accumulation steps (saves memory; negatives stay within each step's batch).")]
     = D.accumulation,
-    lr: Annotated[float, typer.Option(help="Peak learning rate (AdamW).")] = D.lr,
-    warmup_steps: Annotated[int, typer.Option(help="Linear warmup steps.")] = D.warmup_steps,
-    max_steps: Annotated[int, typer.Option(help="Optimizer steps (the LR decays over them).", min=1)]
+    lr: Annotated[float, typer.Option(metavar="X", min=0.0, callback=finite, help="Peak learning rate (AdamW).")]
+    = D.lr,
+    warmup_steps: Annotated[int, typer.Option(metavar="N", min=0, help="Linear warmup steps.")] = D.warmup_steps,
+    max_steps: Annotated[int, typer.Option(metavar="N", help="Optimizer steps (the LR decays over them).", min=1)]
     = D.max_steps,
-    max_minutes: Annotated[float | None, typer.Option(help="Stop after this much training time.",
-                                                      show_default=False)] = None,
-    weight_decay: Annotated[float, typer.Option(help="AdamW weight decay.")] = D.weight_decay,
-    clip_norm: Annotated[float, typer.Option(help="Gradient clipping norm.")] = D.clip_norm,
-    amp: Annotated[str, typer.Option(help="auto (bf16 on GPU and on CPUs with native bf16) or off.")] = D.amp,
-    seed: Annotated[int, typer.Option(help="Seed of initialisation, data order and dev split.")] = D.seed,
-    eval_every: Annotated[int, typer.Option(help="Steps between dev P@1 evaluations.", min=1)] = D.eval_every,
-    patience: Annotated[int, typer.Option(help="Evaluations without improvement before stopping.", min=1)]
-    = D.patience,
-    save_every: Annotated[int, typer.Option(help="Steps between resumable checkpoints.", min=1)] = D.save_every,
+    max_minutes: Annotated[float | None, typer.Option(
+        metavar="X", min=0.0, callback=finite, show_default=False,
+        help="Stop after this many minutes of wall time, counted from the start of the command (data reading "
+             "and the final save included); the best checkpoint is kept.")] = None,
+    weight_decay: Annotated[float, typer.Option(metavar="X", callback=finite, help="AdamW weight decay.")]
+    = D.weight_decay,
+    clip_norm: Annotated[float, typer.Option(metavar="X", callback=finite, help="Gradient clipping norm.")]
+    = D.clip_norm,
+    amp: Annotated[Amp, typer.Option(help="auto (bf16 on GPU and on CPUs with native bf16) or off.")] = Amp(D.amp),
+    seed: Annotated[int, typer.Option(metavar="N", help="Seed of initialisation, data order and dev split.")]
+    = D.seed,
+    eval_every: Annotated[int, typer.Option(metavar="N", help="Steps between dev P@1 evaluations.", min=1)]
+    = D.eval_every,
+    patience: Annotated[int, typer.Option(metavar="N", help="Evaluations without improvement before stopping.",
+                                          min=1)] = D.patience,
+    save_every: Annotated[int, typer.Option(metavar="N", help="Steps between resumable checkpoints.", min=1)]
+    = D.save_every,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in OUTPUT.")] = False,
-    device: Annotated[str, typer.Option(help="auto, cpu, cuda or cuda:N (several GPUs: launch with torchrun).")]
-    = D.device,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or info messages.")] = False,
+    device: device_option("auto, cpu, cuda or cuda:N (several GPUs: launch with torchrun).") = D.device,
+    quiet: Quiet = False,
 ) -> None:
     """Train a dual sentence encoder on translation pairs, or fine-tune the default one.
 
     Objective: LaBSE's bidirectional in-batch softmax with additive margin, optionally
     with hard negatives and with distillation toward a teacher. The best dev checkpoint
     is kept: embed with --encoder ckpt:OUTPUT.
+
+    \b
+    Examples:
+        bitextmine train train.eng-deu.tsv -o ckpt/de-en
+        bitextmine train pairs.tsv.gz -o ckpt/domain --init usem3 --teacher usem3
 
     Add a language the default encoder does not know (teacher-student distillation;
     the student keeps the teacher's space, so its sets mine against the teacher's):
@@ -110,6 +142,9 @@ def train(
     to the data to hold them in place, and keep the pieces faster:
     --lr 2e-4 --embedding-lr-scale 15.
     """
+    import time
+
+    started = time.monotonic()  # --max-minutes counts from here
     from bitextmine.cli import setup_logging
     from bitextmine.train import train as run_training
     from bitextmine.train.data import read_parallel
@@ -117,7 +152,7 @@ def train(
 
     setup_logging(quiet)
     specs = task_specs(data or [], task or [])
-    cfg = TrainConfig(preset=preset, dim=dim, layers=layers, heads=heads, ff=ff, pooling=pooling,
+    cfg = TrainConfig(preset=preset.value, dim=dim, layers=layers, heads=heads, ff=ff, pooling=pooling.value,
                       char_ngram_buckets=char_ngrams, max_tokens=max_tokens, init=init,
                       train_embeddings=train_embeddings, freeze_network=freeze_network,
                       embedding_lr_scale=embedding_lr_scale, vocab_size=vocab_size,
@@ -126,11 +161,9 @@ def train(
                       distill_weight=distill_weight, translation_loss=not no_translation_loss,
                       batch_size=batch_size, accumulation=accumulation, lr=lr, warmup_steps=warmup_steps,
                       max_steps=max_steps, max_minutes=max_minutes, weight_decay=weight_decay, clip_norm=clip_norm,
-                      amp=amp, seed=seed, dev_size=dev_size, eval_every=eval_every, patience=patience,
+                      amp=amp.value, seed=seed, dev_size=dev_size, eval_every=eval_every, patience=patience,
                       save_every=save_every, device=device)
-    if pooling not in ("mean", "cls"):
-        raise typer.BadParameter("use mean or cls", param_hint="--pooling")
     result = run_training(read_tasks(specs), output, cfg, dev=read_parallel([dev]) if dev else None,
-                          resume=resume, progress=not quiet)
+                          resume=resume, progress=not quiet, started=started)
     typer.echo(f"{output}: {result['steps']} steps, best dev P@1 {result['best_dev_p@1']:.2f} "
                f"({result['stopped']}, {result['seconds']:.0f} s)", err=True)

@@ -8,9 +8,11 @@ atomically after every shard, so a killed run leaves only finished shards behind
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,16 +26,13 @@ from bitextmine.io.atomic import atomic_path, remove_stale_temporaries
 from bitextmine.io.text import STDIN, count_lines, file_sha256, read_shard
 
 log = logging.getLogger(__name__)
-
-# Sentences tokenized, sorted and embedded together. Sorting within a chunk is enough
-# to avoid padding, and it bounds memory for shards of any length.
-SORT_CHUNK_LINES = 100_000
+NPY_HEADER_BYTES = 4096  # room for a .npy header (128 bytes in practice) when checking free space
 
 
 @dataclass(frozen=True)
 class EmbedConfig:
     encoder: str = defaults.ENCODER
-    device: str = "auto"
+    device: str = defaults.DEVICE
     precision: str = defaults.PRECISION
     batch_tokens: int | None = None  # None: defaults.BATCH_TOKENS, scaled up on GPU
     max_tokens: int = defaults.MAX_TOKENS
@@ -58,7 +57,7 @@ def shard_file_name(source: str, taken: set[str]) -> str:
     base = "stdin" if source == STDIN else os.path.basename(source)
     for suffix in (".gz", ".zst", ".xz", ".txt"):
         base = base.removesuffix(suffix)
-    base = re.sub(r"[^\w.+-]", "_", base) or "shard"
+    base = re.sub(r"[^\w.+-]", "_", base).lstrip(".") or "shard"  # never "." or "..", never hidden
     name, n = f"{base}.npy", 1
     while name in taken:
         n += 1
@@ -70,29 +69,62 @@ def embed_texts(
     encoder: Encoder,
     lines: list[str],
     blank: list[bool],
-    out: np.ndarray,
+    write: Callable[[np.ndarray], None],
     batch_tokens: int,
     max_tokens: int,
     on_progress=lambda n: None,
 ) -> int:
-    """Embed ``lines`` into the rows of ``out`` (blank lines get zero rows).
+    """Embed ``lines``, handing ``write`` their rows in order, a block at a time.
 
-    Returns the number of truncated sentences.
+    Blank lines get zero rows. Returns the number of truncated sentences.
     """
     truncated = 0
-    todo = [i for i, b in enumerate(blank) if not b]
-    for start in range(0, len(todo), SORT_CHUNK_LINES):
-        chunk = todo[start : start + SORT_CHUNK_LINES]
-        ids, cut = encoder.tokenize_truncated([lines[i] for i in chunk], max_tokens)
-        truncated += cut
-        for batch in token_budget_batches([len(x) for x in ids], batch_tokens):
-            vectors = encoder.embed_token_batch([ids[j] for j in batch])
-            out[[chunk[j] for j in batch]] = vectors
-            on_progress(len(batch))
-    blank_rows = np.flatnonzero(blank)
-    out[blank_rows] = 0
-    on_progress(len(blank_rows))
+    for start in range(0, len(lines), defaults.EMBED_SORT_CHUNK_LINES):
+        stop = min(start + defaults.EMBED_SORT_CHUNK_LINES, len(lines))
+        block = np.zeros((stop - start, encoder.dim), dtype=defaults.EMBEDDING_DTYPE)
+        todo = [i for i in range(start, stop) if not blank[i]]
+        if todo:
+            ids, cut = encoder.tokenize_truncated([lines[i] for i in todo], max_tokens)
+            truncated += cut
+            for batch in token_budget_batches([len(x) for x in ids], batch_tokens):
+                block[[todo[j] - start for j in batch]] = encoder.embed_token_batch([ids[j] for j in batch])
+                on_progress(len(batch))
+        on_progress(stop - start - len(todo))
+        write(block)
     return truncated
+
+
+def _check_free_space(directory: Path, needed: int, target: Path) -> None:
+    """Fail before writing when the file cannot fit (a full disk would otherwise stop it half-way)."""
+    stats = os.statvfs(directory)
+    free = stats.f_bavail * stats.f_frsize
+    if free < needed:
+        raise BitextmineError(f"not enough free space: the file needs {needed / 2**20:.1f} MiB, "
+                              f"{free / 2**20:.1f} MiB are free", path=target)
+
+
+def _write_shard_file(target: Path, rows: int, dim: int, fill: Callable[[Callable[[np.ndarray], None]], int]) -> int:
+    """Write a ``(rows, dim)`` .npy file block by block, atomically; return what ``fill`` returns.
+
+    Plain sequential writes, not a writable memory map: a full disk then raises an
+    error here instead of killing the process with SIGBUS.
+    """
+    dtype = np.dtype(defaults.EMBEDDING_DTYPE)
+    _check_free_space(target.parent, rows * dim * dtype.itemsize + NPY_HEADER_BYTES, target)
+    header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": (rows, dim)}
+    with atomic_path(target) as tmp, open(tmp, "wb") as f:
+        np.lib.format.write_array_header_1_0(f, header)
+        written = 0
+
+        def write(block: np.ndarray) -> None:
+            nonlocal written
+            f.write(np.ascontiguousarray(block, dtype=dtype).tobytes())
+            written += len(block)
+
+        result = fill(write)
+        if written != rows:
+            raise BitextmineError(f"wrote {written} rows, expected {rows}", path=target)
+    return result
 
 
 def embed_shard(encoder: Encoder, source: str, out_dir: Path, file: str, cfg: EmbedConfig,
@@ -100,20 +132,19 @@ def embed_shard(encoder: Encoder, source: str, out_dir: Path, file: str, cfg: Em
     """Embed one text shard into ``out_dir/file``; return its manifest entry."""
     shard = read_shard(source, errors=cfg.errors)
     target = out_dir / file
-    with atomic_path(target) as tmp:
-        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=defaults.EMBEDDING_DTYPE,
-                                        shape=(len(shard.lines), encoder.dim))
-        truncated = embed_texts(encoder, shard.lines, shard.blank, out, cfg.batch_tokens_for(encoder.device),
-                                cfg.max_tokens, on_progress)
-        out.flush()
-        del out
-    text_file = None
+    truncated = _write_shard_file(
+        target, len(shard.lines), encoder.dim,
+        lambda write: embed_texts(encoder, shard.lines, shard.blank, write, cfg.batch_tokens_for(encoder.device),
+                                  cfg.max_tokens, on_progress))
+    text_file = text_sha256 = None
     if source == STDIN:  # keep the text: it cannot be read again at mining time
         import gzip
 
         text_file = file.removesuffix(".npy") + ".txt.gz"
-        with atomic_path(out_dir / text_file) as tmp, gzip.open(tmp, "wt", encoding="utf-8", newline="\n") as f:
-            f.writelines(line + "\n" for line in shard.lines)
+        data = gzip.compress("".join(line + "\n" for line in shard.lines).encode("utf-8"), mtime=0)
+        with atomic_path(out_dir / text_file) as tmp:
+            tmp.write_bytes(data)
+        text_sha256 = hashlib.sha256(data).hexdigest()
     if truncated:
         log.warning("%s: %d sentence(s) longer than %d tokens were truncated", source, truncated, cfg.max_tokens)
     return ShardEntry(
@@ -126,6 +157,7 @@ def embed_shard(encoder: Encoder, source: str, out_dir: Path, file: str, cfg: Em
         file=file,
         file_sha256=file_sha256(target),
         text_file=text_file,
+        text_file_sha256=text_sha256,
     )
 
 
@@ -134,7 +166,7 @@ def _open_set(out_dir: Path, encoder: Encoder, cfg: EmbedConfig) -> EmbeddingSet
     fresh = EmbeddingSet(path=out_dir, encoder=encoder.identity, dtype=defaults.EMBEDDING_DTYPE,
                          max_tokens=cfg.max_tokens, precision=cfg.precision)
     if not EmbeddingSet.exists(out_dir):
-        if out_dir.is_dir() and cfg.overwrite is False and any(p.suffix == ".npy" for p in out_dir.iterdir()):
+        if cfg.overwrite is False and any(p.suffix == ".npy" for p in out_dir.iterdir()):
             raise BitextmineError("directory holds .npy files but no manifest; use --overwrite to replace them",
                                   path=out_dir)
         return fresh
@@ -152,7 +184,7 @@ def _open_set(out_dir: Path, encoder: Encoder, cfg: EmbedConfig) -> EmbeddingSet
     if not cfg.overwrite:
         raise BitextmineError("holds an embedding set made differently (" + "; ".join(differs)
                               + "); use --overwrite to replace it, or another -o", path=out_dir)
-    for entry in existing.shards:
+    for entry in existing.shards:  # names were checked to lie inside the set when it was loaded
         for name in (entry.file, entry.text_file):
             if name:
                 (out_dir / name).unlink(missing_ok=True)
@@ -205,26 +237,37 @@ def embed_shards(sources: list[str], out_dir: str | Path, cfg: EmbedConfig = Emb
 
     ``devices``: the workers to use; default from ``cfg.device`` (one worker per visible
     GPU). With several devices, each runs in its own process over its share of shards.
+    One writer at a time: the set's directory is locked for the run.
     """
+    from bitextmine.io.atomic import prepare_output_dir, refuse_overwriting_inputs
+    from bitextmine.io.lock import output_lock
+
+    out_dir = Path(out_dir)
+    refuse_overwriting_inputs([out_dir], sources)  # `embed 'corpus/*' -o corpus` would embed the set itself
+    created = prepare_output_dir(out_dir)
+    try:
+        with output_lock(out_dir, directory=True):
+            emb_set = _embed_locked(sources, out_dir, cfg, devices, progress)
+    except BaseException:
+        if created and not any(out_dir.iterdir()):
+            out_dir.rmdir()  # leave no trace of a run that produced nothing
+        raise
+    return emb_set
+
+
+def _embed_locked(sources: list[str], out_dir: Path, cfg: EmbedConfig, devices: list[str] | None,
+                  progress: bool) -> EmbeddingSet:
     from bitextmine.devices import resolve_devices
     from bitextmine.encoders import load_encoder
 
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise BitextmineError("output exists and is not a directory", path=out_dir)
+    if EmbeddingSet.exists(out_dir):
+        EmbeddingSet.load(out_dir)  # a damaged manifest fails now, before the encoder loads
     devices = devices or resolve_devices(cfg.device)
     if STDIN in sources:
         devices = devices[:1]  # standard input can be read by one process only
     encoder = load_encoder(cfg.encoder, device=devices[0], precision=cfg.precision)
     emb_set = _open_set(out_dir, encoder, cfg)
-    created = not out_dir.exists()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        _embed_missing(emb_set, sources, encoder, cfg, devices, progress)
-    except BaseException:
-        if created and not any(out_dir.iterdir()):
-            out_dir.rmdir()  # leave no trace of a run that produced nothing
-        raise
+    _embed_missing(emb_set, sources, encoder, cfg, devices, progress)
     # manifest order follows the command line, whatever order the workers finished in
     order = {os.path.abspath(s) if s != STDIN else s: i for i, s in enumerate(sources)}
     emb_set.shards.sort(key=lambda e: order.get(e.source, -1))

@@ -10,13 +10,17 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Annotated, Literal
 
 import numpy as np
+from pydantic import Field
 
 from bitextmine.encoders.base import EncoderIdentity
 from bitextmine.errors import BitextmineError
-from bitextmine.io.atomic import write_json
+from bitextmine.io.atomic import save_json
+from bitextmine.io.paths import confined, plain_file_name
 from bitextmine.io.text import file_sha256
+from bitextmine.io.validate import Bool, Int, Model, Str, parse
 
 MANIFEST_NAME = "manifest.json"
 FORMAT_NAME = "bitextmine-embeddings"
@@ -36,6 +40,7 @@ class ShardEntry:
     # A gzip copy of the text, kept in the set when the source cannot be read again
     # (standard input), so that mining can still print the sentences.
     text_file: str | None = None
+    text_file_sha256: str | None = None  # absent in sets written before it was recorded
 
 
 @dataclass
@@ -55,34 +60,38 @@ class EmbeddingSet:
 
     @classmethod
     def load(cls, path: str | Path, verify: bool = False) -> EmbeddingSet:
-        """Open a set; ``verify`` also checks every shard's checksum (reads all files)."""
+        """Open a set; ``verify`` also checks every shard's checksum (reads all files).
+
+        The manifest is checked for shape and types, and every file name in it must
+        lie inside the set's directory.
+        """
         path = Path(path)
         manifest = path / MANIFEST_NAME
         if not manifest.is_file():
             what = "no such directory" if not path.exists() else f"not an embedding set (no {MANIFEST_NAME})"
             raise BitextmineError(what, path=path)
-        try:
-            data = json.loads(manifest.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise BitextmineError(f"unreadable manifest: {e}", path=manifest) from None
+        confined(path, MANIFEST_NAME, "the manifest", manifest)  # a link out of the set is not this set's
+        data = _read_manifest(manifest)
         if data.get("format") != FORMAT_NAME:
             raise BitextmineError(f"not a {FORMAT_NAME} manifest", path=manifest)
         if data.get("format_version") != FORMAT_VERSION:
             raise BitextmineError(
                 f"manifest format version {data.get('format_version')} is not supported "
                 f"(this bitextmine reads version {FORMAT_VERSION})", path=manifest)
-        try:
-            emb_set = cls(
-                path=path,
-                encoder=EncoderIdentity.from_dict(data["encoder"]),
-                dtype=data["dtype"],
-                max_tokens=int(data["max_tokens"]),
-                precision=data.get("precision", "fp32"),
-                shards=[ShardEntry(**s) for s in data["shards"]],  # unknown keys fail here
-                normalized=bool(data["normalized"]),
-            )
-        except (KeyError, TypeError) as e:
-            raise BitextmineError(f"malformed manifest: {e}", path=manifest) from None
+        checked = parse(ManifestSchema, data, manifest, "a manifest")
+        emb_set = cls(
+            path=path,
+            encoder=EncoderIdentity(**checked.encoder.model_dump()),
+            dtype=checked.dtype,
+            max_tokens=checked.max_tokens,
+            precision=checked.precision,
+            shards=[ShardEntry(**s.model_dump()) for s in checked.shards],
+            normalized=checked.normalized,
+        )
+        for i, entry in enumerate(emb_set.shards):
+            plain_file_name(path, entry.file, ".npy", f"shards.{i}.file", manifest)
+            if entry.text_file is not None:
+                plain_file_name(path, entry.text_file, ".txt.gz", f"shards.{i}.text_file", manifest)
         if verify:
             emb_set.verify()
         return emb_set
@@ -96,8 +105,7 @@ class EmbeddingSet:
         return sum(s.lines for s in self.shards)
 
     def shard_offsets(self) -> np.ndarray:
-        """Global id of each shard's first row; ids run over the shards in manifest order."""
-        return np.concatenate([[0], np.cumsum([s.lines for s in self.shards])]).astype(np.int64)
+        return shard_offsets(self.shards)
 
     def open_shard(self, index: int) -> np.ndarray:
         """A memory map of one shard, checked against the manifest."""
@@ -132,7 +140,10 @@ class EmbeddingSet:
 
         entry = self.shards[index]
         if entry.text_file is not None:
-            return read_shard(str(self.path / entry.text_file), errors="replace").lines
+            text = self.path / entry.text_file
+            if entry.text_file_sha256 is not None and file_sha256(text) != entry.text_file_sha256:
+                raise BitextmineError("checksum mismatch: the kept text is damaged or was changed", path=text)
+            return read_shard(str(text), errors="replace").lines
         shard = read_shard(entry.source, errors="replace")
         if shard.source_sha256 != entry.source_sha256:
             raise BitextmineError("the text changed since it was embedded; embed it again", path=entry.source)
@@ -148,11 +159,70 @@ class EmbeddingSet:
             "normalized": self.normalized,
             "max_tokens": self.max_tokens,
             "precision": self.precision,
-            "shards": [asdict(s) for s in self.shards],
+            "shards": [_entry_dict(s) for s in self.shards],
         }
 
     def save(self) -> None:
-        write_json(self.path / MANIFEST_NAME, self.to_dict())
+        save_json(self.path / MANIFEST_NAME, self.to_dict())
+
+
+def _entry_dict(entry: ShardEntry) -> dict:
+    data = asdict(entry)
+    if data["text_file_sha256"] is None:
+        del data["text_file_sha256"]  # only stdin shards keep a text file, and so a checksum of it
+    return data
+
+
+def _read_manifest(manifest: Path) -> dict:
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise BitextmineError(f"unreadable manifest: {e}", path=manifest) from None
+    except OSError as e:
+        raise BitextmineError(f"cannot read: {(e.strerror or str(e)).lower()}", path=manifest) from None
+    if not isinstance(data, dict):
+        raise BitextmineError(f"malformed manifest: a JSON object is expected, not a {type(data).__name__}",
+                              path=manifest)
+    return data
+
+
+class EncoderSchema(Model):
+    name: Str
+    version: Str
+    dim: Annotated[Int, Field(gt=0)]
+    weights_sha256: Str
+    compatible_with: Str | None = None
+
+
+class ShardSchema(Model):
+    source: Str
+    source_size: Annotated[Int, Field(ge=0)]
+    source_sha256: Str
+    lines: Annotated[Int, Field(ge=0)]
+    blank_lines: Annotated[Int, Field(ge=0)]
+    truncated_lines: Annotated[Int, Field(ge=0)]
+    file: Str
+    file_sha256: Str
+    text_file: Str | None = None
+    text_file_sha256: Str | None = None
+
+
+class ManifestSchema(Model):
+    """What ``manifest.json`` must hold (the format and version are checked first)."""
+
+    format: Str
+    format_version: Int
+    encoder: EncoderSchema
+    dtype: Literal["float16", "float32"]
+    normalized: Bool
+    max_tokens: Int
+    precision: Str = "fp32"
+    shards: list[ShardSchema]
+
+
+def shard_offsets(shards: list[ShardEntry]) -> np.ndarray:
+    """Global id of each shard's first row, and the total last; ids run over the shards in order."""
+    return np.concatenate([[0], np.cumsum([s.lines for s in shards])]).astype(np.int64)
 
 
 def row_is_blank(rows: np.ndarray) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +11,8 @@ import numpy as np
 from bitextmine.errors import BitextmineError
 from bitextmine.evaluate import best_threshold, bucc_metrics
 from bitextmine.io.text import read_shard
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -72,3 +75,44 @@ def evaluate_mined(src: IdSentences, tgt: IdSentences, src_unique: list[str], tg
     best = best_threshold(scores_arr, correct, len(gold))
     metrics.update({f"bucc_best_{k}": v for k, v in best.items()})
     return metrics
+
+
+def evaluate_bucc_files(src: str | Path, tgt: str | Path, gold: str | Path, encoder_name: str, cfg,
+                        progress: bool = False) -> dict:
+    """Mine two ``id<TAB>sentence`` files with no threshold and score against the gold pairs.
+
+    ``cfg`` is a ``MineConfig``; its threshold (default: the encoder's) is the one
+    reported beside the best of the sweep. Returns the report: ``metrics``,
+    ``primary_metric`` and ``signature``.
+    """
+    from dataclasses import replace
+
+    from bitextmine.devices import resolve_device
+    from bitextmine.encoders import load_encoder
+    from bitextmine.evaluate import signature
+    from bitextmine.mine import default_threshold, mine_vectors
+    from bitextmine.progress import encode_with_progress
+
+    src_s, tgt_s, gold_pairs = read_id_sentences(src), read_id_sentences(tgt), read_gold(gold)
+    _warn_absent_gold(gold_pairs, src_s, tgt_s, gold)
+    cfg = replace(cfg, device=resolve_device(cfg.device))
+    encoder = load_encoder(encoder_name, device=cfg.device)
+    if cfg.threshold is None:
+        cfg = replace(cfg, threshold=default_threshold(encoder.identity.name, cfg.score))
+    src_unique, tgt_unique = list(dict.fromkeys(src_s.texts)), list(dict.fromkeys(tgt_s.texts))
+    x = encode_with_progress(encoder, src_unique, "encode src", progress)
+    y = encode_with_progress(encoder, tgt_unique, "encode tgt", progress)
+    pairs = mine_vectors(x, y, cfg, threshold=-np.inf, progress=progress)  # every pair: the sweep needs them
+    return {"metrics": evaluate_mined(src_s, tgt_s, src_unique, tgt_unique, pairs, gold_pairs, cfg.threshold),
+            "primary_metric": "bucc_f1",
+            "signature": signature(encoder=encoder.identity.name, k=cfg.k, margin=cfg.score,
+                                   retrieval=cfg.retrieval)}
+
+
+def _warn_absent_gold(gold: set[tuple[str, str]], src: IdSentences, tgt: IdSentences, path) -> None:
+    """Gold pairs naming ids the files do not hold can never be found: say how many."""
+    src_ids, tgt_ids = set(src.ids), set(tgt.ids)
+    absent = sum(1 for a, b in gold if a not in src_ids or b not in tgt_ids)
+    if absent:
+        log.warning("%s: %d of %d gold pairs name ids absent from the sentence files; they count as missed",
+                    path, absent, len(gold))

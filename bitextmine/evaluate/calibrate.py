@@ -32,9 +32,12 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from bitextmine import defaults
+from bitextmine.errors import BitextmineError
 from bitextmine.mine import MineConfig, mine_vectors
 
 PLANTED_SHARE = 0.4  # of the seeds planted as pairs; the rest are planted as orphans
+MIN_SEEDS = 20  # fewer cannot estimate the rates G and R at all (a few hundred are enough)
 
 
 @dataclass
@@ -80,7 +83,7 @@ def _at_least(scores: np.ndarray, grid: np.ndarray) -> np.ndarray:
 
 
 def calibrate_with_seeds(x_pool, y_pool, seed_src: np.ndarray, seed_tgt: np.ndarray, cfg: MineConfig,
-                         seed: int = 0, device: str = "cpu") -> Calibration:
+                         seed: int = 0, device: str = "cpu", progress: bool = False) -> Calibration:
     """Plant seed pairs (and orphans) in the pools, mine, and read P/R off them."""
     n, m = len(x_pool), len(y_pool)
     rng = np.random.default_rng(seed)
@@ -91,7 +94,7 @@ def calibrate_with_seeds(x_pool, y_pool, seed_src: np.ndarray, seed_tgt: np.ndar
     x = np.concatenate([np.asarray(x_pool[:], dtype=np.float16), seed_src[planted].astype(np.float16),
                         seed_src[orphans].astype(np.float16)])
     y = np.concatenate([np.asarray(y_pool[:], dtype=np.float16), seed_tgt[planted].astype(np.float16)])
-    pairs = mine_vectors(x, y, cfg, threshold=-np.inf, device=device)
+    pairs = mine_vectors(x, y, cfg, threshold=-np.inf, device=device, progress=progress)
 
     src, tgt, score = pairs.src, pairs.tgt, pairs.score.astype(np.float64)
     in_pool = src < n
@@ -121,12 +124,13 @@ def calibrate_with_seeds(x_pool, y_pool, seed_src: np.ndarray, seed_tgt: np.ndar
                         "estimated_translations_in_pools": round(t_hat, 1), "pool_sources": n, "pool_targets": m})
 
 
-def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, seed: int = 0, device: str = "cpu") -> Calibration:
+def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, seed: int = 0, device: str = "cpu",
+                           progress: bool = False) -> Calibration:
     """Mixture-model estimate from the score distribution alone."""
     from scipy.stats import norm
     from sklearn.mixture import GaussianMixture
 
-    pairs = mine_vectors(x_pool, y_pool, cfg, threshold=-np.inf, device=device)
+    pairs = mine_vectors(x_pool, y_pool, cfg, threshold=-np.inf, device=device, progress=progress)
     score = pairs.score.astype(np.float64)
     grid = threshold_grid(score)
     if len(score) < 10:
@@ -144,7 +148,8 @@ def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, seed: int = 0, devic
     recall = norm.sf(grid, means[hi], sds[hi])
     # agreement of the two directions, as a second signal: mutual nearest neighbours
     mutual = mine_vectors(x_pool, y_pool, MineConfig(k=cfg.k, score=cfg.score, retrieval="intersect",
-                                                     block_rows=cfg.block_rows), threshold=-np.inf, device=device)
+                                                     block_rows=cfg.block_rows), threshold=-np.inf, device=device,
+                          progress=progress)
     mutual_share = _at_least(mutual.score.astype(np.float64), grid) / np.maximum(_at_least(score, grid), 1)
     return Calibration("mixture", grid, precision, recall, _at_least(score, grid),
                        {"components": {"translations": {"weight": float(weights[hi]), "mean": float(means[hi]),
@@ -152,3 +157,51 @@ def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, seed: int = 0, devic
                                        "others": {"weight": float(weights[lo]), "mean": float(means[lo]),
                                                   "sd": float(sds[lo])}},
                         "mutual_nn_share": [round(float(v), 4) for v in mutual_share]})
+
+
+def check_target_precision(target: float) -> None:
+    if not 0 < target <= 1:
+        raise BitextmineError(f"--target-precision is a share in (0, 1], such as 0.9 for 90%, not {target:g}")
+
+
+def calibrate_sets(src: list, tgt: list, cfg: MineConfig, target_precision: float, seeds: str | None = None,
+                   seed: int = defaults.SEED, progress: bool = False) -> tuple[Calibration, float | None]:
+    """Calibrate the pools of two embedding-set lists; (curve, recommended threshold or None).
+
+    Each distinct sentence is one row of its pool. With ``seeds`` (a pairs file of at
+    least ``MIN_SEEDS`` known translations, embedded with the sets' own encoder) the
+    seed method runs, else the mixture model.
+    """
+    from bitextmine.devices import resolve_device
+    from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
+    from bitextmine.mine import check_compatible, unique_sentences
+
+    check_target_precision(target_precision)
+    device = resolve_device(cfg.device)
+    src_corpus, tgt_corpus = EmbeddingCorpus.load(src), EmbeddingCorpus.load(tgt)
+    check_compatible(src_corpus, tgt_corpus)
+    x = SelectedRows(src_corpus, unique_sentences(src_corpus).rows)
+    y = SelectedRows(tgt_corpus, unique_sentences(tgt_corpus).rows)
+    if seeds is None:
+        result = calibrate_without_gold(np.asarray(x[:]), np.asarray(y[:]), cfg, seed, device, progress)
+    else:
+        seed_src, seed_tgt = _embed_seeds(seeds, src_corpus, device, progress)
+        result = calibrate_with_seeds(x, y, seed_src, seed_tgt, cfg, seed, device, progress)
+    return result, result.recommend(target_precision)
+
+
+def _embed_seeds(seeds: str, corpus, device: str, progress: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Both sides of the seed pairs, embedded by the encoder that made ``corpus``."""
+    from bitextmine.encoders import load_encoder
+    from bitextmine.io.pairs import read_pairs
+    from bitextmine.progress import encode_with_progress
+
+    pairs = read_pairs(seeds, allow_empty_side=False)
+    if len(pairs) < MIN_SEEDS:
+        raise BitextmineError(f"only {len(pairs)} seed pairs: give a few hundred (at least {MIN_SEEDS})", path=seeds)
+    encoder = load_encoder(corpus.encoder.name, device=device)
+    if encoder.identity.space() != corpus.encoder.space():
+        raise BitextmineError("the encoder found under the sets' encoder name is not the one that made them",
+                              path=corpus.sets[0].path)
+    return (encode_with_progress(encoder, [p.src for p in pairs], "encode seeds", progress),
+            encode_with_progress(encoder, [p.tgt for p in pairs], "encode seeds", progress))

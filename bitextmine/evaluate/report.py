@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import base64
 import html
+import io
 import json
+import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from pydantic import ConfigDict
 
 from bitextmine import __version__
 from bitextmine.errors import BitextmineError
-from bitextmine.io.atomic import atomic_path
+from bitextmine.io.validate import Float, Int, Model, parse
 
 BANDS = 5
+FIGURES = ("scores.png", "kept.png")
 SAMPLES_PER_BAND = 4
 
 
@@ -33,20 +37,68 @@ class ReportInputs:
     filter_report: dict | None
 
 
-def load_inputs(mined: str, meta: str | None = None, filter_report: str | None = None) -> ReportInputs:
-    from bitextmine.filter import read_pairs
-    from bitextmine.io.text import read_lines
+class _Parameters(Model):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    threshold: Float | None = None
 
-    pairs = read_pairs(read_lines(mined), mined)
+
+class _Sidecar(Model):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    parameters: _Parameters | None = None
+
+
+class _FilterCounts(Model):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    total: Int = 0
+    kept: Int = 0
+    rejected: dict[str, Int] = {}
+
+
+def _scored_pairs(mined: str):
+    """The pairs of a mined TSV; every score a finite number (a NaN cannot be placed on a histogram)."""
+    from bitextmine.io.pairs import read_pairs
+
+    pairs = read_pairs(mined)
     if any(p.score is None for p in pairs):
         raise BitextmineError("the report needs scored pairs (score<TAB>src<TAB>tgt)", path=mined)
-    meta_path = Path(meta) if meta else Path(mined + ".json")
-    params = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else None
-    filt = json.loads(Path(filter_report).read_text(encoding="utf-8")) if filter_report else None
-    if filt is None and params is not None and "filter" in params:
+    bad = next((p for p in pairs if not math.isfinite(p.score)), None)
+    if bad is not None:
+        raise BitextmineError(f"score {bad.score} is not a finite number", path=mined, line=bad.line)
+    return pairs
+
+
+def load_inputs(mined: str, meta: str | None = None, filter_report: str | None = None) -> ReportInputs:
+    """The pairs, the mining sidecar (checked against the pairs) and the filter counts."""
+    from bitextmine.io.atomic import is_regular_output
+    from bitextmine.mine.output import SIDECAR_SUFFIX, check_sidecar, read_sidecar
+
+    pairs = _scored_pairs(mined)
+    meta_path = meta if meta else mined + SIDECAR_SUFFIX
+    params = None
+    if meta or (mined != "-" and is_regular_output(mined) and Path(meta_path).is_file()):
+        params = read_sidecar(meta_path)
+        parse(_Sidecar, params, meta_path, "a mining sidecar")
+        if mined != "-":
+            check_sidecar(mined, params, meta_path, rows=len(pairs))
+    filt = None
+    if filter_report:
+        filt = read_sidecar(filter_report)
+        parse(_FilterCounts, filt, filter_report, "a filter report")
+    elif params is not None and isinstance(params.get("filter"), dict):
         filt = params["filter"]
+        parse(_FilterCounts, filt, meta_path, "the sidecar's filter counts")
     return ReportInputs(np.array([p.score for p in pairs], dtype=np.float64), [p.src for p in pairs],
                         [p.tgt for p in pairs], params, filt)
+
+
+def make_report(mined: str, output: str | Path, meta: str | None = None,
+                filter_report: str | None = None) -> list[Path]:
+    """Read the inputs and write the report (refusing an output that would replace an input)."""
+    from bitextmine.io.atomic import refuse_overwriting_inputs
+
+    pngs = [] if str(output) == "-" else [Path(output).with_name(f"{Path(output).stem}.{n}") for n in FIGURES]
+    refuse_overwriting_inputs([output, *pngs], [mined, meta, filter_report])
+    return write_report(load_inputs(mined, meta, filter_report), output)
 
 
 def _figures(inputs: ReportInputs, threshold: float | None):
@@ -75,7 +127,7 @@ def _figures(inputs: ReportInputs, threshold: float | None):
     if threshold is not None:
         ax.axvline(threshold, color="#cc3311", linestyle="--")
     kept.tight_layout()
-    return {"scores.png": hist, "kept.png": kept}
+    return dict(zip(FIGURES, (hist, kept), strict=True))
 
 
 def _samples(inputs: ReportInputs, seed: int = 0) -> list[tuple[str, list[tuple[float, str, str]]]]:
@@ -93,24 +145,47 @@ def _samples(inputs: ReportInputs, seed: int = 0) -> list[tuple[str, list[tuple[
 
 
 def write_report(inputs: ReportInputs, output: str | Path, title: str = "bitextmine mining report") -> list[Path]:
-    """Write the HTML page and its PNG files; return the paths written."""
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    threshold = None
-    if inputs.params:
-        threshold = inputs.params.get("parameters", {}).get("threshold")
-    written = []
-    images = {}
+    """Write the HTML page and its PNG files; return the paths written.
+
+    Everything is drawn in memory first, so a failure writes nothing. The PNGs go beside
+    a regular output only; ``-`` (standard output) or a device gets the page alone (its
+    images are embedded anyway).
+    """
     from matplotlib import pyplot as plt
 
-    for name, fig in _figures(inputs, threshold).items():
-        png = output.with_name(f"{output.stem}.{name}")
-        with atomic_path(png) as tmp:
-            fig.savefig(tmp, format="png")
-        plt.close(fig)
-        images[name] = base64.b64encode(png.read_bytes()).decode("ascii")
-        written.append(png)
+    from bitextmine.io.atomic import is_regular_output, write_bytes, write_text
 
+    threshold = (inputs.params or {}).get("parameters", {}) or {}
+    threshold = threshold.get("threshold")
+    pngs = {}
+    for name, fig in _figures(inputs, threshold).items():
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png")
+        plt.close(fig)
+        pngs[name] = buffer.getvalue()
+    page = _page(inputs, {name: base64.b64encode(data).decode("ascii") for name, data in pngs.items()}, title)
+    if not is_regular_output(output):
+        write_text(output, page)
+        return [Path(output)]
+    output = Path(output)
+    created = [p for p in [output.parent, *output.parent.parents] if not p.exists()]
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name, data in pngs.items():
+            png = output.with_name(f"{output.stem}.{name}")
+            write_bytes(png, data)
+            written.append(png)
+        write_text(output, page)
+    except BaseException:
+        for directory in created:  # no empty directories left behind
+            if directory.is_dir() and not any(directory.iterdir()):
+                directory.rmdir()
+        raise
+    return [output, *written]
+
+
+def _page(inputs: ReportInputs, images: dict[str, str], title: str) -> str:
     esc = html.escape
     scores = inputs.scores
     summary = [("pairs", f"{len(scores):,}")]
@@ -143,6 +218,4 @@ def write_report(inputs: ReportInputs, output: str | Path, title: str = "bitextm
     if inputs.params:
         parts.append("<h2>Parameters</h2><pre>" + esc(json.dumps(inputs.params, indent=2)) + "</pre>")
     parts.append(f"<p><small>bitextmine {esc(__version__)}</small></p></body></html>")
-    with atomic_path(output) as tmp:
-        tmp.write_text("\n".join(parts), encoding="utf-8")
-    return [output, *written]
+    return "\n".join(parts)

@@ -2,70 +2,83 @@
 
 High-margin pairs still hold junk (WikiMatrix and LASER users report it): the wrong
 language on one side, copies, boilerplate, numbers or URLs that differ, duplicates that
-cost BLEU. Rules run in a fixed order, cheapest first; a rejected pair is charged to
-the first rule it fails. Deduplication keeps the first occurrence, which is the
-best-scoring one since mined files are sorted by score.
+cost BLEU. Rules run in a fixed order (``RULES``), the ones that judge a pair by itself
+first, then language ID (of all remaining pairs at once), then deduplication; a rejected
+pair is charged to the first rule it fails. Deduplication keeps the first kept occurrence,
+the best-scoring one since mined files are sorted by score. Numbers are compared in
+``numerals``, languages identified in ``langid``.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
+from itertools import chain
 
 from bitextmine import defaults
+from bitextmine.choices import DEDUP_MODES, RULES  # RULES: in the order they run, dedup last
 from bitextmine.errors import BitextmineError
+from bitextmine.io.pairs import Pair
 
-RULES = ("score_cap", "length", "tokens", "ratio", "letters", "copy", "numbers", "urls", "boilerplate", "dedup",
-         "lid")
-DEDUP_MODES = ("pair", "src", "tgt", "both")
+# the range of each number setting, (least, most) with None for no bound; the command line's limits too
+RANGES = {"min_chars": (0, None), "max_chars": (0, None), "min_tokens": (0, None), "max_side_tokens": (0, None),
+          "max_ratio": (1.0, None), "min_letters": (0.0, 1.0), "near_copy": (0.0, 1.0), "boilerplate": (1, None),
+          "max_score": (None, None)}
 
 
 @dataclass(frozen=True)
 class FilterConfig:
-    disabled: tuple[str, ...] = ()
+    """The rules' settings; each field is the command-line option of that name (``--max-side-tokens``)."""
+
+    skip: tuple[str, ...] = ()  # rules switched off
     min_chars: int = defaults.FILTER_MIN_CHARS
     max_chars: int = defaults.FILTER_MAX_CHARS
     min_tokens: int = defaults.FILTER_MIN_TOKENS
-    max_tokens: int = defaults.FILTER_MAX_TOKENS
+    max_side_tokens: int = defaults.FILTER_MAX_TOKENS
     max_ratio: float = defaults.FILTER_MAX_LENGTH_RATIO
     min_letters: float = defaults.FILTER_MIN_LETTER_SHARE
     near_copy: float = defaults.FILTER_NEAR_COPY_JACCARD
-    boilerplate_count: int = defaults.FILTER_BOILERPLATE_COUNT
-    dedup: str = "both"  # pair: identical pairs; src / tgt: one side seen before; both: src or tgt
+    boilerplate: int = defaults.FILTER_BOILERPLATE_COUNT  # a side seen this many times is boilerplate
+    dedup: str = defaults.FILTER_DEDUP  # pair: identical pairs; src / tgt: one side seen before; both: either
     max_score: float | None = None  # the score cap is off until given
     src_lang: str | None = None  # language ID is off until a language is given
     tgt_lang: str | None = None
 
     def __post_init__(self):
-        unknown = set(self.disabled) - set(RULES)
+        object.__setattr__(self, "skip", tuple(self.skip))
+        unknown = set(self.skip) - set(RULES)
         if unknown:
             raise BitextmineError(f"unknown filter rule(s) {', '.join(sorted(unknown))}: rules are {', '.join(RULES)}")
         if self.dedup not in DEDUP_MODES:
             raise BitextmineError(f"unknown dedup mode {self.dedup!r}: use {', '.join(DEDUP_MODES)}")
+        for name, (least, most) in RANGES.items():
+            value, option = getattr(self, name), f"--{name.replace('_', '-')}"
+            if value is not None and not math.isfinite(value):
+                raise BitextmineError(f"{option} must be a finite number, not {value}")
+            if value is not None and ((least is not None and value < least) or (most is not None and value > most)):
+                raise BitextmineError(f"{option} must be in [{least}, {most if most is not None else 'inf'}], "
+                                      f"not {value}")
+        for option, lang in (("--src-lang", self.src_lang), ("--tgt-lang", self.tgt_lang)):
+            if lang is not None:
+                from bitextmine.filter.langid import language_key
+
+                language_key(lang, option)  # an unknown code is an error, never language ID silently off
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "skip": list(self.skip)}
 
     def active(self, rule: str) -> bool:
-        if rule in self.disabled:
+        if rule in self.skip:
             return False
         if rule == "score_cap":
             return self.max_score is not None
         if rule == "lid":
             return self.src_lang is not None or self.tgt_lang is not None
         return True
-
-
-@dataclass
-class Pair:
-    score: float | None
-    src: str
-    tgt: str
-    extra: list[str] = field(default_factory=list)  # further columns (ids), passed through
-
-    def fields(self) -> list[str]:
-        head = [] if self.score is None else [f"{self.score:.6f}"]
-        return [*head, self.src, self.tgt, *self.extra]
 
 
 @dataclass
@@ -115,25 +128,51 @@ def urls(text: str) -> set[str]:
     return {u.rstrip(".,;:!?)").lower() for u in _URL.findall(text)}
 
 
-# ASCII characters that are not letters, as bytes to delete with bytes.translate (C speed)
+# ASCII characters that are not letters, and ASCII white space, as bytes to delete with
+# bytes.translate (C speed)
 _ASCII_NOT_LETTER = bytes(c for c in range(128) if not chr(c).isalpha())
+_ASCII_SPACE = bytes(c for c in range(128) if chr(c).isspace())
+_SPACE = re.compile(r"\s")
+
+
+_NON_ASCII_NOT_WORD = re.compile(r"[^\w\s\x00-\x7f]")  # symbols, punctuation, combining marks
+# CJK, kana and Hangul: a character is a syllable or a word, where a Latin letter is a sound
+_WIDE = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
 def letter_share(text: str) -> float:
-    """Share of letters (word characters other than digits and _) among characters."""
-    if not text:
-        return 0.0
+    """Share of letters (word characters other than digits and _, and combining marks such
+    as Devanagari vowel signs) among the visible (not white space) characters, a CJK, kana
+    or Hangul character counting as three (as in ``text_length``): a Chinese side with a
+    few numbers is no junk, and spaces neither help nor hurt."""
+    data = text.encode()
     # fast path: drop the ASCII non-letters; when all that is left is letters, count it
-    rest = text.encode().translate(None, _ASCII_NOT_LETTER).decode()
-    if not rest or rest.isalpha():
-        return len(rest) / len(text)
-    return len(_NOT_LETTER.sub("", text)) / len(text)
+    rest = data.translate(None, _ASCII_NOT_LETTER)
+    visible = len(text) - len(data) + len(data.translate(None, _ASCII_SPACE))
+    if text.isascii():
+        return len(rest) / visible if visible else 0.0
+    letters = rest.decode()
+    if letters.isalpha() and _WIDE.search(letters) is None:
+        return len(letters) / visible
+    letters = _NOT_LETTER.sub("", text)
+    marks = sum(unicodedata.category(c)[0] == "M" for c in _NON_ASCII_NOT_WORD.findall(text))
+    visible = _SPACE.sub("", text)
+    weight = len(visible) + 2 * len(_WIDE.findall(visible))
+    return (len(letters) + 2 * len(_WIDE.findall(letters)) + marks) / weight if weight else 0.0
+
+
+def text_length(text: str) -> int:
+    """Characters, a CJK, kana or Hangul character counting as three: lengths comparable
+    across scripts (UTF-8 bytes would count a Cyrillic letter twice)."""
+    if text.isascii():
+        return len(text)
+    return len(text) + 2 * len(_WIDE.findall(text))
 
 
 def token_count(text: str) -> int:
     # scripts without spaces count characters, so the bounds mean about the same
     count = len(text.split())
-    if text.isascii():
+    if text.isascii() or _UNSPACED.search(text) is None:
         return count
     return max(count, len(_UNSPACED.findall(text)))
 
@@ -142,7 +181,8 @@ def token_count(text: str) -> int:
 
 class PairFilter:
     """Applies the rules of a ``FilterConfig`` to pairs; ``run`` needs the whole input
-    (boilerplate counts are over all pairs), ``check`` judges one pair."""
+    (boilerplate counts are over all pairs, language ID runs on many texts at once),
+    ``check`` judges one pair."""
 
     def __init__(self, cfg: FilterConfig = FilterConfig()):
         self.cfg = cfg
@@ -151,50 +191,66 @@ class PairFilter:
         self._seen_src: set[str] = set()
         self._seen_tgt: set[str] = set()
         self._boilerplate: set[str] = set()
-        self._detector = None
+        self._dedup = cfg.active("dedup")
+        self._languages = None
         if cfg.active("lid"):
-            from bitextmine.filter.langid import LanguageIdentifier
+            from bitextmine.filter.langid import PairLanguages
 
-            self._detector = LanguageIdentifier()
+            self._languages = PairLanguages(cfg.src_lang, cfg.tgt_lang)
         methods = {"score_cap": self._score_cap, "length": self._length, "tokens": self._tokens,
                    "ratio": self._ratio, "letters": self._letters, "copy": self._copy, "numbers": self._numbers,
-                   "urls": self._urls, "boilerplate": self._boilerplate_rule, "dedup": self._dedup, "lid": self._lid}
-        self._checks = [(rule, methods[rule]) for rule in RULES if cfg.active(rule)]
+                   "urls": self._urls, "boilerplate": self._boilerplate_rule}
+        # the rules that judge a pair by itself; language ID and dedup follow in _finish
+        self._checks = [(rule, methods[rule]) for rule in RULES if rule in methods and cfg.active(rule)]
 
     def count_boilerplate(self, normalised: Iterable[tuple[str, str]]) -> None:
-        """Texts that occur at least ``boilerplate_count`` times on one side."""
-        counts: Counter[str] = Counter()
-        for src, tgt in normalised:
-            counts[src] += 1
-            counts[tgt] += 1
-        self._boilerplate = {t for t, c in counts.items() if c >= self.cfg.boilerplate_count and t}
+        """Texts that occur at least ``boilerplate`` times on one side."""
+        counts = Counter(chain.from_iterable(normalised))
+        self._boilerplate = {t for t, c in counts.items() if c >= self.cfg.boilerplate and t}
 
     def check(self, pair: Pair, norm_src: str | None = None, norm_tgt: str | None = None) -> str | None:
-        """The first rule ``pair`` fails, or None when it passes them all."""
+        """The first rule ``pair`` fails, or None when it passes them all (and is kept)."""
         if norm_src is None:
             norm_src, norm_tgt = normalise(pair.src), normalise(pair.tgt)
+        return self._pair_rules(pair, norm_src, norm_tgt) or self._finish(pair, norm_src, norm_tgt)
+
+    def _pair_rules(self, pair: Pair, norm_src: str, norm_tgt: str) -> str | None:
         for rule, fails in self._checks:
             if fails(pair, norm_src, norm_tgt):
                 return rule
         return None
 
+    def _finish(self, pair: Pair, norm_src: str, norm_tgt: str, languages_match: bool | None = None) -> str | None:
+        """Language ID (unless already decided: ``languages_match``), then dedup against the
+        kept pairs; a pair that passes is kept and claims its sentences."""
+        if self._languages is not None:
+            self.report.lid_unsupported += self._languages.unsupported_sides
+            if languages_match is None:
+                languages_match = self._languages.matches([pair])[0]
+            if not languages_match:
+                return "lid"
+        if self._dedup:
+            if self._seen(norm_src, norm_tgt):
+                return "dedup"
+            self._claim(norm_src, norm_tgt)
+        return None
+
     # one method per rule: (pair, normalised source, normalised target) -> fails?
     def _score_cap(self, p, ns, nt):
-        return p.score is not None and p.score > self.cfg.max_score
+        # written so that a NaN score fails the cap: a pair whose score is unknown is no safer
+        return p.score is not None and not p.score <= self.cfg.max_score
 
     def _length(self, p, ns, nt):
         lo, hi = self.cfg.min_chars, self.cfg.max_chars
         return not (lo <= len(p.src) <= hi and lo <= len(p.tgt) <= hi)
 
     def _tokens(self, p, ns, nt):
-        lo, hi = self.cfg.min_tokens, self.cfg.max_tokens
+        lo, hi = self.cfg.min_tokens, self.cfg.max_side_tokens
         a, b = token_count(p.src), token_count(p.tgt)
         return not (lo <= a <= hi and lo <= b <= hi)
 
     def _ratio(self, p, ns, nt):
-        # UTF-8 bytes: fair across scripts (an ASCII string's length is its byte count)
-        a = len(p.src) if p.src.isascii() else len(p.src.encode())
-        b = len(p.tgt) if p.tgt.isascii() else len(p.tgt.encode())
+        a, b = text_length(p.src), text_length(p.tgt)
         return max(a, b) > self.cfg.max_ratio * max(1, min(a, b))
 
     def _letters(self, p, ns, nt):
@@ -212,51 +268,45 @@ class PairFilter:
     def _boilerplate_rule(self, p, ns, nt):
         return ns in self._boilerplate or nt in self._boilerplate
 
-    def _dedup(self, p, ns, nt):
-        return self._seen(ns, nt)
-
-    def _lid(self, p, ns, nt):
-        return not self._languages_match(p.src, p.tgt)
-
     def _seen(self, src: str, tgt: str) -> bool:
         mode = self.cfg.dedup
         if mode == "pair":
-            seen = (src, tgt) in self._seen_pairs
-        elif mode == "src":
-            seen = src in self._seen_src
-        elif mode == "tgt":
-            seen = tgt in self._seen_tgt
-        else:
-            seen = src in self._seen_src or tgt in self._seen_tgt
-        if not seen:  # only a kept pair claims its sentences
-            self._seen_pairs.add((src, tgt))
-            self._seen_src.add(src)
-            self._seen_tgt.add(tgt)
-        return seen
+            return (src, tgt) in self._seen_pairs
+        if mode == "src":
+            return src in self._seen_src
+        if mode == "tgt":
+            return tgt in self._seen_tgt
+        return src in self._seen_src or tgt in self._seen_tgt
 
-    def _languages_match(self, src: str, tgt: str) -> bool:
-        for text, want in ((src, self.cfg.src_lang), (tgt, self.cfg.tgt_lang)):
-            if want is None:
-                continue
-            if not self._detector.supports(want):
-                self.report.lid_unsupported += 1
-                continue
-            if self._detector.detect(text) != self._detector.canonical(want):
-                return False
-        return True
+    def _claim(self, src: str, tgt: str) -> None:
+        mode = self.cfg.dedup
+        if mode == "pair":
+            self._seen_pairs.add((src, tgt))
+        if mode in ("src", "both"):
+            self._seen_src.add(src)
+        if mode in ("tgt", "both"):
+            self._seen_tgt.add(tgt)
 
     def run(self, pairs: list[Pair]) -> Iterator[tuple[Pair, str | None]]:
         """(pair, reason) for each pair in order; reason None means kept."""
         normalised = [(normalise(p.src), normalise(p.tgt)) for p in pairs]  # once, for three rules
         if self.cfg.active("boilerplate"):
             self.count_boilerplate(normalised)
-        for pair, (norm_src, norm_tgt) in zip(pairs, normalised, strict=True):
-            reason = self.check(pair, norm_src, norm_tgt)
-            self.report.total += 1
+        if self._languages is None:
+            reasons = (self.check(p, ns, nt) for p, (ns, nt) in zip(pairs, normalised, strict=True))
+        else:  # the rules of each pair first, then language ID of all survivors at once
+            first = [self._pair_rules(p, ns, nt) for p, (ns, nt) in zip(pairs, normalised, strict=True)]
+            verdicts = iter(self._languages.matches([p for p, reason in zip(pairs, first, strict=True)
+                                                     if reason is None]))
+            reasons = (reason or self._finish(p, ns, nt, next(verdicts))
+                       for p, (ns, nt), reason in zip(pairs, normalised, first, strict=True))
+        report = self.report
+        for pair, reason in zip(pairs, reasons, strict=True):
+            report.total += 1
             if reason is None:
-                self.report.kept += 1
+                report.kept += 1
             else:
-                self.report.rejected[reason] += 1
+                report.rejected[reason] += 1
             yield pair, reason
 
 
@@ -267,35 +317,22 @@ def _jaccard(a: str, b: str) -> float:
     if len(x) < 3:  # too short to call a near copy by overlap
         return 0.0
     y = set(b.split())
-    if len(y) < 3:
+    if len(y) < 3 or 10 * min(len(x), len(y)) < 9 * max(len(x), len(y)):  # cannot reach 0.9
         return 0.0
     shared = len(x.intersection(y))
     return shared / (len(x) + len(y) - shared)
 
 
 def _numbers_agree(src: str, tgt: str) -> bool:
-    """Both sides write the same numbers. When only one side has digits, the other has
-    most likely spelled them out ("at 2:30" / "a las dos y media"), which passes."""
+    """Both sides write the same numbers (``bitextmine.filter.numerals``). The same digits on
+    both sides, or digits on one side only (the other spelled them out: "at 2:30" / "a las
+    dos y media"), settle it without reading the numbers."""
+    a, b = _NUMBER.findall(src), _NUMBER.findall(tgt)
+    if a == b or not a or not b:  # written alike, or on one side only
+        return True
     a, b = numbers(src), numbers(tgt)
-    return a == b or not a or not b
+    if a == b:
+        return True
+    from bitextmine.filter.numerals import numbers_agree
 
-
-def read_pairs(lines: Iterable[str], path: str = "-") -> list[Pair]:
-    """Mined-pairs TSV (score, src, tgt, [ids...]) or plain ``src<TAB>tgt``."""
-    pairs = []
-    for number, line in enumerate(lines, 1):
-        line = line.rstrip("\n").rstrip("\r")
-        if not line:
-            continue
-        cols = line.split("\t")
-        try:
-            if len(cols) >= 3:
-                pairs.append(Pair(float(cols[0]), cols[1], cols[2], cols[3:]))
-                continue
-        except ValueError:
-            pass
-        if len(cols) == 2:
-            pairs.append(Pair(None, cols[0], cols[1]))
-        else:
-            raise BitextmineError("expected score<TAB>src<TAB>tgt (or src<TAB>tgt)", path=path, line=number)
-    return pairs
+    return numbers_agree(src, tgt)

@@ -12,6 +12,11 @@ from bitextmine.io.atomic import atomic_text_writer, write_json
 log = logging.getLogger(__name__)
 
 
+def report_document(cfg: FilterConfig, report: FilterReport) -> dict:
+    """The filter's settings and counts, as the JSON report holds them."""
+    return {"config": cfg.to_dict(), **report.to_dict()}
+
+
 def filter_pairs_to_files(pairs: list[Pair], cfg: FilterConfig, output: str, report_path: Path | None,
                           rejects: str | None) -> FilterReport:
     pair_filter = PairFilter(cfg)
@@ -25,7 +30,7 @@ def filter_pairs_to_files(pairs: list[Pair], cfg: FilterConfig, output: str, rep
                 rejected.write("\t".join([reason, *pair.fields()]) + "\n")
     report = pair_filter.report
     if report_path is not None:
-        write_json(report_path, {"config": {**cfg.__dict__, "disabled": list(cfg.disabled)}, **report.to_dict()})
+        write_json(report_path, report_document(cfg, report))
     dropped = {k: v for k, v in report.rejected.items() if v}
     log.info("kept %d of %d pairs; rejected: %s", report.kept, report.total,
              ", ".join(f"{k} {v}" for k, v in dropped.items()) or "none")

@@ -9,20 +9,28 @@ memory-mapped fp16 shards. Indexes filled from one trained index can be merged.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
+from pydantic import ConfigDict
 
 from bitextmine import __version__, defaults
 from bitextmine.embed.corpus import EmbeddingCorpus
 from bitextmine.embed.embedding_set import row_is_blank
 from bitextmine.errors import BitextmineError
-from bitextmine.io.atomic import atomic_path, write_json
+from bitextmine.io.atomic import atomic_path, prepare_output_dir, refuse_overwriting_inputs, save_json
+from bitextmine.io.lock import output_lock
+from bitextmine.io.paths import confined
+from bitextmine.io.text import file_sha256
+from bitextmine.io.validate import Int, Model, Str, parse
 
 log = logging.getLogger(__name__)
 
@@ -30,16 +38,15 @@ INDEX_FILE = "index.faiss"
 META_FILE = "index.json"
 FORMAT_NAME = "bitextmine-index"
 FORMAT_VERSION = 1
-ADD_BLOCK_ROWS = 65536
 
 
 @dataclass(frozen=True)
 class IndexConfig:
-    index_type: str = "auto"  # or any FAISS factory string, e.g. "OPQ64,IVF4096,PQ64"
+    index_type: str = defaults.INDEX_TYPE  # or any FAISS factory string, e.g. "OPQ64,IVF4096,PQ64"
     nprobe: int = defaults.NPROBE
     train_sample: int | None = None  # None: TRAIN_SAMPLES_PER_LIST x lists
     seed: int = defaults.SEED
-    device: str = "auto"  # auto: faiss-gpu when installed and a GPU is visible
+    device: str = defaults.DEVICE  # auto: faiss-gpu when installed and a GPU is visible
     trained_from: str | None = None  # reuse the training of this index (so results can be merged)
 
 
@@ -56,31 +63,25 @@ def _largest_divisor(n: int, at_most: int) -> int:
     return max(m for m in range(1, at_most + 1) if n % m == 0)
 
 
-def ivf_lists(index) -> int | None:
+def ivf_of(index):
+    """The IVF part of a FAISS index (inside OPQ, id maps, ...), or None for an index without lists."""
     import faiss
 
     try:
-        return faiss.extract_index_ivf(index).nlist
+        return faiss.extract_index_ivf(index)
     except RuntimeError:
         return None
+
+
+def ivf_lists(index) -> int | None:
+    ivf = ivf_of(index)
+    return None if ivf is None else ivf.nlist
 
 
 def faiss_gpu_available() -> bool:
     import faiss
 
     return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
-
-
-def _non_blank_rows(corpus: EmbeddingCorpus):
-    """Yield (global ids, fp32 block) of non-blank rows, shard by shard, block by block."""
-    offsets = corpus.shard_offsets()
-    for s in range(len(corpus.shards)):
-        array = corpus.open_shard(s)
-        for start in range(0, len(array), ADD_BLOCK_ROWS):
-            block = np.asarray(array[start : start + ADD_BLOCK_ROWS], dtype=np.float32)
-            keep = ~row_is_blank(block)
-            ids = np.arange(start, start + len(block), dtype=np.int64)[keep] + offsets[s]
-            yield ids, np.ascontiguousarray(block[keep])
 
 
 def _training_sample(corpus: EmbeddingCorpus, size: int, seed: int) -> np.ndarray:
@@ -108,7 +109,29 @@ def _trained_sha256(index) -> str:
 
 
 def build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConfig = IndexConfig()) -> dict:
-    """Build the index of the corpus made of ``emb_dirs``; return its metadata."""
+    """Build the index of the corpus made of ``emb_dirs``; return its metadata.
+
+    The output directory is locked for the build: one writer at a time.
+    """
+    with _locked_output(out_dir, [*emb_dirs, cfg.trained_from]):
+        return _build_index(emb_dirs, out_dir, cfg)
+
+
+@contextlib.contextmanager
+def _locked_output(out_dir: str | Path, inputs: list) -> Iterator[None]:
+    """Checks and the lock of an index directory being written; an empty new one is removed on failure."""
+    refuse_overwriting_inputs([out_dir], inputs)
+    created = prepare_output_dir(out_dir)
+    try:
+        with output_lock(out_dir, directory=True):
+            yield
+    except BaseException:
+        if created and not any(Path(out_dir).iterdir()):
+            Path(out_dir).rmdir()
+        raise
+
+
+def _build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConfig) -> dict:
     import faiss
 
     started = time.time()
@@ -134,11 +157,12 @@ def build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConfi
         lists = ivf_lists(index)
         sample_size = 0
         if not index.is_trained:
-            wanted = cfg.train_sample or max(defaults.TRAIN_SAMPLES_PER_LIST * (lists or 1), 256 * 39)
+            wanted = cfg.train_sample or max(defaults.TRAIN_SAMPLES_PER_LIST * (lists or 1), defaults.PQ_MIN_TRAIN_ROWS)
             sample = _training_sample(corpus, wanted, cfg.seed)
             sample_size = len(sample)
-            if lists and sample_size < 39 * lists:
-                raise BitextmineError(f"{factory} needs at least {39 * lists} training vectors, the corpus has "
+            needed = defaults.FAISS_MIN_POINTS_PER_CENTROID * (lists or 0)
+            if sample_size < needed:
+                raise BitextmineError(f"{factory} needs at least {needed} training vectors, the corpus has "
                                       f"{sample_size}; use a smaller index type (e.g. Flat)")
             log.info("training %s on %d vectors", factory, sample_size)
             index = _on_gpu(index, cfg.device)
@@ -149,8 +173,8 @@ def build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConfi
         index = faiss.IndexIDMap2(index)  # flat-like indexes need an id map for global ids
     trained = _trained_sha256(index)
     device_index = _on_gpu(index, cfg.device)
-    for ids, block in _non_blank_rows(corpus):
-        device_index.add_with_ids(block, ids)
+    for ids, block in corpus.non_blank_blocks():
+        device_index.add_with_ids(np.ascontiguousarray(block, dtype=np.float32), ids.astype(np.int64))
     index = _to_cpu(device_index)
     if index.ntotal != rows:
         raise BitextmineError(f"index holds {index.ntotal} vectors, expected {rows}")
@@ -172,46 +196,104 @@ def build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConfi
         "bitextmine_version": __version__,
         "seconds": round(time.time() - started, 2),
     }
-    save_index(index, meta, out_dir)
-    return meta
+    return save_index(index, meta, out_dir)
 
 
-def save_index(index, meta: dict, out_dir: str | Path) -> None:
+def save_index(index, meta: dict, out_dir: str | Path) -> dict:
+    """``index.faiss``, then ``index.json`` with the checksum of ``index.faiss``.
+
+    Written in that order, so that a run killed between the two leaves an index.json
+    whose checksum no longer matches: the pair is refused, never silently mixed.
+    """
     import faiss
 
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out_dir / INDEX_FILE) as tmp:
-        faiss.write_index(index, str(tmp))
-    write_json(out_dir / META_FILE, meta)
+    target = out_dir / INDEX_FILE
+    with atomic_path(target) as tmp:
+        try:
+            faiss.write_index(index, str(tmp))
+        except RuntimeError as e:  # faiss reports a full disk as a RuntimeError
+            reason = "no space left on the device" if "No space left" in str(e) else _first_line(e)
+            raise BitextmineError(f"cannot write: {reason}", path=target) from None
+    meta = {**meta, "index_sha256": file_sha256(target)}
+    save_json(out_dir / META_FILE, meta)
+    return meta
 
 
-def load_index(index_dir: str | Path, mmap: bool = False):
-    """(faiss index, metadata) from a directory written by ``build_index``."""
-    import faiss
+def _first_line(error: Exception) -> str:
+    lines = [x.strip() for x in str(error).splitlines() if x.strip()]
+    return lines[-1] if lines else type(error).__name__
 
+
+class IndexMeta(Model):
+    """What ``index.json`` must hold (format and version are checked first)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)  # informational fields may come and go
+    format: Str
+    format_version: Int
+    factory: Str
+    metric: Literal["inner_product"]
+    dim: Int
+    ntotal: Int
+    nprobe: Int
+    train_sample: Int
+    trained_sha256: Str
+    embedding_sets: list[dict[str, Str | Int]]
+    shard_offsets: list[Int]
+    shard_labels: list[Str]
+    index_sha256: Str | None = None  # absent in indexes built before it was recorded
+
+
+def read_meta(index_dir: str | Path) -> dict:
+    """``index.json`` of an index directory, checked (shape, types) but without reading the index."""
     index_dir = Path(index_dir)
     meta_path = index_dir / META_FILE
     if not meta_path.is_file() or not (index_dir / INDEX_FILE).is_file():
         raise BitextmineError(f"not an index directory (needs {INDEX_FILE} and {META_FILE})", path=index_dir)
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    if meta.get("format") != FORMAT_NAME or meta.get("format_version") != FORMAT_VERSION:
+    for name in (META_FILE, INDEX_FILE):  # a link out of the directory is not this index
+        confined(index_dir, name, name, index_dir)
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise BitextmineError(f"unreadable index metadata: {e}", path=meta_path) from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME or meta.get("format_version") != FORMAT_VERSION:
         raise BitextmineError(f"not a {FORMAT_NAME} v{FORMAT_VERSION} index", path=meta_path)
+    parse(IndexMeta, meta, meta_path)
+    for i, s in enumerate(meta["embedding_sets"]):
+        if not isinstance(s.get("fingerprint"), str) or not isinstance(s.get("path"), str):
+            raise BitextmineError(f"embedding_sets.{i}: needs a path and a fingerprint", path=meta_path)
+    return meta
+
+
+def verify_index_file(index_dir: str | Path, meta: dict) -> None:
+    """The bytes of ``index.faiss`` against the checksum in ``index.json``."""
+    path = Path(index_dir) / INDEX_FILE
+    expected = meta.get("index_sha256")
+    if expected is None:
+        log.warning("%s: %s records no checksum of %s (built by an older bitextmine), so it is not verified; "
+                    "rebuild the index to add one", index_dir, META_FILE, INDEX_FILE)
+    elif file_sha256(path) != expected:
+        raise BitextmineError(f"checksum mismatch: {INDEX_FILE} is damaged or does not belong to this {META_FILE}; "
+                              "rebuild it with `bitextmine index`", path=path)
+
+
+def load_index(index_dir: str | Path, mmap: bool = False):
+    """(faiss index, metadata) from a directory written by ``build_index``, checksum verified."""
+    import faiss
+
+    index_dir = Path(index_dir)
+    meta = read_meta(index_dir)
+    verify_index_file(index_dir, meta)
     flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if mmap else 0
-    index = faiss.read_index(str(index_dir / INDEX_FILE), flags)
-    if index.ntotal != meta["ntotal"]:
-        raise BitextmineError(f"index holds {index.ntotal} vectors, {META_FILE} says {meta['ntotal']}",
-                              path=index_dir / INDEX_FILE)
+    try:
+        index = faiss.read_index(str(index_dir / INDEX_FILE), flags)
+    except RuntimeError as e:  # truncated or not a FAISS file
+        raise BitextmineError(f"not a readable FAISS index ({_first_line(e)}); rebuild it with `bitextmine index`",
+                              path=index_dir / INDEX_FILE) from None
+    if index.ntotal != meta["ntotal"] or index.d != meta["dim"]:
+        raise BitextmineError(f"index holds {index.ntotal} vectors of dimension {index.d}, {META_FILE} says "
+                              f"{meta['ntotal']} of {meta['dim']}", path=index_dir / INDEX_FILE)
     return index, meta
-
-
-def check_index_matches(meta: dict, corpus: EmbeddingCorpus, index_dir: str | Path) -> None:
-    """Refuse an index built from other embeddings than ``corpus``."""
-    built_from = [s["fingerprint"] for s in meta["embedding_sets"]]
-    if built_from != corpus.fingerprints():
-        paths = ", ".join(s["path"] for s in meta["embedding_sets"])
-        raise BitextmineError(f"index was built from other embeddings ({paths}); rebuild it with "
-                              "`bitextmine index` for these", path=index_dir)
 
 
 def merge_indexes(index_dirs: list[str | Path], out_dir: str | Path) -> dict:
@@ -222,6 +304,11 @@ def merge_indexes(index_dirs: list[str | Path], out_dir: str | Path) -> dict:
     """
     if len(index_dirs) < 2:
         raise BitextmineError("merging needs at least two indexes")
+    with _locked_output(out_dir, index_dirs):
+        return _merge_indexes(index_dirs, out_dir)
+
+
+def _merge_indexes(index_dirs: list[str | Path], out_dir: str | Path) -> dict:
     merged, meta = load_index(index_dirs[0])
     merged_ivf = _extract_ivf(merged, index_dirs[0])
     sets, offsets, labels = list(meta["embedding_sets"]), list(meta["shard_offsets"]), list(meta["shard_labels"])
@@ -238,17 +325,14 @@ def merge_indexes(index_dirs: list[str | Path], out_dir: str | Path) -> dict:
     merged.ntotal = merged_ivf.ntotal
     meta = {**meta, "ntotal": int(merged.ntotal), "embedding_sets": sets, "shard_offsets": offsets,
             "shard_labels": labels, "merged_from": [str(Path(d).resolve()) for d in index_dirs]}
-    save_index(merged, meta, out_dir)
-    return meta
+    return save_index(merged, meta, out_dir)
 
 
 def _extract_ivf(index, path):
-    import faiss
-
-    try:
-        return faiss.extract_index_ivf(index)
-    except RuntimeError:
-        raise BitextmineError("only IVF indexes can be merged", path=path) from None
+    ivf = ivf_of(index)
+    if ivf is None:
+        raise BitextmineError("only IVF indexes can be merged", path=path)
+    return ivf
 
 
 def _on_gpu(index, device: str):

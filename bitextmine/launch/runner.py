@@ -3,24 +3,35 @@
 Only this module imports submitit. ``local`` runs submitit's LocalExecutor (the same
 job code path as Slurm, in subprocesses on this machine): one worker per visible GPU
 (each sees one GPU through CUDA_VISIBLE_DEVICES), or ``launcher.workers`` on CPU.
-``slurm`` submits job arrays of at most ``launcher.slurm.max_array`` tasks. A failed
-task is resubmitted up to ``launcher.retries`` times; finished tasks are skipped.
+``slurm`` submits job arrays of at most ``launcher.slurm.max_array`` tasks. A task that
+crashed (killed, out of memory, a bug) is resubmitted up to ``launcher.retries`` times;
+a task that fails on its input (``BitextmineError``: invalid UTF-8, a damaged file) is
+reported at once with its own message, since it would fail again. Finished tasks are
+skipped. Ctrl-C or SIGTERM to ``run`` cancels its jobs before it exits.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bitextmine import defaults
+from bitextmine.choices import LAUNCHERS, STAGES
 from bitextmine.errors import BitextmineError
-from bitextmine.io.atomic import write_json
-from bitextmine.launch.config import STAGES, PipelineConfig, Resources
+from bitextmine.io.atomic import save_json
+from bitextmine.launch.config import PipelineConfig, Resources
 from bitextmine.launch.pipeline import STAGE_TASKS, Task, execute
 
 log = logging.getLogger(__name__)
-LAUNCHERS = ("local", "slurm", "inline")
+STOP_GRACE_SECONDS = 15  # for cancelled jobs to end (the local executor sends SIGINT, then SIGKILL)
+RESULT_GRACE_SECONDS = 15  # for an ended job's result file to show (submitit's own wait, for shared file systems)
+POLL_SECONDS = 0.5  # between looks at a wave's jobs (Slurm's state is asked through sacct at submitit's pace)
+LEFTOVER_GRACE_SECONDS = 60  # for the jobs of a killed run to end once cancelled
+SLURM_JOBS = "slurm-jobs.txt"  # under OUTPUT/logs: the arrays this output's runs submitted
 
 
 @dataclass
@@ -33,12 +44,117 @@ class StageSummary:
     outputs: list[str]
 
 
-def _run_task(task: Task, threads: int) -> str:
-    """The job body: limit threads to the task's CPUs, then run it."""
-    import torch
+@dataclass
+class Failure:
+    """Why a task did not finish: a crash is retried, an input error is not."""
 
-    torch.set_num_threads(max(1, threads))
-    return execute(task)
+    cause: str
+    retry: bool
+    log: Path | None = None
+    error: BitextmineError | None = None  # an input error, as the task raised it
+
+
+def _run_task(task: Task, threads: int, stop_on_sigterm: bool = False) -> tuple[str | None, int | None, str] | None:
+    """The job body: limit threads to the task's CPUs, say where it runs, then run it.
+
+    An input error (``BitextmineError``: invalid UTF-8, a bad file) comes back as a
+    value (path, line, message): it is deterministic, so the launcher reports it at once
+    instead of retrying. Anything else is a crash and propagates.
+
+    ``stop_on_sigterm`` (local workers): SIGTERM, which the local executor forwards
+    from ``run``, ends the task as Ctrl-C would (submitit otherwise ignores it, for
+    Slurm's preemption), and SIGINT is restored where a background shell ignored it.
+    """
+    import os
+    import signal
+    import socket
+    import sys
+
+    if stop_on_sigterm:
+        signal.signal(signal.SIGTERM, _interrupt)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    # read by torch and faiss when they load: a node without cgroups does not bind a job to its CPUs
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(max(1, threads))
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(max(1, threads))
+    print(f"bitextmine: {task.stage} task {task.name} on {socket.gethostname()}, {threads} thread(s), "
+          f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')}", file=sys.stderr, flush=True)
+    try:
+        execute(task)
+    except BitextmineError as e:
+        return e.path, e.line, e.message
+    return None
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _last_line(text: str) -> str | None:
+    """The last meaningful line of a traceback or log (submitit frames them with dashes)."""
+    lines = [x.strip() for x in text.splitlines() if x.strip() and set(x.strip()) != {"-"}]
+    return lines[-1] if lines else None
+
+
+def _crash(job, error: Exception | None, state: str | None = None) -> Failure:
+    """A job that ended without a result: the cause as the job's own error stream (or Slurm's state) tells it."""
+    try:
+        stderr = job.stderr() or ""
+    except Exception:  # the log may be gone or unreadable: the exception text still says something
+        stderr = ""
+    cause = _last_line(stderr) if "Traceback" in stderr else None
+    if cause is None and error is not None and "failed during processing" in str(error):
+        cause = _last_line(str(error))
+    if cause is None:
+        tail = _last_line(stderr)
+        how = f"Slurm state {state}" if state and state != "UNKNOWN" else "killed, or out of memory?"
+        cause = f"the task's process ended without a result ({how})" + (f"; its last message: {tail}" if tail else "")
+    return Failure(cause, retry=True, log=Path(job.paths.stderr))
+
+
+def _outcome(job) -> Failure | None:
+    """A finished job's result: None when the task did its work, else why not."""
+    try:
+        error = job.result()
+    except Exception as e:  # submitit re-raises the task's crash here
+        return _crash(job, e)
+    if error is None:
+        return None
+    path, line, message = error
+    return Failure(message, retry=False, log=Path(job.paths.stderr),
+                   error=BitextmineError(message, path=path, line=line))
+
+
+def _slurm_state(job) -> str | None:
+    """As sacct last told submitit (``CANCELLED by 0``, ``FAILED``, ``OUT_OF_MEMORY``)."""
+    try:
+        return job.watcher.get_state(job.job_id, mode="cache")
+    except Exception:  # only a detail of the message
+        return None
+
+
+def _stop(jobs: list) -> None:
+    """End the jobs that still run (Ctrl-C or SIGTERM to ``run``) and wait a little for them.
+
+    A local job's controller gets SIGTERM, which it forwards to the task (SIGINT, what
+    submitit's own ``cancel`` sends, is ignored by processes started in the background);
+    a Slurm job is cancelled.
+    """
+    running = [job for job in jobs if not job.done()]
+    for job in running:
+        controller = getattr(job, "_process", None)  # submitit's local job: the controller process
+        with contextlib.suppress(Exception):
+            controller.terminate() if controller is not None else job.cancel(check=False)
+    deadline = time.time() + STOP_GRACE_SECONDS
+    while running and time.time() < deadline:
+        running = [job for job in running if not job.done()]
+        time.sleep(0.1)
+    for job in running:
+        controller = getattr(job, "_process", None)
+        if controller is not None:
+            controller.kill()
+    if running:
+        log.warning("%d job(s) did not stop within %d s", len(running), STOP_GRACE_SECONDS)
 
 
 def _visible_gpus() -> list[int]:
@@ -57,45 +173,93 @@ class Launcher:
         self.cfg = cfg
         self.kind = kind
 
-    def run(self, stage: str, tasks: list[Task]) -> None:
-        """Run ``tasks`` (none done yet), retrying failures; raise when one keeps failing."""
-        resources = self.cfg.resources_for(stage)
+    def run(self, stage: str, tasks: list[Task], on_done=lambda n: None) -> None:
+        """Run ``tasks`` (none done yet); retry crashes, report input errors at once.
+
+        A plain loop over waves rather than a retry library: a wave is many jobs
+        submitted together (a Slurm array), and only its crashed tasks go again.
+        ``on_done(1)`` is called as each task finishes (for a progress bar).
+        """
+        attempts = self.cfg.launcher.retries + 1
         pending = list(tasks)
-        for attempt in range(self.cfg.launcher.retries + 1):
-            failures = self._run_once(stage, pending, resources)
+        for attempt in range(1, attempts + 1):
+            failures = self._run_once(stage, pending, self.cfg.resources_for(stage), on_done)
+            for task, failure in failures:
+                if not failure.retry:
+                    raise _input_error(stage, task, failure)
             if not failures:
                 return
-            pending = [t for t, _ in failures]
-            for task, error in failures:
-                log.warning("%s %s failed (attempt %d): %s", stage, task.name, attempt + 1, error)
-        task, error = failures[0]
-        raise BitextmineError(f"{stage} task {task.name} failed {self.cfg.launcher.retries + 1} times: {error} "
-                              f"(logs in {self.cfg.output / 'logs' / stage})")
+            if attempt < attempts:
+                for task, failure in failures:
+                    log.warning("%s task %s crashed (attempt %d of %d), running it again: %s", stage, task.name,
+                                attempt, attempts, failure.cause)
+            pending = [task for task, _ in failures]
+        task, failure = failures[0]
+        where = f" (log: {failure.log})" if failure.log else ""
+        raise BitextmineError(f"{stage} task {task.name} failed {attempts} time(s): {failure.cause}{where}")
 
-    def _run_once(self, stage: str, tasks: list[Task], resources: Resources) -> list[tuple[Task, str]]:
+    def _run_once(self, stage: str, tasks: list[Task], resources: Resources,
+                  on_done) -> list[tuple[Task, Failure]]:
         if self.kind == "inline":
             failures = []
             for task in tasks:
                 try:
                     execute(task)
-                except Exception as e:  # reported and retried like a failed job
-                    failures.append((task, f"{type(e).__name__}: {e}"))
+                    on_done(1)
+                except BitextmineError as e:
+                    failures.append((task, Failure(e.message, retry=False, error=e)))
+                    break  # an input error ends the run
+                except Exception as e:  # a crash: retried like a failed job
+                    failures.append((task, Failure(f"{type(e).__name__}: {e}", retry=True)))
             return failures
-        executor, waves = self._executor(stage, resources)
+        executor, wave_size = self._executor(stage, resources)
         failures = []
-        for start in range(0, len(tasks), waves):
-            wave = tasks[start : start + waves]
-            if self.kind == "slurm":
-                with executor.batch():
-                    jobs = [executor.submit(_run_task, t, resources.cpus) for t in wave]
-            else:
-                jobs = [executor.submit(_run_task, t, resources.cpus) for t in wave]
-            for task, job in zip(wave, jobs, strict=True):
-                try:
-                    job.result()
-                except Exception as e:  # submitit re-raises the job's error (or a timeout) here
-                    failures.append((task, str(e).strip().splitlines()[-1] if str(e).strip() else repr(e)))
+        for start in range(0, len(tasks), wave_size):
+            wave = tasks[start : start + wave_size]
+            jobs = []
+            try:
+                if self.kind == "slurm":
+                    jobs = _submit_array(executor, stage, wave, resources.cpus)
+                    _record_jobs(self.cfg.output, jobs)
+                else:
+                    jobs = [executor.submit(_run_task, t, resources.cpus, True) for t in wave]
+                failures += self._outcomes(wave, jobs, on_done)
+            except BaseException:  # Ctrl-C or SIGTERM: the workers stop with us
+                _stop(jobs)
+                raise
+            if any(not failure.retry for _, failure in failures):
+                break  # an input error ends the run: no point starting more tasks
         return failures
+
+    def _outcomes(self, wave: list[Task], jobs: list, on_done) -> list[tuple[Task, Failure]]:
+        """Wait for a wave's jobs, taking each as it ends; the failures, in task order.
+
+        A job that ended without its result file gets ``RESULT_GRACE_SECONDS`` for the file
+        to appear (a shared file system may show it late), the whole wave's such jobs at
+        once: submitit's ``result()`` would wait that long for each in turn.
+        """
+        failures: dict[int, Failure] = {}
+        waiting = dict(enumerate(jobs))
+        ended_without_result: dict[int, float] = {}
+        while waiting:
+            for i, job in list(waiting.items()):
+                if not job.done():
+                    continue
+                if not job.paths.result_pickle.exists():
+                    first_seen = ended_without_result.setdefault(i, time.time())
+                    if time.time() - first_seen < RESULT_GRACE_SECONDS:
+                        continue
+                    failures[i] = _crash(job, None, _slurm_state(job) if self.kind == "slurm" else None)
+                else:
+                    failure = _outcome(job)
+                    if failure is None:
+                        on_done(1)
+                    else:
+                        failures[i] = failure
+                del waiting[i]
+            if waiting:
+                time.sleep(POLL_SECONDS)
+        return [(wave[i], failures[i]) for i in sorted(failures)]
 
     def _executor(self, stage: str, resources: Resources):
         """(a submitit executor, tasks submitted at once)."""
@@ -122,10 +286,123 @@ class Launcher:
         return executor, slurm.max_array
 
 
-def run_pipeline(cfg: PipelineConfig, launcher: str = "local", stages: tuple[str, ...] = STAGES) -> list[StageSummary]:
-    """Run every stage (skipping finished tasks); write and return the summary."""
+def _submit_array(executor, stage: str, wave: list[Task], cpus: int) -> list:
+    """Submit a wave as one job array; sbatch's refusal is one error line, not submitit's traceback."""
+    import io
+
+    from submitit.core.utils import FailedJobError
+
+    told = io.StringIO()  # submitit prints sbatch's error stream before raising: the message below has it
+    try:
+        with contextlib.redirect_stderr(told), executor.batch():
+            jobs = [executor.submit(_run_task, task, cpus) for task in wave]
+    except (FailedJobError, OSError) as e:
+        lines = [x.strip().removeprefix("sbatch: error: ") for x in str(e).splitlines() if x.strip()]
+        refusal = next((x for x in lines if "submission failed" in x), lines[-1] if lines else type(e).__name__)
+        raise BitextmineError(f"{stage}: sbatch refused the job array: {refusal}") from None
+    return jobs
+
+
+def _record_jobs(output: Path, jobs: list) -> None:
+    """Note the array's id, so that a run after this one was killed can cancel what it left queued."""
+    if jobs:
+        with (output / "logs" / SLURM_JOBS).open("a", encoding="utf-8") as record:
+            record.write(str(jobs[0].job_id).split("_")[0] + "\n")
+
+
+def _queued(ids: list[str]) -> list[str]:
+    """Those of the Slurm jobs (or arrays) that are still pending or running."""
+    import subprocess
+
+    done = subprocess.run(["squeue", "-h", "-o", "%i", *(f"--jobs={i}" for i in ids)], capture_output=True,
+                          text=True, check=False)
+    return sorted({line.split("_")[0] for line in done.stdout.split() if line}) if done.returncode == 0 else []
+
+
+def _cancel_leftover_jobs(output: Path) -> None:
+    """Cancel the jobs that a killed ``run`` of this output left queued: they would write what this run writes."""
+    import shutil
+    import subprocess
+
+    record = output / "logs" / SLURM_JOBS
+    if not record.is_file():
+        return
+    ids = sorted(set(record.read_text(encoding="utf-8").split()))
+    alive = _queued(ids) if ids and shutil.which("squeue") else []
+    if alive:
+        log.warning("cancelling %d Slurm job(s) that an earlier run of this pipeline left queued: %s", len(alive),
+                    " ".join(alive))
+        subprocess.run(["scancel", *alive], capture_output=True, check=False)
+        deadline = time.time() + LEFTOVER_GRACE_SECONDS
+        while _queued(alive) and time.time() < deadline:
+            time.sleep(1)
+    record.unlink()
+
+
+def _check_slurm(cfg: PipelineConfig, stages: tuple[str, ...]) -> None:
+    """Before anything is submitted: every stage's request fits a node of the partition."""
+    from bitextmine.launch.slurm import check_fits, read_cluster
+
+    cluster = read_cluster()
+    requests = {stage: (r.cpus, r.mem_gb, r.gpus, r.timeout_min) for stage in stages
+                if not (stage == "index" and cfg.index.exact) for r in [cfg.resources_for(stage)]}
+    check_fits(cluster, cfg.launcher.slurm.partition, requests, source=cfg.source)
+    if not cluster.accounting_on:
+        log.warning("Slurm accounting is off (AccountingStorageType=%s): a task killed before it wrote its result "
+                    "(scancel, out of memory) leaves run waiting, since submitit asks sacct whether a job ended; "
+                    "retries after a kill need accounting", cluster.accounting or "none")
+
+
+def _input_error(stage: str, task: Task, failure: Failure) -> BitextmineError:
+    """The task's own error, with the task named after it."""
+    error = failure.error or BitextmineError(failure.cause)
+    return BitextmineError(f"{error.message} ({stage} task {task.name})", path=error.path, line=error.line)
+
+
+@contextlib.contextmanager
+def _signals_stop_the_run() -> Iterator[None]:
+    """SIGINT and SIGTERM to this process stop the run: its workers are ended, its locks released.
+
+    SIGINT is handled even where it was inherited as ignored (a run started in the
+    background by a script): whoever sends it means it.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def run_pipeline(cfg: PipelineConfig, launcher: str = defaults.LAUNCHER, stages: tuple[str, ...] = STAGES,
+                 progress: bool = False) -> list[StageSummary]:
+    """Run every stage (skipping finished tasks); write and return the summary.
+
+    The output directory is locked for the run: one ``run`` per output at a time.
+    """
+    from bitextmine.io.atomic import prepare_output_dir, refuse_overwriting_inputs
+    from bitextmine.io.lock import output_lock
+
     runner = Launcher(cfg, launcher)
-    cfg.output.mkdir(parents=True, exist_ok=True)
+    written = [cfg.output / d for d in ("embed", "index", "mine", "pairs", "logs", "summary.json")]
+    refuse_overwriting_inputs(written, [shard for shards in cfg.languages.values() for shard in shards])
+    if launcher == "slurm":
+        _check_slurm(cfg, stages)
+    prepare_output_dir(cfg.output)
+    with output_lock(cfg.output, directory=True), _signals_stop_the_run():
+        _cancel_leftover_jobs(cfg.output)
+        return _run_stages(cfg, runner, stages, progress)
+
+
+def _run_stages(cfg: PipelineConfig, runner: Launcher, stages: tuple[str, ...], progress: bool) -> list[StageSummary]:
+    from bitextmine.progress import progress_bar
+
     summaries = []
     for stage in stages:
         tasks = STAGE_TASKS[stage](cfg)  # built now: a stage's inputs are the previous stage's outputs
@@ -133,11 +410,13 @@ def run_pipeline(cfg: PipelineConfig, launcher: str = "local", stages: tuple[str
         log.info("%s: %d task(s), %d to run", stage, len(tasks), len(todo))
         started = time.time()
         if todo:
-            runner.run(stage, todo)
+            with progress_bar(total=len(todo), desc=stage, unit="task", disable=not progress) as bar:
+                runner.run(stage, todo, on_done=bar.update)
         summaries.append(StageSummary(stage, len(tasks), len(todo), len(tasks) - len(todo),
                                       round(time.time() - started, 2), [str(t.output) for t in tasks]))
-    write_json(cfg.output / "summary.json", {"stages": [asdict(s) for s in summaries],
-                                             "config": str(cfg.source) if cfg.source else None})
+    save_json(cfg.output / "summary.json", {"stages": [asdict(s) for s in summaries],
+                                             "config": str(cfg.source) if cfg.source else None,
+                                             "settings": list(cfg.settings)})
     return summaries
 
 

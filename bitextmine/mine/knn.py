@@ -93,14 +93,18 @@ def exact_knn_both_ways(
     k: int,
     device: str = "cpu",
     block_rows: int = defaults.KNN_BLOCK_ROWS,
+    progress: bool = False,
 ) -> tuple[Neighbours, Neighbours]:
     """Exact k-NN of every x among y (forward) and of every y among x (backward).
 
     ``x`` (n, d) and ``y`` (m, d) may be fp16 or fp32, in memory or memory-mapped; they
     are converted block by block. On CUDA the blocks are multiplied in fp16 with fp32
-    accumulation and the kept cosines are recomputed exactly afterwards.
+    accumulation and the kept cosines are recomputed exactly afterwards. ``progress``:
+    a bar on stderr counting compared pairs of vectors.
     """
     import torch
+
+    from bitextmine.progress import progress_bar
 
     n, m = len(x), len(y)
     kf, kb = min(k, m), min(k, n)
@@ -113,13 +117,15 @@ def exact_knn_both_ways(
     bwd_i = torch.full((m, kb), -1, dtype=torch.int64, device=device)
     log.debug("exact kNN %d x %d, k=%d, blocks of %d rows (%.0f MB each)", n, m, k, block_rows,
               block_rows * block_rows * 4 / 2**20)
-    with torch.inference_mode():
+    with torch.inference_mode(), progress_bar(total=n * m, desc="search", unit="pair",
+                                              disable=not progress) as bar:
         for j in range(0, m, block_rows):
             yb = _as_tensor(y[j : j + block_rows], device, dtype)
             for i in range(0, n, block_rows):
                 xb = _as_tensor(x[i : i + block_rows], device, dtype)
                 sims = (xb @ yb.T).float()  # (bi, bj)
                 rows, cols = slice(i, i + len(xb)), slice(j, j + len(yb))
+                bar.update(len(xb) * len(yb))
                 if cuda:  # top-k is cheap on GPU in both directions
                     s, idx = sims.topk(min(kf, sims.shape[1]), dim=1)
                     fwd_s[rows], fwd_i[rows] = _merge_topk(fwd_s[rows], fwd_i[rows], s, idx + j, kf)
@@ -150,6 +156,7 @@ def exact_knn(
     k: int,
     device: str = "cpu",
     block_rows: int = defaults.KNN_BLOCK_ROWS,
+    progress: bool = False,
 ) -> Neighbours:
     """Exact k-NN of every query row among the database rows, best first.
 
@@ -158,18 +165,22 @@ def exact_knn(
     """
     import torch
 
+    from bitextmine.progress import progress_bar
+
     n, m = len(queries), len(database)
     k = min(k, m)
     cuda = device.startswith("cuda")
     dtype = torch.float16 if cuda else torch.float32
     best_s = torch.full((n, k), float("-inf"), device=device)
     best_i = torch.full((n, k), -1, dtype=torch.int64, device=device)
-    with torch.inference_mode():
+    with torch.inference_mode(), progress_bar(total=n * m, desc="search", unit="pair",
+                                              disable=not progress) as bar:
         for j in range(0, m, block_rows):  # each database block is read and converted once
             db = _as_tensor(database[j : j + block_rows], device, dtype)
             for i in range(0, n, block_rows):
                 q = _as_tensor(queries[i : i + block_rows], device, dtype)
                 sims = (q @ db.T).float()  # (bi, bj)
+                bar.update(len(q) * len(db))
                 s, idx = sims.topk(min(k, sims.shape[1]), dim=1)
                 rows = slice(i, i + len(q))
                 best_s[rows], best_i[rows] = _merge_topk(best_s[rows], best_i[rows], s, idx + j, k)
@@ -180,10 +191,10 @@ def exact_knn(
 
 
 def exact_sims(queries: np.ndarray, database: np.ndarray, ids: np.ndarray,
-               block_rows: int = 8192) -> np.ndarray:
+               block_rows: int = defaults.KNN_BLOCK_ROWS) -> np.ndarray:
     """cos(query i, database ids[i, j]) in fp32, for ids >= 0 (else -inf).
 
-    Blocks of queries keep the gathered neighbours small (8192 x k x dim fp32).
+    Blocks of queries keep the gathered neighbours small (block_rows x k x dim fp32).
     """
     out = np.full(ids.shape, -np.inf, dtype=np.float32)
     for start in range(0, len(ids), block_rows):
@@ -197,17 +208,17 @@ def exact_sims(queries: np.ndarray, database: np.ndarray, ids: np.ndarray,
 
 
 def index_knn(index, queries: np.ndarray, database: np.ndarray, k: int, nprobe: int,
-              block_rows: int = 65536, id_map: np.ndarray | None = None) -> Neighbours:
+              block_rows: int = defaults.INDEX_QUERY_ROWS, id_map: np.ndarray | None = None) -> Neighbours:
     """Search a FAISS index with ``queries``; cosines recomputed exactly from ``database``.
 
     ``id_map`` turns the index's ids (global row ids of its embedding set) into rows of
     ``database``; ids it maps to -1 (rows not searched, e.g. blank lines) are dropped.
     """
-    import faiss
+    from bitextmine.index import ivf_of
 
-    params = faiss.extract_index_ivf(index) if _is_ivf(index) else None
-    if params is not None:
-        params.nprobe = nprobe
+    ivf = ivf_of(index)
+    if ivf is not None:
+        ivf.nprobe = nprobe
     sims = np.empty((len(queries), k), dtype=np.float32)
     ids = np.empty((len(queries), k), dtype=np.int64)
     for start in range(0, len(queries), block_rows):
@@ -219,13 +230,3 @@ def index_knn(index, queries: np.ndarray, database: np.ndarray, k: int, nprobe: 
     sims = exact_sims(queries, database, ids)
     order = np.argsort(-sims, axis=1, kind="stable")  # PQ distances are approximate: re-rank
     return Neighbours(np.take_along_axis(sims, order, 1), np.take_along_axis(ids, order, 1))
-
-
-def _is_ivf(index) -> bool:
-    import faiss
-
-    try:
-        faiss.extract_index_ivf(index)
-        return True
-    except RuntimeError:
-        return False

@@ -42,23 +42,18 @@ def with_dev_slice(data: ParallelData, dev: ParallelData | None, dev_size: int,
 
 
 def read_tsv_pairs(path: str) -> ParallelData:
-    """``src<TAB>tgt`` per line; ``anchor<TAB>entailment<TAB>contradiction`` for NLI triples."""
-    src, tgt, negative = [], [], []
-    columns = None
-    for number, line in enumerate(read_shard(path).lines, 1):
-        fields = [f.strip() for f in line.split("\t")]
-        if columns is None:
-            columns = 3 if len(fields) == 3 else 2
-        if len(fields) < 2 or (columns == 3 and len(fields) != 3):
-            raise BitextmineError("expected src<TAB>tgt" if columns == 2 else
-                                  "expected anchor<TAB>entailment<TAB>contradiction", path=path, line=number)
-        if not all(fields[:columns]):
-            raise BitextmineError("empty side in a pair", path=path, line=number)
-        src.append(fields[0])
-        tgt.append(fields[1])
-        if columns == 3:
-            negative.append(fields[2])
-    return ParallelData(src, tgt, negative if columns == 3 else None)
+    """``src<TAB>tgt`` per line (or mined ``score<TAB>src<TAB>tgt``); ``anchor<TAB>entailment<TAB>contradiction``
+    for NLI triples."""
+    from bitextmine.io.pairs import read_pairs
+
+    pairs = read_pairs(path, allow_empty_side=False)
+    if not pairs:
+        raise BitextmineError("no pairs in the file", path=path)
+    nli = bool(pairs) and pairs[0].score is None and len(pairs[0].extra) == 1
+    for pair in pairs if nli else ():
+        if len(pair.extra) != 1 or not pair.extra[0]:
+            raise BitextmineError("expected anchor<TAB>entailment<TAB>contradiction", path=path, line=pair.line)
+    return ParallelData([p.src for p in pairs], [p.tgt for p in pairs], [p.extra[0] for p in pairs] if nli else None)
 
 
 def read_aligned_pairs(src_path: str, tgt_path: str) -> ParallelData:

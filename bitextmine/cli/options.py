@@ -1,0 +1,226 @@
+"""What the commands share: option types, the filter options, JSON and table output.
+
+Options are declared once here as ``Annotated`` types, so that every verb spells, checks
+and documents them alike: ``--json FILE`` (``-`` for stdout), ``-q/--quiet``, ``--device``,
+``--score`` and the closed choices of ``bitextmine.choices``.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+import math
+import sys
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperCommand, TyperGroup
+
+from bitextmine import defaults
+from bitextmine.choices import Dedup, FilterRule, Retrieval, Score
+
+
+def _plain_metavars(params: list) -> list:
+    """Help shows flags without a metavar and arguments by their metavar alone.
+
+    Typer versions differ here: some print Python types (``<bool>``, ``<str>``,
+    ``<list[str]>``) beside them, from ``display_type_rich`` (0.29) or from the type's
+    ``get_metavar`` (0.28).
+    """
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+        if param.param_type_name != "argument" or param.metavar is None or getattr(param, "_plain", False):
+            continue
+        param._plain = True
+        param.display_type_rich = lambda ctx: None
+        if getattr(param, "type", None) is not None:
+            param.type = copy.copy(param.type)
+            param.type.get_metavar = lambda *args, **kwargs: ""
+    return params
+
+
+class Command(TyperCommand):
+    def get_params(self, ctx):
+        return _plain_metavars(super().get_params(ctx))
+
+
+class Group(TyperGroup):
+    """A group of verbs: plain metavars, and Ctrl-C carried out as ``Interrupted``."""
+
+    def get_params(self, ctx):
+        return _plain_metavars(super().get_params(ctx))
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise Interrupted() from None
+
+
+class Interrupted(Exception):
+    """Ctrl-C inside a command, carried past the typer versions' differing handling of it."""
+
+
+def command(app: typer.Typer, name: str | None = None, **kwargs):
+    """``app.command`` with this package's command class."""
+    return app.command(name, cls=Command, **kwargs)
+
+
+# --- checks the parser runs (a bad value is a usage error, exit 2) -------------------------
+
+def finite(value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a finite number")
+    return value
+
+
+def device_spec(value: str) -> str:
+    from bitextmine.devices import check_device_spec
+    from bitextmine.errors import BitextmineError
+
+    try:
+        return check_device_spec(value)
+    except BitextmineError as e:
+        raise typer.BadParameter(e.message) from None
+
+
+def usage_error(message: str, option: str | None = None) -> typer.BadParameter:
+    """An error in how the command was called: reported with the usage line, exit status 2."""
+    return typer.BadParameter(message, param_hint=option)
+
+
+# --- options shared by several verbs -------------------------------------------------------
+
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or info messages.")]
+JSON_HELP = "Write the results as JSON to FILE (- for standard output)."
+
+
+def json_option(help: str = JSON_HELP):
+    return Annotated[str | None, typer.Option("--json", metavar="FILE", help=help, show_default=False)]
+
+
+def device_option(help: str = "auto (the first visible GPU, else the CPU), cpu, cuda or cuda:N.", **more):
+    return Annotated[str, typer.Option(metavar="auto|cpu|cuda[:N]", callback=device_spec, help=help, **more)]
+
+
+def k_option(**more):
+    return Annotated[int, typer.Option("-k", "--k", metavar="N", min=1, help="Neighbours that define the margin.",
+                                       **more)]
+
+
+def score_option(**more):
+    return Annotated[Score, typer.Option(
+        "--score", help="ratio or distance margin, or plain cosine (absolute is the same as cosine).", **more)]
+
+
+def retrieval_option(**more):
+    return Annotated[Retrieval, typer.Option(
+        help="max: greedy one-to-one over both directions; union, intersect (mutual best), fwd or bwd.", **more)]
+
+
+MarginAlias = Annotated[Score | None, typer.Option("--margin", hidden=True, help="Old name of --score.")]
+
+
+def score_of(score: Score, margin_alias: Score | None) -> str:
+    """The score to use: the hidden old option ``--margin`` wins when given."""
+    return (margin_alias or score).value
+
+
+# --- the filter options, shared by `filter` and `mine --filter` ----------------------------
+
+FILTER_PANEL = "Filter rules"
+_FILTER_OPTIONS = {  # parameter -> (annotated type, default)
+    "skip": (Annotated[list[FilterRule] | None, typer.Option(
+        "--skip", metavar="RULE", rich_help_panel=FILTER_PANEL, show_default=False,
+        help="Switch a rule off (repeatable): " + ", ".join(r.value for r in FilterRule) + ".")], None),
+    "min_chars": (Annotated[int, typer.Option(metavar="N", min=0, rich_help_panel=FILTER_PANEL,
+                                              help="Shortest side, in characters.")], defaults.FILTER_MIN_CHARS),
+    "max_chars": (Annotated[int, typer.Option(metavar="N", min=0, rich_help_panel=FILTER_PANEL,
+                                              help="Longest side, in characters.")], defaults.FILTER_MAX_CHARS),
+    "min_tokens": (Annotated[int, typer.Option(metavar="N", min=0, rich_help_panel=FILTER_PANEL,
+                                               help="Fewest tokens per side (CJK/Thai: characters).")],
+                   defaults.FILTER_MIN_TOKENS),
+    "max_side_tokens": (Annotated[int, typer.Option("--max-side-tokens", metavar="N", min=0,
+                                                    rich_help_panel=FILTER_PANEL, help="Most tokens per side.")],
+                        defaults.FILTER_MAX_TOKENS),
+    "max_ratio": (Annotated[float, typer.Option(metavar="X", min=1.0, callback=finite, rich_help_panel=FILTER_PANEL,
+                                                help="Longest/shortest side, in characters (CJK: three each).")],
+                  defaults.FILTER_MAX_LENGTH_RATIO),
+    "min_letters": (Annotated[float, typer.Option(metavar="X", min=0.0, max=1.0, rich_help_panel=FILTER_PANEL,
+                                                  help="Smallest share of letters per side.")],
+                    defaults.FILTER_MIN_LETTER_SHARE),
+    "near_copy": (Annotated[float, typer.Option(metavar="X", min=0.0, max=1.0, rich_help_panel=FILTER_PANEL,
+                                                help="Word overlap (Jaccard) that makes the sides near copies.")],
+                  defaults.FILTER_NEAR_COPY_JACCARD),
+    "boilerplate": (Annotated[int, typer.Option(metavar="N", min=1, rich_help_panel=FILTER_PANEL,
+                                                help="A side seen this many times in the input is boilerplate.")],
+                    defaults.FILTER_BOILERPLATE_COUNT),
+    "dedup": (Annotated[Dedup, typer.Option(rich_help_panel=FILTER_PANEL,
+                                            help="Deduplicate on normalised text by pair, src, tgt or both sides.")],
+              Dedup(defaults.FILTER_DEDUP)),
+    "max_score": (Annotated[float | None, typer.Option(
+        metavar="X", callback=finite, rich_help_panel=FILTER_PANEL, show_default=False,
+        help="Score cap: drop suspiciously high scores, mostly duplicates (default: off).")], None),
+    "src_lang": (Annotated[str | None, typer.Option(
+        metavar="LANG", rich_help_panel=FILTER_PANEL, show_default=False,
+        help="Source language (ISO 639-1 or -3); turns language ID on.")], None),
+    "tgt_lang": (Annotated[str | None, typer.Option(
+        metavar="LANG", rich_help_panel=FILTER_PANEL, show_default=False,
+        help="Target language; turns language ID on.")], None),
+}
+
+
+def _filter_config(skip, dedup, **rest):
+    from bitextmine.filter import FilterConfig
+
+    return FilterConfig(skip=tuple(rule.value for rule in skip or ()), dedup=dedup.value, **rest)
+
+
+def with_filter_options(func):
+    """Give a command the filter options; it receives them as one ``filter_cfg: FilterConfig``.
+
+    The options are declared once (above) for ``filter`` and ``mine --filter``; the
+    ``FilterConfig`` checks their values.
+    """
+    signature = inspect.signature(func, eval_str=True)
+    own = [p for p in signature.parameters.values() if p.name != "filter_cfg"]
+    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
+             for name, (kind, default) in _FILTER_OPTIONS.items()]
+
+    @functools.wraps(func)
+    def wrapper(**kwargs: Any):
+        chosen = {name: kwargs.pop(name) for name in _FILTER_OPTIONS}
+        return func(**kwargs, filter_cfg=_filter_config(**chosen))
+
+    parameters = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + added
+    wrapper.__signature__ = signature.replace(parameters=parameters)
+    wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
+    return wrapper
+
+
+# --- writing results -----------------------------------------------------------------------
+
+def json_to_stdout(*paths: str | None) -> bool:
+    return any(path == "-" for path in paths)
+
+
+def print_table(header: list[str], rows: list[list[Any]], title: str | None = None, err: bool = False) -> None:
+    """A table on a terminal; tab-separated lines (header first) when piped, for other tools."""
+    stream = sys.stderr if err else sys.stdout
+    cells = [[str(c) for c in row] for row in rows]
+    if not stream.isatty():
+        if title:
+            stream.write(f"# {title}\n")
+        stream.write("".join("\t".join(row) + "\n" for row in [header, *cells]))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(*header, title=title, title_justify="left")
+    for column in table.columns[1:]:
+        column.justify = "right"
+    for row in cells:
+        table.add_row(*row)
+    Console(file=stream, markup=False, highlight=False).print(table)

@@ -1,0 +1,130 @@
+"""Mined pairs to files: the TSV, then its JSON sidecar, which records the TSV's checksum.
+
+The sidecar is written after the TSV and records its SHA-256 and row count, so a TSV
+and a sidecar that do not belong together (a run killed between the two renames, a TSV
+edited afterwards) are told apart by every reader (``check_sidecar``). ``mine`` and the
+pipeline's mining task both write through ``mine_to_files``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bitextmine.errors import BitextmineError
+
+if TYPE_CHECKING:
+    from bitextmine.filter import FilterConfig
+    from bitextmine.mine import MineConfig, MinedPairs
+
+SIDECAR_SUFFIX = ".json"
+
+
+@dataclass(frozen=True)
+class PairsOutput:
+    """Where and how mined pairs are written."""
+
+    output: str  # the TSV (.gz/.xz/.zst compress), or - for standard output
+    meta: str | None = None  # the sidecar; None: OUTPUT.json beside a regular output, else none
+    with_ids: bool = False
+    filter: FilterConfig | None = None  # filter the pairs before writing them
+    rejects: str | None = None  # with a filter: the rejected pairs and their reasons
+
+    def sidecar(self) -> str | None:
+        from bitextmine.io.atomic import sidecar_path
+
+        if self.meta is not None:
+            return str(self.meta)
+        default = sidecar_path(self.output, SIDECAR_SUFFIX)
+        return None if default is None else str(default)
+
+    def files(self) -> list[str]:
+        return [str(p) for p in (self.output, self.sidecar(), self.rejects) if p is not None]
+
+
+def mine_to_files(src: list[str | Path], tgt: list[str | Path], cfg: MineConfig, target: PairsOutput,
+                  src_index=None, tgt_index=None, progress: bool = False) -> MinedPairs:
+    """Mine two sides (embedding set directories) and write the pairs and their sidecar.
+
+    Outputs that would replace an input are refused before any work, and the outputs
+    stay locked from the start, so a second writer fails at once.
+    """
+    from bitextmine.embed.corpus import EmbeddingCorpus
+    from bitextmine.io.atomic import refuse_overwriting_inputs
+    from bitextmine.io.lock import output_locks
+    from bitextmine.mine import mine_corpora
+
+    def listed(value) -> list:
+        return [] if value is None else [value] if isinstance(value, (str, Path)) else list(value)
+
+    refuse_overwriting_inputs(target.files(), [*src, *tgt, *listed(src_index), *listed(tgt_index)])
+    with output_locks(target.files()):
+        src_corpus = EmbeddingCorpus.load(src, verify=True)
+        tgt_corpus = EmbeddingCorpus.load(tgt, verify=True)
+        texts = [s.source for c in (src_corpus, tgt_corpus) for s in c.shards if s.source != "-"]
+        refuse_overwriting_inputs(target.files(), texts)
+        mined = mine_corpora(src_corpus, tgt_corpus, cfg, src_index=src_index, tgt_index=tgt_index,
+                             progress=progress)
+        write_mined(mined, target)
+    return mined
+
+
+def write_mined(mined: MinedPairs, target: PairsOutput) -> dict:
+    """The pairs (filtered when asked), then the sidecar with the TSV's checksum; return the sidecar."""
+    from bitextmine.io.atomic import is_regular_output, write_json
+    from bitextmine.io.text import file_sha256
+    from bitextmine.mine import write_pairs
+
+    stats = {**mined.stats, "output": target.output}
+    if target.filter is not None:
+        from bitextmine.filter.run import filter_pairs_to_files, report_document
+
+        report = filter_pairs_to_files(mined.as_filter_pairs(target.with_ids), target.filter, target.output, None,
+                                       target.rejects)
+        stats["filter"] = report_document(target.filter, report)
+        rows = report.kept
+    else:
+        write_pairs(mined, target.output, with_ids=target.with_ids)
+        rows = len(mined)
+    stats["output_rows"] = rows
+    stats["output_sha256"] = file_sha256(target.output) if is_regular_output(target.output) else None
+    sidecar = target.sidecar()
+    if sidecar is not None:
+        write_json(sidecar, stats)
+    return stats
+
+
+def read_sidecar(path: str | Path) -> dict:
+    """A mining sidecar (or any JSON object file), with one-line errors."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BitextmineError("no such file", path=path) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise BitextmineError(f"not valid JSON: {e}", path=path) from None
+    except OSError as e:
+        raise BitextmineError(f"cannot read: {(e.strerror or str(e)).lower()}", path=path) from None
+    if not isinstance(data, dict):
+        raise BitextmineError(f"a JSON object is expected, not a {type(data).__name__}", path=path)
+    return data
+
+
+def check_sidecar(tsv: str | Path, sidecar: dict, sidecar_path: str | Path, rows: int | None = None) -> None:
+    """Refuse a sidecar that does not describe ``tsv`` (by checksum, and by row count when given).
+
+    Sidecars written before the checksum was recorded have none and are taken as they are.
+    """
+    from bitextmine.io.text import file_sha256
+
+    expected = sidecar.get("output_sha256")
+    if expected is None:
+        return
+    if file_sha256(tsv) != expected:
+        raise BitextmineError(f"{sidecar_path} does not describe this file (its checksum differs: the pairs were "
+                              "rewritten after it, or it belongs to another run); mine again, or give the "
+                              "matching sidecar", path=tsv)
+    recorded = sidecar.get("output_rows")
+    if rows is not None and recorded is not None and rows != recorded:
+        raise BitextmineError(f"has {rows} pairs, its sidecar {sidecar_path} says {recorded}", path=tsv)

@@ -1,0 +1,668 @@
+"""What is guaranteed, under abuse: every failure is one line and exit 1, nothing half written.
+
+Outputs (devices, FIFOs, links, ``-``, an output that is an input), damaged inputs,
+a full disk, paths out of artifacts, index checksums, one writer at a time, the pairs
+file and its sidecar, and ``run`` (input errors, crashes, damaged outputs, stopping).
+All through the command line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import EXAMPLES, REPO, clustered_vectors, make_embedding_set, read_lines, wait_for
+
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def one_line_error(result, *fragments: str) -> str:
+    """The result is exit 1 with one line `bitextmine: error: ...` holding every fragment."""
+    lines = [x for x in result.stderr.splitlines() if x.strip()]
+    assert result.exit_code == 1, (result.exit_code, result.stderr)
+    assert "Traceback" not in result.stderr, result.stderr
+    assert len(lines) == 1 and lines[0].startswith("bitextmine: error: "), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``root`` with its size and modification time."""
+    return {str(p.relative_to(root)): (p.lstat().st_size, p.lstat().st_mtime_ns)
+            for p in sorted(root.rglob("*")) if not p.is_dir() or p.is_symlink()}
+
+
+def assert_unchanged(before: dict, root: Path, *allowed: str) -> None:
+    after = snapshot(root)
+    changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+    assert changed <= set(allowed), sorted(changed - set(allowed))
+
+
+@pytest.fixture
+def sets(tmp_path):
+    """Two small synthetic embedding sets whose rows i are translations of each other."""
+    src = clustered_vectors(60, dim=32, seed=1)
+    noise = 0.05 * np.random.default_rng(2).standard_normal(src.shape).astype(np.float32)
+    tgt = src + noise
+    tgt /= np.linalg.norm(tgt, axis=1, keepdims=True)
+    make_embedding_set(tmp_path / "src", src, [f"Satz Nummer {i}" for i in range(60)], shard="de")
+    make_embedding_set(tmp_path / "tgt", tgt, [f"sentence number {i}" for i in range(60)], shard="en")
+    return tmp_path / "src", tmp_path / "tgt"
+
+
+def mine_args(sets, *more):
+    return ["mine", "--src", sets[0], "--tgt", sets[1], "--margin", "absolute", "--threshold", "0.5", "-q", *more]
+
+
+def run_cli(*args) -> subprocess.CompletedProcess:
+    """The CLI in a process of its own."""
+    return subprocess.run([sys.executable, "-m", "bitextmine", *map(str, args)], cwd=REPO, capture_output=True,
+                          text=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A directory on a tmpfs of the given size (mounting needs root: skipped elsewhere)."""
+    mounted = []
+
+    def make(size_kb: int) -> Path:
+        where = tmp_path / f"disk{len(mounted)}"
+        where.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kb}k", "tmpfs", str(where)],
+                              capture_output=True)
+        if done.returncode != 0:
+            pytest.skip("mounting a small tmpfs is not permitted here")
+        mounted.append(where)
+        return where
+
+    yield make
+    for where in mounted:
+        subprocess.run(["umount", str(where)], check=False)
+
+
+# --- outputs: devices, FIFOs, links, standard output --------------------------------------
+
+@pytest.fixture
+def char_device(tmp_path):
+    """A character device to write to: a private copy of /dev/null as root (so that a bug
+    cannot replace the real one), /dev/null itself otherwise (a non-root user cannot)."""
+    if not IS_ROOT:
+        return Path("/dev/null")
+    path = tmp_path / "null"
+    os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    return path
+
+
+def test_a_character_device_is_written_through_with_no_sidecar(cli, sets, char_device):
+    listing = sorted(os.listdir(char_device.parent))
+    result = cli(*mine_args(sets, "-o", char_device))
+    assert result.exit_code == 0, result.stderr
+    assert stat.S_ISCHR(char_device.stat().st_mode)
+    assert sorted(os.listdir(char_device.parent)) == listing  # no .json sidecar, no temporary
+
+
+def test_a_fifo_is_written_through(cli, sets, tmp_path):
+    fifo = tmp_path / "pairs.fifo"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text(encoding="utf-8")))
+    reader.start()
+    result = cli(*mine_args(sets, "-o", fifo))
+    reader.join(timeout=30)
+    assert result.exit_code == 0, result.stderr
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert received and received[0].count("\n") >= 50 and "Satz Nummer" in received[0]
+    assert not (tmp_path / "pairs.fifo.json").exists()
+
+
+def test_a_link_through_proc_is_written_through(sets, tmp_path):
+    link = tmp_path / "stdout.json"
+    link.symlink_to("/proc/self/fd/1")  # what /dev/stdout is
+    done = run_cli(*mine_args(sets, "-o", tmp_path / "pairs.tsv", "--json", link))
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and os.readlink(link) == "/proc/self/fd/1"
+    assert json.loads(done.stdout)["output_rows"] > 50
+
+
+def test_a_link_to_a_file_keeps_the_link_and_replaces_the_target(cli, sets, tmp_path):
+    target = tmp_path / "real.tsv"
+    target.write_text("old\n")
+    link = tmp_path / "pairs.tsv"
+    link.symlink_to(target)
+    assert cli(*mine_args(sets, "-o", link)).exit_code == 0
+    assert link.is_symlink() and "Satz Nummer" in target.read_text()
+    assert json.loads((tmp_path / "pairs.tsv.json").read_text())["output_rows"] > 50
+
+
+def test_dash_is_standard_output_for_json_too(cli, sets, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = cli(*mine_args(sets, "-o", "pairs.tsv", "--json", "-"))
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["pairs"] > 50
+    assert not (tmp_path / "-").exists()
+    both = cli(*mine_args(sets, "-o", "-", "--json", "-"))  # a usage error, caught before any work
+    assert both.exit_code == 2 and "standard output" in both.stderr and "Traceback" not in both.stderr
+    assert not both.stdout
+
+
+def test_an_output_that_is_an_input_is_refused_before_any_work(cli, sets, tmp_path):
+    before = snapshot(tmp_path)
+    one_line_error(cli(*mine_args(sets, "-o", sets[0] / "manifest.json")), "manifest.json", "input")
+    one_line_error(cli(*mine_args(sets, "-o", sets[1] / "en.txt")), "en.txt", "input")
+    one_line_error(cli(*mine_args(sets, "-o", tmp_path / "p.tsv", "--json", tmp_path / "p.tsv")), "two outputs")
+    assert_unchanged(before, tmp_path)
+
+    assert cli(*mine_args(sets, "-o", tmp_path / "pairs.tsv")).exit_code == 0
+    before = snapshot(tmp_path)
+    one_line_error(cli("filter", tmp_path / "pairs.tsv", "-o", tmp_path / "pairs.tsv", "-q"), "is also an input")
+    one_line_error(cli("report", tmp_path / "pairs.tsv", "-o", tmp_path / "pairs.tsv"), "is also an input")
+    one_line_error(cli("index", sets[0], "-o", sets[0], "-q"), "input")
+    assert_unchanged(before, tmp_path)
+
+
+def test_output_under_a_regular_file_is_one_line(cli, sets, tmp_path):
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("a file\n")
+    before = snapshot(tmp_path)
+    one_line_error(cli(*mine_args(sets, "-o", blocker / "pairs.tsv")), "not a directory")
+    one_line_error(cli("index", sets[0], "-o", blocker / "idx", "-q"), "is a file, not a directory")
+    one_line_error(cli("embed", EXAMPLES / "de.txt", "-o", blocker / "emb", "-q"), "is a file, not a directory")
+    one_line_error(cli("embed", EXAMPLES / "de.txt", "-o", "-", "-q"), "standard output (-) cannot hold it")
+    assert_unchanged(before, tmp_path)
+
+
+@pytest.mark.slow
+def test_permission_denied_is_one_line(sets, tmp_path):
+    """Root ignores permissions: as root the commands run without that capability (setpriv)."""
+    wrapper = []
+    if IS_ROOT:
+        if not shutil.which("setpriv"):
+            pytest.skip("needs setpriv to drop root's permission override")
+        wrapper = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        for args in (mine_args(sets, "-o", locked / "pairs.tsv"), ["index", sets[0], "-o", locked / "idx", "-q"],
+                     ["embed", EXAMPLES / "de.txt", "-o", locked / "emb", "-q"]):
+            done = subprocess.run([*wrapper, sys.executable, "-m", "bitextmine", *map(str, args)], cwd=REPO,
+                                  capture_output=True, text=True)
+            lines = [x for x in done.stderr.splitlines() if x.strip()]
+            assert done.returncode == 1 and len(lines) == 1, done.stderr
+            assert lines[0].startswith(f"bitextmine: error: {locked}") and "permission denied" in lines[0]
+        assert os.listdir(locked) == []
+    finally:
+        locked.chmod(0o755)
+
+
+# --- damaged inputs -----------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["truncated", "not gzip"])
+def test_a_damaged_gz_shard_is_one_line(cli, tmp_path, damage):
+    data = gzip.compress((EXAMPLES / "de.txt").read_bytes())
+    shard = tmp_path / "de.txt.gz"
+    shard.write_bytes(data[: len(data) // 2] if damage == "truncated" else b"plain text, not gzip\n")
+    one_line_error(cli("embed", shard, "-o", tmp_path / "emb", "-q"), f"{shard}: cannot decompress")
+    assert not (tmp_path / "emb").exists()
+
+
+@pytest.mark.parametrize("manifest, fragment", [
+    ("[]", "malformed manifest: a JSON object is expected, not a list"),
+    ('"text"', "malformed manifest: a JSON object is expected, not a str"),
+    ("{", "unreadable manifest"),
+])
+def test_a_manifest_that_is_not_an_object_is_one_line(cli, sets, tmp_path, manifest, fragment):
+    (sets[0] / "manifest.json").write_text(manifest)
+    one_line_error(cli(*mine_args(sets, "-o", tmp_path / "p.tsv")), f"{sets[0] / 'manifest.json'}: {fragment}")
+    one_line_error(cli("index", sets[0], "-o", tmp_path / "idx", "-q"), fragment)
+    one_line_error(cli("embed", EXAMPLES / "de.txt", "-o", sets[0], "-q"), fragment)
+    assert not (tmp_path / "p.tsv").exists() and not (tmp_path / "idx").exists()
+
+
+@pytest.mark.parametrize("key, value, fragment", [
+    ("lines", "many", "shards.0.lines: must be an integer, not str 'many'"),
+    ("file", 7, "shards.0.file: must be a string"),
+    ("source_sha256", None, "shards.0.source_sha256: must be a string"),
+    ("extra", 1, "shards.0.extra: unknown key"),
+])
+def test_a_manifest_with_wrong_types_is_one_line(cli, sets, tmp_path, key, value, fragment):
+    path = sets[0] / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["shards"][0][key] = value
+    path.write_text(json.dumps(manifest))
+    one_line_error(cli(*mine_args(sets, "-o", tmp_path / "p.tsv")), f"{path}: {fragment}")
+
+
+@pytest.mark.parametrize("option, content, fragment", [
+    ("--meta", "{not json", "not valid JSON"),
+    ("--meta", "[1, 2]", "a JSON object is expected, not a list"),
+    ("--meta", '{"parameters": {"threshold": "high"}}', "parameters.threshold: must be a number"),
+    ("--filter-report", "[]", "a JSON object is expected, not a list"),
+    ("--filter-report", '{"kept": "all"}', "kept: must be an integer"),
+])
+def test_report_with_bad_json_is_one_line_and_writes_nothing(cli, tmp_path, option, content, fragment):
+    mined = tmp_path / "pairs.tsv"
+    mined.write_text("1.2\tHallo\tHello\n1.1\tJa\tYes\n")
+    side = tmp_path / "side.json"
+    side.write_text(content)
+    one_line_error(cli("report", mined, "-o", tmp_path / "out" / "report.html", option, side), str(side), fragment)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("score", ["nan", "inf", "-inf"])
+def test_report_refuses_scores_that_are_not_numbers(cli, tmp_path, score):
+    mined = tmp_path / "pairs.tsv"
+    mined.write_text(f"1.2\tHallo\tHello\n{score}\tJa\tYes\n")
+    one_line_error(cli("report", mined, "-o", tmp_path / "out" / "report.html"), f"{mined}:2:", "not a finite")
+    assert not (tmp_path / "out").exists()
+
+
+def test_report_to_standard_output_writes_no_png(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pairs.tsv").write_text("1.2\tHallo\tHello\n1.1\tJa\tYes\n")
+    result = cli("report", "pairs.tsv", "-o", "-")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("<!doctype html>") and sorted(os.listdir(tmp_path)) == ["pairs.tsv"]
+
+
+# --- a full disk --------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_embed_on_a_full_disk_is_one_line_not_sigbus(cli, tmp_path, small_disk):
+    disk = small_disk(64)
+    result = cli("embed", EXAMPLES / "de.txt", "-o", disk / "emb", "-q")  # 500 x 512 fp16 = 500 KiB
+    one_line_error(result, f"{disk / 'emb' / 'de.npy'}: not enough free space")
+    assert not (disk / "emb").exists()
+
+
+@pytest.mark.slow
+def test_embed_when_the_disk_fills_while_writing_is_one_line(cli, tmp_path, small_disk, monkeypatch):
+    """As if another process filled the disk after the free-space check."""
+    import bitextmine.embed
+
+    monkeypatch.setattr(bitextmine.embed, "_check_free_space", lambda *args: None)
+    disk = small_disk(64)
+    one_line_error(cli("embed", EXAMPLES / "de.txt", "-o", disk / "emb", "-q"), "de.npy: cannot write: no space left")
+    assert not (disk / "emb").exists()
+
+
+@pytest.mark.slow
+def test_mine_on_a_full_disk_is_one_line_and_leaves_no_half_file(cli, sets, small_disk):
+    disk = small_disk(64)
+    fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
+    with contextlib.suppress(OSError):  # fill it up
+        while True:
+            os.write(fd, b"x" * 4096)
+    os.close(fd)
+    for extra in ([], ["--filter", "--skip", "lid"]):
+        one_line_error(cli(*mine_args(sets, "-o", disk / "pairs.tsv.gz" if extra else disk / "pairs.tsv", *extra)),
+                       "cannot write: no space left on the device")
+        assert sorted(os.listdir(disk)) == ["filler"]
+
+
+@pytest.mark.slow
+def test_index_on_a_full_disk_is_one_line(cli, tmp_path, small_disk):
+    make_embedding_set(tmp_path / "big", clustered_vectors(300, dim=64))
+    disk = small_disk(32)
+    one_line_error(cli("index", tmp_path / "big", "-o", disk / "idx", "-q"),
+                   f"{disk / 'idx' / 'index.faiss'}: cannot write: no space left on the device")
+    assert os.listdir(disk) == []
+
+
+# --- paths out of artifacts ---------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["../victim/keep.npy", "/tmp/elsewhere.npy", "sub/../../victim/keep.npy",
+                                  "manifest.json", ".", ".bitextmine.lock", "..\\victim\\keep.npy", ""])
+def test_manifest_file_names_stay_inside_the_set(cli, sets, tmp_path, name):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    np.save(victim / "keep.npy", np.ones((60, 32), np.float16))
+    path = sets[0] / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["shards"][0]["file"] = name
+    manifest["encoder"]["name"] = "other"  # `embed --overwrite` would delete the listed files
+    path.write_text(json.dumps(manifest))
+    before = snapshot(tmp_path)
+    one_line_error(cli(*mine_args(sets, "-o", tmp_path / "p.tsv")), "shards.0.file must be a plain file name")
+    one_line_error(cli("embed", EXAMPLES / "de.txt", "-o", sets[0], "--overwrite", "-q"), "shards.0.file")
+    assert_unchanged(before, tmp_path)
+
+
+def test_a_link_out_of_the_set_is_refused(cli, sets, tmp_path):
+    outside = tmp_path / "outside.npy"
+    shutil.move(sets[0] / "de.npy", outside)
+    (sets[0] / "de.npy").symlink_to(outside)
+    one_line_error(cli(*mine_args(sets, "-o", tmp_path / "p.tsv")), "leads out of", "de.npy")
+
+
+def test_links_planted_in_artifact_directories_redirect_nothing(cli, sets, tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    before = victim.read_bytes()
+    manifest = sets[0] / "manifest.json"
+    moved = tmp_path / "elsewhere.json"
+    shutil.move(manifest, moved)
+    manifest.symlink_to(moved)
+    one_line_error(cli(*mine_args(sets, "-o", tmp_path / "p.tsv")), "the manifest", "leads out of")
+    one_line_error(cli("embed", EXAMPLES / "de.txt", "-o", sets[0], "-q"), "the manifest", "leads out of")
+
+    index_dir = tmp_path / "idx"
+    index_dir.mkdir()
+    for name in ("index.faiss", "index.json", ".bitextmine.lock"):  # what `index` writes there
+        (index_dir / name).symlink_to(victim)
+    one_line_error(cli("index", sets[1], "-o", index_dir, "-q"), ".bitextmine.lock is a link, not a lock")
+    (index_dir / ".bitextmine.lock").unlink()
+    assert cli("index", sets[1], "-o", index_dir, "-q").exit_code == 0  # the links are replaced, not followed
+    assert victim.read_bytes() == before and not (index_dir / "index.faiss").is_symlink()
+    (tmp_path / "pairs.tsv.lock").symlink_to(victim)
+    one_line_error(cli(*mine_args((sets[1], sets[1]), "-o", tmp_path / "pairs.tsv")), "pairs.tsv.lock is a link")
+    assert victim.read_bytes() == before
+
+
+def test_a_stdin_text_file_name_stays_inside_the_set(cli, sets, tmp_path):
+    path = sets[0] / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["shards"][0]["text_file"] = "../../etc/passwd"
+    path.write_text(json.dumps(manifest))
+    one_line_error(cli(*mine_args(sets, "-o", tmp_path / "p.tsv")), "shards.0.text_file must be a plain file name")
+
+
+def test_a_pipeline_language_key_cannot_leave_the_output(cli, tmp_path):
+    config = tmp_path / "p.yaml"
+    config.write_text(f"output: {tmp_path / 'out'}\nlanguages: {{'../../escape': {EXAMPLES / 'de.txt'}}}\n"
+                      "pairs: [['../../escape', '../../escape']]\n")
+    one_line_error(cli("run", config, "--launcher", "inline"), f"{config}: languages.../../escape", "plain name")
+    assert not (tmp_path / "out").exists() and not (tmp_path.parent / "escape").exists()
+
+
+# --- index checksum -----------------------------------------------------------------------
+
+@pytest.fixture
+def indexed(cli, sets, tmp_path):
+    for side, name in zip(sets, ("src.idx", "tgt.idx"), strict=True):
+        assert cli("index", side, "-o", tmp_path / name, "-q").exit_code == 0
+    return tmp_path / "src.idx", tmp_path / "tgt.idx"
+
+
+def index_args(sets, indexed, out):
+    return [*mine_args(sets, "-o", out), "--src-index", indexed[0], "--tgt-index", indexed[1]]
+
+
+def test_the_index_checksum_is_recorded_and_a_flipped_byte_refused(cli, sets, tmp_path, indexed):
+    meta = json.loads((indexed[1] / "index.json").read_text())
+    faiss_file = indexed[1] / "index.faiss"
+    assert len(meta["index_sha256"]) == 64
+    assert cli(*index_args(sets, indexed, tmp_path / "ok.tsv")).exit_code == 0
+    data = bytearray(faiss_file.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # same size, other vectors
+    faiss_file.write_bytes(bytes(data))
+    one_line_error(cli(*index_args(sets, indexed, tmp_path / "p.tsv")), f"{faiss_file}: checksum mismatch")
+    assert not (tmp_path / "p.tsv").exists()
+
+
+def test_a_truncated_index_is_one_line(cli, sets, tmp_path, indexed):
+    faiss_file = indexed[1] / "index.faiss"
+    faiss_file.write_bytes(faiss_file.read_bytes()[:100])
+    one_line_error(cli(*index_args(sets, indexed, tmp_path / "p.tsv")), f"{faiss_file}: checksum mismatch")
+    meta_path = indexed[1] / "index.json"  # without a checksum to catch it: faiss's own error, on one line
+    meta = json.loads(meta_path.read_text())
+    del meta["index_sha256"]
+    meta_path.write_text(json.dumps(meta))
+    result = cli(*index_args(sets, indexed, tmp_path / "p.tsv"))
+    lines = result.stderr.strip().splitlines()
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert "records no checksum" in lines[0]  # the warning about the old index.json, then the error
+    assert lines[1].startswith(f"bitextmine: error: {faiss_file}: not a readable FAISS index") and len(lines) == 2
+
+
+def test_an_old_index_without_checksum_is_used_with_a_warning(cli, sets, tmp_path, indexed):
+    meta_path = indexed[1] / "index.json"
+    meta = json.loads(meta_path.read_text())
+    del meta["index_sha256"]
+    meta_path.write_text(json.dumps(meta))
+    result = cli(*index_args(sets, indexed, tmp_path / "p.tsv"))
+    assert result.exit_code == 0, result.stderr
+    assert "records no checksum" in result.stderr and "rebuild" in result.stderr
+
+
+@pytest.mark.parametrize("meta, fragment", [("[]", "not a bitextmine-index"), ("{", "unreadable index metadata")])
+def test_a_damaged_index_json_is_one_line(cli, sets, tmp_path, indexed, meta, fragment):
+    (indexed[0] / "index.json").write_text(meta)
+    one_line_error(cli(*index_args(sets, indexed, tmp_path / "p.tsv")), fragment)
+
+
+# --- one writer at a time -----------------------------------------------------------------
+
+HOLD_LOCK = """
+import sys, time
+from bitextmine.io.lock import output_lock
+with output_lock(sys.argv[1], directory=sys.argv[2] == "dir"):
+    print("held", flush=True)
+    time.sleep(120)
+"""
+
+
+@contextlib.contextmanager
+def lock_held_by_another_process(path, directory: bool):
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(path), "dir" if directory else "file"],
+                              cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        yield holder
+    finally:
+        holder.kill()  # SIGKILL: no chance to clean up, and still no stale lock
+        holder.wait()
+
+
+def test_a_second_writer_fails_at_once_and_a_killed_one_leaves_no_stale_lock(cli, sets, tmp_path):
+    out = tmp_path / "pairs.tsv"
+    with lock_held_by_another_process(out, directory=False) as holder:
+        started = time.time()
+        line = one_line_error(cli(*mine_args(sets, "-o", out)), f"{out}: another bitextmine process",
+                              f"pid {holder.pid}", "pairs.tsv.lock")
+        assert time.time() - started < 10, line
+        assert not out.exists()
+        one_line_error(cli("filter", EXAMPLES / "gold.tsv", "-o", out, "-q"), f"pid {holder.pid}")
+    assert cli(*mine_args(sets, "-o", out)).exit_code == 0  # the holder was killed: the lock went with it
+
+    index_dir = tmp_path / "idx"
+    index_dir.mkdir()
+    with lock_held_by_another_process(index_dir, directory=True) as holder:
+        one_line_error(cli("index", sets[0], "-o", index_dir, "-q"), f"{index_dir}: another", f"pid {holder.pid}")
+        one_line_error(cli("embed", EXAMPLES / "de.txt", "-o", index_dir, "-q"), f"pid {holder.pid}")
+    assert cli("index", sets[0], "-o", index_dir, "-q").exit_code == 0
+    assert not (index_dir / ".bitextmine.lock").exists()
+
+
+def test_a_second_run_on_one_output_fails_at_once(cli, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    config = tmp_path / "p.yaml"
+    config.write_text(f"output: {out}\nlanguages: {{de: {EXAMPLES / 'de.txt'}}}\npairs: [[de, de]]\n")
+    with lock_held_by_another_process(out, directory=True) as holder:
+        one_line_error(cli("run", config, "--launcher", "inline", "-q"), f"{out}: another", f"pid {holder.pid}")
+    assert sorted(os.listdir(out)) == [".bitextmine.lock"]  # left by the killed holder; harmless
+
+
+@pytest.mark.slow
+def test_two_embeds_into_one_set_one_refused_the_set_intact(tmp_path):
+    shard = tmp_path / "de.txt"
+    shard.write_text("".join(f"{line}\n" for line in read_lines(EXAMPLES / "de.txt") * 4))
+    command = [sys.executable, "-m", "bitextmine", "embed", str(shard), "-o", str(tmp_path / "emb"), "-q",
+               "--device", "cpu"]
+    first = subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not (tmp_path / "emb" / ".bitextmine.lock").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    second = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    assert first.wait(timeout=300) == 0, first.stderr.read()
+    lines = second.stderr.strip().splitlines()
+    assert second.returncode == 1 and len(lines) == 1 and "another bitextmine process" in lines[0], second.stderr
+    from bitextmine.embed.embedding_set import EmbeddingSet
+
+    assert EmbeddingSet.load(tmp_path / "emb", verify=True).shards[0].lines == 2000
+
+
+# --- the pairs file and its sidecar -------------------------------------------------------
+
+def test_the_sidecar_records_the_tsv_checksum_and_readers_check_it(cli, sets, tmp_path):
+    from bitextmine.io.text import file_sha256
+
+    out = tmp_path / "pairs.tsv"
+    assert cli(*mine_args(sets, "-o", out)).exit_code == 0
+    side = json.loads((tmp_path / "pairs.tsv.json").read_text())
+    assert side["output_sha256"] == file_sha256(out) and side["output_rows"] == len(out.read_text().splitlines())
+    assert cli("report", out, "-o", tmp_path / "r" / "index.html").exit_code == 0
+
+    out.write_text("".join(out.read_text().splitlines(keepends=True)[:10]))  # a new TSV beside the old sidecar
+    one_line_error(cli("report", out, "-o", tmp_path / "r2" / "index.html"), f"{out}:",
+                   "does not describe this file")
+    assert not (tmp_path / "r2").exists()
+
+
+def test_mine_with_filter_records_the_kept_rows(cli, sets, tmp_path):
+    out = tmp_path / "kept.tsv.gz"
+    assert cli(*mine_args(sets, "-o", out, "--filter", "--skip", "lid", "--rejects", tmp_path / "rej.tsv")) \
+        .exit_code == 0
+    side = json.loads((tmp_path / "kept.tsv.gz.json").read_text())
+    assert side["output_rows"] == side["filter"]["kept"] == len(gzip.decompress(out.read_bytes()).splitlines())
+
+
+# --- run ----------------------------------------------------------------------------------
+
+def write_pipeline(tmp_path, shards_de, shards_en, extra: str = "", retries: int = 1) -> Path:
+    config = tmp_path / "p.yaml"
+    config.write_text(f"output: {tmp_path / 'out'}\nlanguages:\n  de: {[str(s) for s in shards_de]}\n"
+                      f"  en: {[str(s) for s in shards_en]}\npairs: [[de, en]]\n"
+                      f"launcher: {{workers: 2, retries: {retries}}}\n{extra}")
+    return config
+
+
+def small_shards(tmp_path, lines: int = 40) -> tuple[Path, Path]:
+    de, en = tmp_path / "de.txt", tmp_path / "en.txt"
+    de.write_text("".join(x + "\n" for x in read_lines(EXAMPLES / "de.txt")[:lines]))
+    en.write_text("".join(x + "\n" for x in read_lines(EXAMPLES / "en.txt")[:lines]))
+    return de, en
+
+
+@pytest.mark.slow
+def test_run_reports_an_input_error_at_once_with_its_message(cli, tmp_path):
+    de, en = small_shards(tmp_path)
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"gut\nschlecht \xc3\x28\n")
+    config = write_pipeline(tmp_path, [de, bad], [en], retries=2)
+    result = cli("run", config, "--launcher", "local", "-q")
+    one_line_error(result, f"{bad}:2: invalid UTF-8", "(embed task de/bad)")
+    assert "crashed" not in result.stderr
+    jobs = [p for p in (tmp_path / "out" / "logs" / "embed").glob("*_0_log.err")]
+    assert len(jobs) == 2  # the first wave (de, bad), once: not retried, and no wave after it
+
+    config.write_text(config.read_text() + "embed: {errors: replace}\n")  # what the CLI's --errors does
+    result = cli("run", config, "--launcher", "inline", "-q")
+    assert result.exit_code == 0, result.stderr
+
+
+def find_processes(fragment: str) -> list[int]:
+    """Processes whose command line holds ``fragment`` (a path of this test's own)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if fragment in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="finds worker processes through /proc")
+def test_a_crashed_task_is_retried_and_its_cause_quoted(tmp_path):
+    de, en = small_shards(tmp_path)
+    logs = str(tmp_path / "out" / "logs" / "embed")
+    for retries, expect_success in ((0, False), (1, True)):  # the embed stage only: enough to crash
+        shutil.rmtree(tmp_path / "out", ignore_errors=True)
+        config = write_pipeline(tmp_path, [de], [en], retries=retries)
+        parent = subprocess.Popen([sys.executable, "-m", "bitextmine", "run", str(config), "--stage", "embed", "-q"],
+                                  cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        victim = wait_for(lambda: [p for p in find_processes(logs) if
+                                   b"submitit.core._submit" in Path(f"/proc/{p}/cmdline").read_bytes()])[0]
+        os.kill(victim, signal.SIGKILL)  # as the out-of-memory killer would
+        _, stderr = parent.communicate(timeout=600)
+        if expect_success:
+            assert parent.returncode == 0, stderr
+            assert "crashed (attempt 1 of 2)" in stderr
+        else:
+            lines = stderr.strip().splitlines()
+            assert parent.returncode == 1 and len(lines) == 1, stderr
+            assert "failed 1 time(s): the task's process ended without a result" in lines[0]
+            assert "(log: " in lines[0] and "_log.err)" in lines[0]
+
+
+@pytest.mark.slow
+def test_a_crash_is_quoted_from_the_job_error_stream(tmp_path):
+    """A task that raises (a bug, not bad input) fails with its exception, not submitit's wrapper."""
+    from bitextmine.errors import BitextmineError
+    from bitextmine.launch.config import load_config
+    from bitextmine.launch.pipeline import Task
+    from bitextmine.launch.runner import Launcher
+
+    de, en = small_shards(tmp_path)
+    cfg = load_config(write_pipeline(tmp_path, [de], [en], retries=0))
+    task = Task("embed", "de/x", tmp_path / "out" / "x", "run_embed", {"bogus": 1})
+    with pytest.raises(BitextmineError, match=r"^embed task de/x failed 1 time\(s\): TypeError: run_embed\(\) got an "
+                                              r"unexpected keyword argument 'bogus' \(log: .*_log\.err\)$"):
+        Launcher(cfg, "local").run("embed", [task])
+
+
+@pytest.mark.slow
+def test_a_damaged_output_under_a_done_marker_is_redone(cli, tmp_path):
+    de, en = small_shards(tmp_path)
+    config = write_pipeline(tmp_path, [de], [en])
+    assert cli("run", config, "--launcher", "inline", "-q").exit_code == 0
+    pairs = (tmp_path / "out" / "pairs" / "de-en.tsv").read_bytes()
+    npy = tmp_path / "out" / "embed" / "de" / "de" / "de.npy"
+    data = bytearray(npy.read_bytes())
+    data[-7] ^= 0x55
+    npy.write_bytes(bytes(data))
+    mined = tmp_path / "out" / "mine" / "de-en.tsv"
+    mined.write_text(mined.read_text().replace("\t", " \t", 1))
+
+    result = cli("run", config, "--launcher", "inline")
+    assert result.exit_code == 0, result.stderr
+    assert "de.npy is missing or damaged" in result.stderr and "de-en.tsv is missing or damaged" in result.stderr
+    ran = {s["stage"]: s["ran"] for s in json.loads((tmp_path / "out" / "summary.json").read_text())["stages"]}
+    assert ran == {"embed": 1, "index": 0, "mine": 1, "filter": 0}
+    assert (tmp_path / "out" / "pairs" / "de-en.tsv").read_bytes() == pairs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="finds worker processes through /proc")
+def test_stopping_run_stops_its_workers(tmp_path, sig):
+    de, en = small_shards(tmp_path, lines=500)
+    config = write_pipeline(tmp_path, [de], [en])
+    logs = str(tmp_path / "out" / "logs")
+    # started the way a script starts a background job: SIGINT ignored
+    parent = subprocess.Popen([sys.executable, "-m", "bitextmine", "run", str(config), "-q"], cwd=REPO,
+                              stderr=subprocess.PIPE, text=True,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    wait_for(lambda: len(find_processes(logs)) >= 2)
+    parent.send_signal(sig)
+    _, stderr = parent.communicate(timeout=60)
+    assert parent.returncode != 0 and "Traceback" not in stderr, stderr
+    wait_for(lambda: not find_processes(logs), seconds=10)
+    assert not (tmp_path / "out" / ".bitextmine.lock").exists()
