@@ -122,13 +122,16 @@ def train(
     """Train a dual sentence encoder on translation pairs, or fine-tune the default one.
 
     Objective: LaBSE's bidirectional in-batch softmax with additive margin, optionally
-    with hard negatives and with distillation toward a teacher. The best dev checkpoint
-    is kept: embed with --encoder ckpt:OUTPUT.
+    with hard negatives and with distillation toward a teacher; --task nli=FILE adds
+    English NLI triples (contrastive, the contradiction as hard negative), each step
+    training one task drawn by weight. The best dev checkpoint is kept: embed with
+    --encoder ckpt:OUTPUT.
 
     \b
     Examples:
         bitextmine train train.eng-deu.tsv -o ckpt/de-en
         bitextmine train pairs.tsv.gz -o ckpt/domain --init usem3 --teacher usem3
+        bitextmine train de.tsv fr.tsv --task nli=train.nli.tsv:0.3 -o ckpt/mt --init usem3
 
     Add a language the default encoder does not know (teacher-student distillation;
     the student keeps the teacher's space, so its sets mine against the teacher's):
