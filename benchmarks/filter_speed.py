@@ -8,8 +8,10 @@ process (the `bitextmine filter` code path without file I/O). Language ID decide
 distinct text once (digits aside), as mined data repeats sentences; the last row makes every
 text distinct (a letter code instead of the counter), so that every text is classified.
 Before the table, the language decisions of the whole run are compared with those made
-pair by pair, one text at a time, on a sample. Pairs/s of CPU time is what the process got
-of the processor: on a shared, busy machine it is the steadier figure.
+pair by pair, one text at a time, on a sample. The filter judges pairs in one worker
+process per CPU on large inputs (``workers``); the rows marked "one process" run without
+workers, where pairs/s of CPU time (what the process got of the processor) is the steadier
+figure on a shared, busy machine.
 """
 
 from __future__ import annotations
@@ -61,25 +63,30 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=200_000)
     args = parser.parse_args()
 
+    from bitextmine.devices import available_cpus
     from bitextmine.filter import FilterConfig, PairFilter
 
     pairs = make_pairs(args.data, args.pairs)
     distinct = make_pairs(args.data, args.pairs, distinct=True)
     print(f"{len(pairs):,} pairs; language decisions batched and cached = pair by pair: "
           f"{same_decisions(pairs) and same_decisions(distinct)}\n")
-    print("| setting | pairs/s | pairs/s of CPU time | kept |")
-    print("|---|---:|---:|---:|")
-    for name, cfg, data in (
-            ("default rules, no language ID", FilterConfig(), pairs),
-            ("default rules + language ID of the target side (en)", FilterConfig(tgt_lang="en"), pairs),
-            ("default rules + language ID of both sides", FilterConfig(src_lang="de", tgt_lang="en"), pairs),
-            ("the same, every text distinct (no decision reused)", FilterConfig(src_lang="de", tgt_lang="en"),
-             distinct)):
+    both = FilterConfig(src_lang="de", tgt_lang="en")
+    print(f"workers: {available_cpus()} (the CPUs this process may use)\n")
+    print("| setting | workers | pairs/s | pairs/s of CPU time (this process) | kept |")
+    print("|---|---:|---:|---:|---:|")
+    for name, cfg, data, workers in (
+            ("default rules, no language ID", FilterConfig(), pairs, 1),
+            ("default rules + language ID of both sides", both, pairs, 1),
+            ("default rules, no language ID", FilterConfig(), pairs, None),
+            ("default rules + language ID of the target side (en)", FilterConfig(tgt_lang="en"), pairs, None),
+            ("default rules + language ID of both sides", both, pairs, None),
+            ("the same, every text distinct (no decision reused)", both, distinct, None)):
         pair_filter = PairFilter(cfg)  # not timed: loading the language ID model takes about a second, once
         start, cpu = time.perf_counter(), time.process_time()
-        kept = sum(reason is None for _, reason in pair_filter.run(data))
+        kept = sum(reason is None for _, reason in pair_filter.run(data, workers=workers))
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-        print(f"| {name} | {len(data) / seconds:,.0f} | {len(data) / cpu:,.0f} | {kept:,} |", flush=True)
+        print(f"| {name} | {workers or available_cpus()} | {len(data) / seconds:,.0f} | {len(data) / cpu:,.0f} "
+              f"| {kept:,} |", flush=True)
 
 
 if __name__ == "__main__":

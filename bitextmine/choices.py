@@ -110,6 +110,22 @@ class Amp(Choice):
     off = "off"
 
 
+class Recipe(Choice):
+    """Named sets of training settings (``bitextmine.train.recipes``)."""
+
+    add_language = "add-language"
+
+
+class StudentSides(Choice):
+    both = "both"
+    target = "target"
+
+
+class LrSchedule(Choice):
+    steps = "steps"
+    time = "time"
+
+
 def values(choice: type[Choice]) -> tuple[str, ...]:
     return tuple(member.value for member in choice)
 
@@ -129,3 +145,5 @@ STAGES = values(Stage)
 POOLINGS = values(Pooling)
 PRESETS = values(Preset)
 AMPS = values(Amp)
+STUDENT_SIDES = values(StudentSides)
+LR_SCHEDULES = values(LrSchedule)

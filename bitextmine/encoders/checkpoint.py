@@ -170,7 +170,9 @@ class TransformerCheckpointEncoder(CheckpointEncoder):
 
 @register
 class USEm3CheckpointEncoder(CheckpointEncoder):
-    """The default encoder's network fine-tuned; its tokenizer is the package's."""
+    """The default encoder's network fine-tuned, tokenizing with the checkpoint's own
+    SentencePiece model: the package's, or the package's extended with new pieces
+    (``encoders/vocabulary.py``), whose embedding rows follow the old ones."""
 
     architecture = "usem3"
 
@@ -184,21 +186,39 @@ class USEm3CheckpointEncoder(CheckpointEncoder):
     def build(self, weights):
         from bitextmine.encoders.usem3 import EMB_DIM, USEm3Encoder, USEm3Network
 
-        self.base = USEm3Encoder(device="cpu", precision="fp32")  # tokenizer and package resources
+        # tokenizer and package resources
+        self.base = USEm3Encoder(device="cpu", precision="fp32",
+                                 tokenizer_file=self.directory / self.config["tokenizer"])
         self.dim = EMB_DIM
         network = USEm3Network.from_package(self.base.resources)
-        if "piece_embedding.weight" in weights:  # trained with --train-embeddings
+        table = weights.get("piece_embedding.weight")
+        if table is None:
+            return network
+        pieces = self.base._tokenizer.get_piece_size()
+        if table.shape[0] == network.table.shape[0]:  # trained with --train-embeddings
             network.make_embeddings_trainable()
+        elif table.shape[0] == pieces:  # and new pieces: the package's rows, then theirs
+            from bitextmine.encoders.vocabulary import append_piece_rows
+
+            base = USEm3Encoder(device="cpu", precision="fp32")._tokenizer.get_piece_size()
+            append_piece_rows(network, base, np.zeros((pieces - base, EMB_DIM), dtype=np.float32))
+        else:
+            raise BitextmineError(f"{table.shape[0]} piece embeddings, but the tokenizer has {pieces} pieces",
+                                  path=self.directory / WEIGHTS)
         return network
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:
         return self.base.tokenize(texts)
 
     def embed_token_batch(self, batch: list[list[int]]) -> np.ndarray:
+        from bitextmine.encoders.usem3 import pad_to_token_bucket
+
+        n_sentences = len(batch)
+        batch = pad_to_token_bucket(batch)  # the default encoder's shapes: fewer kernels, the same vectors
         with torch.inference_mode():
             lengths = torch.tensor([len(x) for x in batch], dtype=torch.int64, device=self.device)
             flat = torch.tensor([i for x in batch for i in x], dtype=torch.int64, device=self.device)
-            return self.module(flat, lengths).float().cpu().numpy()
+            return self.module(flat, lengths)[:n_sentences].float().cpu().numpy()
 
 
 def open_checkpoint(directory: str | Path, device: str = "cpu",

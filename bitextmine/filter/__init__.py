@@ -21,6 +21,7 @@ from itertools import chain
 
 from bitextmine import defaults
 from bitextmine.choices import DEDUP_MODES, RULES  # RULES: in the order they run, dedup last
+from bitextmine.devices import available_cpus
 from bitextmine.errors import BitextmineError
 from bitextmine.io.pairs import Pair
 
@@ -287,19 +288,18 @@ class PairFilter:
         if mode in ("tgt", "both"):
             self._seen_tgt.add(tgt)
 
-    def run(self, pairs: list[Pair]) -> Iterator[tuple[Pair, str | None]]:
-        """(pair, reason) for each pair in order; reason None means kept."""
+    def run(self, pairs: list[Pair], workers: int | None = None) -> Iterator[tuple[Pair, str | None]]:
+        """(pair, reason) for each pair in order; reason None means kept.
+
+        The rules of each pair and language ID run in ``workers`` processes (default: the
+        CPUs this process may use) on large inputs; deduplication, which depends on the
+        pairs kept before, runs here in order, so the result is that of one process."""
         normalised = [(normalise(p.src), normalise(p.tgt)) for p in pairs]  # once, for three rules
         if self.cfg.active("boilerplate"):
             self.count_boilerplate(normalised)
-        if self._languages is None:
-            reasons = (self.check(p, ns, nt) for p, (ns, nt) in zip(pairs, normalised, strict=True))
-        else:  # the rules of each pair first, then language ID of all survivors at once
-            first = [self._pair_rules(p, ns, nt) for p, (ns, nt) in zip(pairs, normalised, strict=True)]
-            verdicts = iter(self._languages.matches([p for p, reason in zip(pairs, first, strict=True)
-                                                     if reason is None]))
-            reasons = (reason or self._finish(p, ns, nt, next(verdicts))
-                       for p, (ns, nt), reason in zip(pairs, normalised, first, strict=True))
+        judged = self._judge_all(pairs, normalised, workers)
+        reasons = (reason or self._finish(p, ns, nt, languages_match)
+                   for p, (ns, nt), (reason, languages_match) in zip(pairs, normalised, judged, strict=True))
         report = self.report
         for pair, reason in zip(pairs, reasons, strict=True):
             report.total += 1
@@ -308,6 +308,52 @@ class PairFilter:
             else:
                 report.rejected[reason] += 1
             yield pair, reason
+
+    def judge(self, pairs: list[Pair], normalised: list[tuple[str, str]]) -> list[tuple[str | None, bool | None]]:
+        """(first rule failed, languages match) per pair, for the rules that judge a pair by
+        itself and language ID (of all survivors at once; None where not run)."""
+        first = [self._pair_rules(p, ns, nt) for p, (ns, nt) in zip(pairs, normalised, strict=True)]
+        if self._languages is None:
+            return [(reason, None) for reason in first]
+        verdicts = iter(self._languages.matches([p for p, reason in zip(pairs, first, strict=True) if reason is None]))
+        return [(reason, None if reason else next(verdicts)) for reason in first]
+
+    def _judge_all(self, pairs, normalised, workers):
+        workers = available_cpus() if workers is None else workers
+        chunk = defaults.FILTER_PARALLEL_CHUNK
+        if workers < 2 or len(pairs) < defaults.FILTER_PARALLEL_MIN_PAIRS or not _can_fork():
+            return self.judge(pairs, normalised)
+        import multiprocessing
+        import warnings
+
+        global _FORKED
+        _FORKED = (self, pairs, normalised)
+        try:
+            with warnings.catch_warnings():
+                # Python 3.12+ warns about fork in a threaded process (numpy's BLAS threads):
+                # the workers use none of them, and BLAS libraries reset their pools on fork
+                warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
+                with multiprocessing.get_context("fork").Pool(workers) as pool:
+                    parts = pool.map(_judge_forked_chunk, range(0, len(pairs), chunk))
+        finally:
+            _FORKED = None
+        return [judgement for part in parts for judgement in part]
+
+
+# what forked workers judge: (filter, pairs, normalised texts), set just before the fork
+_FORKED = None
+
+
+def _judge_forked_chunk(start: int) -> list[tuple[str | None, bool | None]]:
+    pair_filter, pairs, normalised = _FORKED
+    end = start + defaults.FILTER_PARALLEL_CHUNK
+    return pair_filter.judge(pairs[start:end], normalised[start:end])
+
+
+def _can_fork() -> bool:
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods()
 
 
 def _jaccard(a: str, b: str) -> float:

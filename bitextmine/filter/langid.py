@@ -48,6 +48,12 @@ def _key(lang) -> str:
     return macro.pt1 or macro.pt3
 
 
+def find_language_key(code: str) -> str | None:
+    """The language key of an ISO 639-1/-2/-3 code (``deu`` -> ``de``), or None."""
+    lang = _iso_lookup(code.lower())
+    return (_key(lang) or None) if lang is not None else None
+
+
 def language_key(value: str, option: str = "language") -> str:
     """The language a code names, as the filter compares it (``deu`` -> ``de``, ``yue`` ->
     ``zh``). An unknown code is an error that names ``option``."""

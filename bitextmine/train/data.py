@@ -15,6 +15,8 @@ class ParallelData:
     tgt: list[str]
     # NLI triples (mSimCSE): a contradiction of each source, used as a hard negative
     negative: list[str] | None = None
+    # the language of each pair: the training file it came from (see ``language_of_file``)
+    language: list[str] | None = None
 
     def __len__(self) -> int:
         return len(self.src)
@@ -26,19 +28,80 @@ class ParallelData:
         dev, train = sorted(order[:dev_size]), sorted(order[dev_size:])
         return self.subset(train), self.subset(dev)
 
+    def split_by_language(self, per_language: int, seed: int) -> tuple[ParallelData, ParallelData]:
+        """(train, dev): up to ``per_language`` held-out pairs of each language, at most a
+        tenth of it, seeded; no two dev pairs share a text, so that P@1 over the dev slice
+        has one right answer per sentence."""
+        by_language: dict[str, list[int]] = {}
+        for i, lang in enumerate(self.language or [""] * len(self)):
+            by_language.setdefault(lang, []).append(i)
+        taken: set[str] = set()
+        dev: list[int] = []
+        for k, lang in enumerate(sorted(by_language)):
+            rows = by_language[lang]
+            random.Random(seed * 1_000_003 + k).shuffle(rows)
+            wanted, chosen = min(per_language, len(rows) // 10), 0
+            for i in rows:
+                if chosen == wanted:
+                    break
+                if self.src[i] not in taken and self.tgt[i] not in taken:
+                    taken.update((self.src[i], self.tgt[i]))
+                    dev.append(i)
+                    chosen += 1
+        held = set(dev)
+        return self.subset([i for i in range(len(self)) if i not in held]), self.subset(sorted(dev))
+
     def subset(self, rows: list[int]) -> ParallelData:
         negative = None if self.negative is None else [self.negative[i] for i in rows]
-        return ParallelData([self.src[i] for i in rows], [self.tgt[i] for i in rows], negative)
+        language = None if self.language is None else [self.language[i] for i in rows]
+        return ParallelData([self.src[i] for i in rows], [self.tgt[i] for i in rows], negative, language)
 
 
-def with_dev_slice(data: ParallelData, dev: ParallelData | None, dev_size: int,
-                   seed: int) -> tuple[ParallelData, ParallelData]:
-    """(train, dev): ``dev`` when given, else a seeded slice of at most a tenth of ``data``."""
+def with_dev_slice(data: ParallelData, dev: ParallelData | None, dev_size: int, seed: int,
+                   per_language: int = 0) -> tuple[ParallelData, ParallelData]:
+    """(train, dev): ``dev`` when given, else a seeded slice of at most a tenth of ``data``
+    (``per_language`` > 0: that many pairs of each language)."""
     if len(data) < 2:
         raise BitextmineError("training needs at least two pairs")
+    if dev is None and per_language > 0:
+        train, dev = data.split_by_language(per_language, seed)
+        if len(dev) < 2:
+            raise BitextmineError("too few pairs for a dev slice per language: give --dev")
+        return train, dev
     if dev is None:
         return data.split(min(dev_size, len(data) // 10), seed)
     return data, dev
+
+
+def language_of_file(path: str) -> str:
+    """The language a training file holds, as its pairs record it: the file's name without
+    the directory and the compression and format suffixes (``train.eng-ces.tsv.gz`` ->
+    ``train.eng-ces``); for two aligned files, both names. Codes in it name the language
+    (``language_codes``)."""
+    from pathlib import PurePath
+
+    def stem(name: str) -> str:
+        parts = PurePath(name).name.split(".")
+        while len(parts) > 1 and parts[-1].lower() in ("gz", "xz", "zst", "bz2", "tsv", "txt", "csv"):
+            parts.pop()
+        return ".".join(parts)
+
+    return ",".join(stem(name) for name in path.split(","))
+
+
+def language_codes(language: str) -> list[str]:
+    """The ISO 639 language keys named in a file's language (``train.eng-deu`` -> ``en``,
+    ``de``): its two- and three-letter words that are language codes, English included."""
+    import re
+
+    from bitextmine.filter.langid import find_language_key
+
+    keys: list[str] = []
+    for word in re.split(r"[^A-Za-z]+", language):
+        key = find_language_key(word) if 2 <= len(word) <= 3 else None
+        if key is not None and key not in keys:
+            keys.append(key)
+    return keys
 
 
 def read_tsv_pairs(path: str) -> ParallelData:
@@ -74,10 +137,13 @@ def read_parallel(paths: list[str]) -> ParallelData:
     parts = [read_aligned_pairs(*spec.split(",", 1)) if "," in spec else read_tsv_pairs(spec) for spec in paths]
     if len({p.negative is None for p in parts}) > 1:
         raise BitextmineError("mix of NLI triples and translation pairs: give the triples as --task nli=FILE")
+    for spec, part in zip(paths, parts, strict=True):
+        part.language = [language_of_file(spec)] * len(part)
     return concatenate(parts)
 
 
 def concatenate(parts: list[ParallelData]) -> ParallelData:
     """One ParallelData of several of the same kind (all pairs, or all triples)."""
     negative = None if parts[0].negative is None else [x for p in parts for x in p.negative]
-    return ParallelData([x for p in parts for x in p.src], [x for p in parts for x in p.tgt], negative)
+    language = None if any(p.language is None for p in parts) else [x for p in parts for x in p.language]
+    return ParallelData([x for p in parts for x in p.src], [x for p in parts for x in p.tgt], negative, language)

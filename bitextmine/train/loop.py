@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from bitextmine.defaults import RECIPE_UNBOUNDED_STEPS
 from bitextmine.devices import resolve_device
 from bitextmine.encoders import load_encoder
 from bitextmine.progress import progress_bar
@@ -58,7 +59,7 @@ def train(data: ParallelData | list[TrainingTask], out_dir: str | Path, cfg: Tra
     rank, world_size = world()
     torch.manual_seed(cfg.seed)  # the initial weights; data order and dev slice have their own seeds
     # 1. data
-    tasks, dev = split_dev(as_tasks(data), dev, cfg.dev_size, cfg.seed)
+    tasks, dev = split_dev(as_tasks(data), dev, cfg)
     resumed = run_state.check_output(out_dir, resume)
     with Interrupts() as interrupts:  # a Ctrl-C waits for the end of the step, unless said otherwise
         # 2. model and optimiser; from here on there is something to save
@@ -71,7 +72,8 @@ def train(data: ParallelData | list[TrainingTask], out_dir: str | Path, cfg: Tra
         state = checkpoints.restore() if resumed else RunState()
         # 3. objectives: minutes on big data (teacher, hard negatives), so a Ctrl-C acts at once
         with checkpoints.finished_on_interrupt(state), interrupts.immediate():
-            objectives = [prepare_objective(model, t.data, cfg, device, teacher) for t in tasks]
+            cache_dir = out_dir / run_state.STATE_DIR
+            objectives = [prepare_objective(model, t.data, cfg, device, teacher, cache_dir) for t in tasks]
             dev_ids = model.tokenize(dev.src), model.tokenize(dev.tgt)
         # until timed: an evaluation embeds 2 x dev sentences forward only, cheaper than dev / batch steps
         deadline.expect_final_work(eval_steps=len(dev) / cfg.batch_size, save_bytes=checkpoints.bytes_to_save())
@@ -79,13 +81,15 @@ def train(data: ParallelData | list[TrainingTask], out_dir: str | Path, cfg: Tra
         # 4. loop
         params = [p for p in model.module.parameters() if p.requires_grad]
         autocast = autocast_for(cfg, device)
-        mix = TaskBatches(tasks, cfg.batch_size, cfg.seed, state.step, cfg.accumulation, rank, world_size)
+        mix = TaskBatches(tasks, objectives, cfg, state.step, rank, world_size)
         meter = Meter()  # training time and pairs/s
         stop = stop_reason(state, cfg, deadline.exhausted(after_step=False), interrupts.requested)
-        with progress_bar(total=cfg.max_steps, desc="train", unit="step", disable=not progress) as bar:
+        deadline.start_training(state.time_progress)
+        total = cfg.max_steps if cfg.max_steps < RECIPE_UNBOUNDED_STEPS else None  # None: the time limit ends it
+        with progress_bar(total=total, desc="train", unit="step", disable=not progress) as bar:
             bar.update(state.step)
             while not stop:
-                lr = get_lr(state.step, cfg)
+                lr = scheduled_lr(state, cfg, deadline)
                 optimizer.set_lr(lr)
                 task, batches = mix.at(state.step)  # the step's task, drawn by weight
                 loss = accumulate_gradients(objectives[task], batches, cfg.accumulation, autocast, meter)
@@ -114,6 +118,14 @@ def train(data: ParallelData | list[TrainingTask], out_dir: str | Path, cfg: Tra
         raise KeyboardInterrupt
     return {"steps": state.step, "best_dev_p@1": state.best_dev, "stopped": stop,
             "seconds": round(state.seconds, 1), "history": state.history}
+
+
+def scheduled_lr(state: RunState, cfg: TrainConfig, deadline: Deadline) -> float:
+    """The step's learning rate; with ``lr_schedule="time"`` the decay follows the time budget too."""
+    if cfg.lr_schedule != "time" or deadline.end is None:
+        return get_lr(state.step, cfg)
+    state.time_progress = deadline.time_progress()
+    return get_lr(state.step, cfg, state.time_progress)
 
 
 def stop_reason(state: RunState, cfg: TrainConfig, out_of_time: bool, interrupted: bool) -> str | None:

@@ -59,7 +59,9 @@ class AdditiveMarginSoftmaxLoss(_EmbeddingLoss):
             20 is a temperature of 0.05.
 
     Inputs (``compute_loss_from_embeddings``): src (B, D), tgt (B, D), optional
-    hard_negatives (N, D), optional src_keys and tgt_keys (B,) integers. Output: a scalar.
+    hard_negatives (N, D), optional src_keys and tgt_keys (B,) integers, optional
+    hard_negative_keys (N,): the target-text key of each hard negative, which is masked
+    for the pair whose target it is. Output: a scalar.
 
     References: Feng et al. 2022, Language-agnostic BERT Sentence Embedding (LaBSE), ACL;
     Yang et al. 2019, Improving Multilingual Sentence Embedding Using Bi-directional Dual
@@ -84,7 +86,8 @@ class AdditiveMarginSoftmaxLoss(_EmbeddingLoss):
     def compute_loss_from_embeddings(self, src: torch.Tensor, tgt: torch.Tensor,
                                      hard_negatives: torch.Tensor | None = None,
                                      src_keys: torch.Tensor | None = None,
-                                     tgt_keys: torch.Tensor | None = None) -> torch.Tensor:
+                                     tgt_keys: torch.Tensor | None = None,
+                                     hard_negative_keys: torch.Tensor | None = None) -> torch.Tensor:
         batch = src.shape[0]
         labels = torch.arange(batch, device=src.device)  # (B,): pair i's target is column i
         eye = torch.eye(batch, device=src.device, dtype=torch.bool)  # (B, B)
@@ -94,7 +97,10 @@ class AdditiveMarginSoftmaxLoss(_EmbeddingLoss):
             sims = sims.masked_fill(same & ~eye, float("-inf"))
         fwd_logits = sims
         if hard_negatives is not None and hard_negatives.numel():
-            fwd_logits = torch.cat([sims, src @ hard_negatives.T], dim=1)  # (B, B + N)
+            extra = src @ hard_negatives.T  # (B, N)
+            if hard_negative_keys is not None and tgt_keys is not None:  # a negative that is pair i's target text
+                extra = extra.masked_fill(tgt_keys[:, None] == hard_negative_keys[None, :], float("-inf"))
+            fwd_logits = torch.cat([sims, extra], dim=1)  # (B, B + N)
         fwd = F.cross_entropy(self.scale * fwd_logits, labels)
         bwd = F.cross_entropy(self.scale * sims.T, labels)
         return (fwd + bwd) / 2
@@ -132,6 +138,40 @@ class DistillationLoss(_EmbeddingLoss):
                                      teacher_src: torch.Tensor) -> torch.Tensor:
         dim = src.shape[1]
         return dim * (F.mse_loss(src, teacher_src) + F.mse_loss(tgt, teacher_src))
+
+    def get_config_dict(self) -> dict:
+        return {}
+
+
+class TeacherMatchLoss(_EmbeddingLoss):
+    """The student's vectors onto given teacher vectors: the mean squared distance.
+
+        loss = mean_i || student_i - teacher_i ||^2
+
+    What multilingual distillation minimises (Reimers & Gurevych 2020; LASER3, Heffernan
+    et al. 2022), for one side at a time: the new language's sentences onto the teacher's
+    vectors of their English translations, or sentences the teacher knows (English, its
+    languages) onto the teacher's own vectors of them, which holds them in place. The
+    teacher's side carries no gradient. On the ranking loss's scale whatever the width.
+
+    Args:
+        embed: the student's embedding function (needed by ``forward`` only).
+
+    Inputs (``compute_loss_from_embeddings``): student (B, D), teacher (B, D). Output: a scalar.
+
+    References: Reimers & Gurevych 2020, EMNLP; Heffernan, Çelebi & Schwenk 2022, Bitext
+    Mining Using Distilled Sentence Representations for Low-Resource Languages, Findings of EMNLP.
+    """
+
+    citation = "Heffernan, Çelebi & Schwenk 2022, Findings of EMNLP"
+
+    def forward(self, ids: list[list[int]], teacher: torch.Tensor) -> torch.Tensor:
+        return self.compute_loss_from_embeddings(self._embed(ids), teacher)
+
+    def compute_loss_from_embeddings(self, student: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
+        if not len(student):
+            return student.new_zeros(())
+        return (student - teacher.to(student.dtype)).pow(2).sum(dim=1).mean()
 
     def get_config_dict(self) -> dict:
         return {}

@@ -3,22 +3,32 @@
 - translation pairs: LaBSE's ranking loss over the global batch (every process's
   pairs, LaBSE's cross-accelerator negatives) with duplicates masked and hard negatives,
   plus distillation toward a teacher's vectors of the sources; either may be off;
-- NLI triples (``ParallelData.negative``): the mSimCSE contrastive loss.
+- NLI triples (``ParallelData.negative``): the mSimCSE contrastive loss;
+- ``student_sides="target"`` (teach languages the teacher does not know): the student
+  embeds only the target side and learns the teacher's cached vectors of the source
+  side (``TargetSideObjective``), with guards that hold English and the teacher's own
+  languages in place; it draws its own batches (``sampling``).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
+import numpy as np
 import torch
 
 from bitextmine.encoders.base import Encoder
+from bitextmine.errors import BitextmineError
 from bitextmine.train.config import TrainConfig
-from bitextmine.train.data import ParallelData
+from bitextmine.train.data import ParallelData, language_codes
 from bitextmine.train.distributed import gather, gather_with_grad
-from bitextmine.train.losses import AdditiveMarginSoftmaxLoss, ContrastiveNLILoss, DistillationLoss
-from bitextmine.train.negatives import Negatives
+from bitextmine.train.losses import AdditiveMarginSoftmaxLoss, ContrastiveNLILoss, DistillationLoss, TeacherMatchLoss
+from bitextmine.train.negatives import Negatives, text_keys
+from bitextmine.train.sampling import TargetBatch, TargetBatches
+from bitextmine.train.teacher_cache import TeacherCache
 from bitextmine.train.trainables import TrainableEncoder
 
 log = logging.getLogger(__name__)
@@ -65,11 +75,126 @@ class NLIObjective:
         return self.loss(*([ids[i] for i in rows] for ids in self.ids))
 
 
+class TargetSideObjective:
+    """The student embeds the new languages' sentences (the target side) only.
+
+    Per batch (``TargetBatch``): the student's vector of each X is pulled onto the
+    teacher's vector of its English side (``TeacherMatchLoss``, weight ``distill_weight``)
+    and ranked against the batch's teacher vectors plus a bank of the teacher's vectors of
+    earlier batches' English (``AdditiveMarginSoftmaxLoss``, both directions; pairs that
+    share a text masked); English sentences and sentences of the teacher's languages are
+    held on the teacher's own vectors (``guard_weight``). The teacher embeds each text
+    once (``TeacherCache``); one student pass embeds all of the batch. With several
+    processes each embeds its share; negatives stay per process.
+    """
+
+    def __init__(self, model: TrainableEncoder, targets: TeacherTargets, cfg: TrainConfig, device):
+        self.model, self.t, self.device = model, targets, device
+        self.match = TeacherMatchLoss()
+        self.ranking = AdditiveMarginSoftmaxLoss(margin=cfg.margin, scale=cfg.scale) if cfg.translation_loss else None
+        self.distill_weight, self.guard_weight = cfg.distill_weight, cfg.guard_weight
+        self.sampler = TargetBatches([len(rows) for rows in targets.languages.values()], cfg.language_alpha,
+                                     cfg.batch_size, targets.english_texts, len(targets.known_ids),
+                                     cfg.guard_english, cfg.guard_known,
+                                     cfg.negative_bank if cfg.translation_loss else 0, cfg.seed)
+
+    def batches(self, start_batch: int, rank: int = 0, world_size: int = 1) -> Iterator[TargetBatch]:
+        return self.sampler.iterate(start_batch, rank, world_size)
+
+    def __call__(self, batch: TargetBatch) -> torch.Tensor:
+        t, rows = self.t, lambda a: torch.as_tensor(a, dtype=torch.long)  # noqa: E731
+        english = t.pair_english[rows(batch.pairs)]  # (n,) cache rows of the pairs' English sides
+        guards = torch.cat([rows(batch.english), t.english_texts + rows(batch.known)])  # (e + k,)
+        bank = t.pair_english[rows(batch.bank)]  # earlier batches' English: computed then
+        teacher = t.cache.get(torch.cat([english, guards, bank])).to(self.device)  # one teacher pass, if any
+        n, e, g = len(english), len(batch.english), len(guards)
+        ids = ([t.x_ids[i] for i in batch.pairs] + [t.english_ids[i] for i in batch.english]
+               + [t.known_ids[i] for i in batch.known])
+        student = self.model.embed(ids, self.device).float()  # (n + e + k, D): one student pass
+        loss = self.distill_weight * self.match.compute_loss_from_embeddings(student[:n], teacher[:n])
+        if self.ranking is not None and n:
+            loss = loss + self.ranking.compute_loss_from_embeddings(
+                student[:n], teacher[:n], teacher[n + g :], t.x_keys[rows(batch.pairs)].to(self.device),
+                english.to(self.device), bank.to(self.device))
+        guard = (self.match.compute_loss_from_embeddings(student[n : n + e], teacher[n : n + e])
+                 + self.match.compute_loss_from_embeddings(student[n + e : n + g], teacher[n + e : n + g]))
+        return loss + self.guard_weight * guard
+
+
+class TeacherTargets:
+    """What ``TargetSideObjective`` trains on, prepared once: token ids, the cache of the
+    teacher's vectors (English texts first, then the known-language guard sentences) and
+    the pairs of each new language (consecutive rows)."""
+
+    def __init__(self, model: TrainableEncoder, data: ParallelData, known: set[str], cfg: TrainConfig,
+                 teacher: Encoder, cache_dir: Path | None):
+        groups: dict[str, list[int]] = {}
+        for i, lang in enumerate(data.language or ["data"] * len(data)):
+            groups.setdefault(lang, []).append(i)
+        self.languages = {lang: rows for lang, rows in groups.items() if lang not in known}
+        if not self.languages:
+            raise BitextmineError("every training file is in a language the teacher knows: give pairs of the "
+                                  "new language (English<TAB>X)")
+        rows = [i for lang_rows in self.languages.values() for i in lang_rows]
+        english = sorted({data.src[i] for i in rows})
+        self.english_texts = len(english)
+        index = {text: k for k, text in enumerate(english)}
+        self.pair_english = torch.tensor([index[data.src[i]] for i in rows], dtype=torch.long)  # (n,)
+        x_texts = [data.tgt[i] for i in rows]
+        self.x_keys = text_keys(x_texts)
+        known_texts = guard_sentences(data, groups, known, cfg) if cfg.guard_known > 0 else []
+        # the teacher's vectors: the English texts, then the known-language guard sentences
+        self.cache = TeacherCache(teacher, english + known_texts, None if cache_dir is None else cache_dir / "teacher",
+                                  cfg.max_tokens)
+        self.x_ids = model.tokenize(x_texts)
+        self.english_ids = model.tokenize(english) if cfg.guard_english > 0 else []
+        self.known_ids = model.tokenize(known_texts)
+
+
+def guard_sentences(data: ParallelData, groups: dict[str, list[int]], known: set[str], cfg: TrainConfig) -> list[str]:
+    """A seeded sample of ``cfg.guard_sentences`` distinct target sentences of the known languages."""
+    texts = sorted({data.tgt[i] for lang in known for i in groups.get(lang, [])})
+    if len(texts) > cfg.guard_sentences:
+        chosen = np.random.default_rng(cfg.seed).choice(len(texts), cfg.guard_sentences, replace=False)
+        texts = [texts[i] for i in sorted(chosen)]
+    return texts
+
+
+def known_languages(data: ParallelData, teacher: Encoder) -> set[str]:
+    """The training files whose names name a language the teacher knows (``train.eng-deu``)."""
+    from bitextmine.filter.langid import find_language_key
+
+    teacher_keys = {find_language_key(code.split("-")[0]) for code in getattr(teacher, "languages", ())} - {None}
+    return {lang for lang in set(data.language or ()) if set(language_codes(lang)) - {"en"} & teacher_keys}
+
+
+def prepare_target_objective(model: TrainableEncoder, data: ParallelData, cfg: TrainConfig, device,
+                             teacher: Encoder, cache_dir: Path | None) -> TargetSideObjective:
+    """The target-side objective (``TrainConfig`` checked that a teacher is given)."""
+    from bitextmine.train.distributed import world
+
+    if world()[0] != 0:
+        cache_dir = None  # one process keeps the teacher's vectors
+    known = known_languages(data, teacher)
+    for lang in sorted(known):
+        log.info("%s: a language the teacher knows, %s", lang,
+                 "a guard (held on the teacher's vectors)" if cfg.guard_known > 0 else "left out (no --guard-known)")
+    targets = TeacherTargets(model, data, known, cfg, teacher, cache_dir)
+    log.info("new languages: %s", ", ".join(f"{lang} ({len(rows):,})" for lang, rows in targets.languages.items()))
+    return TargetSideObjective(model, targets, cfg, device)
+
+
 def prepare_objective(model: TrainableEncoder, data: ParallelData, cfg: TrainConfig, device,
-                      teacher: Encoder | None = None) -> TranslationObjective | NLIObjective:
-    """Tokenize the data, embed it with the teacher, mine hard negatives: the long part of the start."""
+                      teacher: Encoder | None = None,
+                      cache_dir: Path | None = None) -> TranslationObjective | NLIObjective | TargetSideObjective:
+    """Tokenize the data, embed it with the teacher, mine hard negatives: the long part of the start.
+
+    ``cache_dir``: where the teacher's vectors are kept for a resumed run (target side).
+    """
     started = time.time()
-    if data.negative is not None:
+    if cfg.student_sides == "target":
+        objective = prepare_target_objective(model, data, cfg, device, teacher, cache_dir)
+    elif data.negative is not None:
         log.info("NLI triples: contrastive loss with contradictions as hard negatives (mSimCSE)")
         objective = NLIObjective(model, model.tokenize(data.src), model.tokenize(data.tgt),
                                  model.tokenize(data.negative), cfg, device)

@@ -47,6 +47,7 @@ class RunState:
     best_dev: float = -1.0  # dev P@1 of the saved model; -1: no evaluation yet
     bad_evals: int = 0  # evaluations since the best
     seconds: float = 0.0  # training time over every session of the run
+    time_progress: float = 0.0  # how far the time-based learning-rate decay has gone (lr_schedule "time")
     history: list = field(default_factory=list)
 
     @property
@@ -113,8 +114,8 @@ class Checkpoints:
                  teacher: Encoder | None = None, writer: bool = True, tasks: list[dict] | None = None):
         self.out_dir, self.model, self.optimizer, self.cfg, self.writer = out_dir, model, optimizer, cfg, writer
         self.description = {**model.config(), "compatible_with": teacher.identity.space() if teacher else None,
-                            "teacher": cfg.teacher, "train_config": asdict(cfg), "tasks": tasks or [],
-                            "bitextmine_version": __version__}
+                            "teacher": cfg.teacher, "recipe": cfg.recipe, "train_config": asdict(cfg),
+                            "tasks": tasks or [], "bitextmine_version": __version__}
         # what --resume must find again: each task's name, size and weight (files may move)
         self.tasks_signature = [{k: t[k] for k in ("name", "size", "weight")} for t in tasks or []]
         self.unlogged_steps: list[dict] = []  # written with the next evaluation or save
@@ -264,12 +265,25 @@ class Deadline:
         self.end = None if minutes is None else (started if started is not None else now) + 60 * minutes
         self.last_step_end, self.step_seconds = now, 0.0
         self.longest: dict[str, float] = {}  # "eval", "save" -> the longest timed so far
+        self.training_started, self.progress_before = now, 0.0
         self.eval_steps, self.save_guess = 0.0, 0.0
         self._work_since_step = 0.0
 
     def expect_final_work(self, eval_steps: float, save_bytes: int) -> None:
         """Until timed: an evaluation costs ``eval_steps`` steps, a save writes ``save_bytes``."""
         self.eval_steps, self.save_guess = eval_steps, save_bytes / SAVE_BYTES_PER_SECOND
+
+    def start_training(self, progress_before: float = 0.0) -> None:
+        """The loop starts: the time-based schedule spreads what is left of its decay
+        (``1 - progress_before``, less on a resumed run) over the time left."""
+        self.training_started, self.progress_before = time.monotonic(), progress_before
+
+    def time_progress(self) -> float:
+        """0 when training started, 1 at the time limit (for ``lr_schedule="time"``)."""
+        if self.end is None:
+            return 0.0
+        share = (time.monotonic() - self.training_started) / max(1e-9, self.end - self.training_started)
+        return self.progress_before + (1.0 - self.progress_before) * min(1.0, max(0.0, share))
 
     def final_seconds(self) -> float:
         return (self.longest.get("eval", self.eval_steps * self.step_seconds)

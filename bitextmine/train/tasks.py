@@ -26,6 +26,7 @@ from pathlib import Path
 
 from bitextmine import defaults
 from bitextmine.errors import BitextmineError
+from bitextmine.train.config import TrainConfig
 from bitextmine.train.data import ParallelData, concatenate, read_parallel, with_dev_slice
 
 TASKS = ("translation", "nli")
@@ -139,15 +140,19 @@ def as_tasks(data: ParallelData | list[TrainingTask]) -> list[TrainingTask]:
     return data
 
 
-def split_dev(tasks: list[TrainingTask], dev: ParallelData | None, dev_size: int,
-              seed: int) -> tuple[list[TrainingTask], ParallelData]:
+def split_dev(tasks: list[TrainingTask], dev: ParallelData | None,
+              cfg: TrainConfig) -> tuple[list[TrainingTask], ParallelData]:
     """``dev`` when given, else a seeded slice of the first task's data (the translation pairs, if any)."""
-    first, dev = with_dev_slice(tasks[0].data, dev, dev_size, seed)
+    if cfg.student_sides == "target" and any(t.name != "translation" for t in tasks):
+        raise BitextmineError("the add-language recipe trains on translation pairs only: drop --task nli")
+    first, dev = with_dev_slice(tasks[0].data, dev, cfg.dev_size, cfg.seed, cfg.dev_per_language)
     return [TrainingTask(tasks[0].name, first, tasks[0].weight, tasks[0].files), *tasks[1:]], dev
 
 
 def vocabulary_data(tasks: list[TrainingTask]) -> ParallelData:
-    """Every task's two sides, for a new SentencePiece vocabulary."""
+    """The data a new SentencePiece vocabulary (or an extension) learns from: every task's two sides."""
+    if len(tasks) == 1:
+        return tasks[0].data  # with its languages, for a vocabulary extension
     return ParallelData([s for t in tasks for s in t.data.src], [s for t in tasks for s in t.data.tgt])
 
 
@@ -176,14 +181,19 @@ class TaskSchedule:
 
 
 class TaskBatches:
-    """Per step: the task it trains and that task's iterator of seeded batches of rows."""
+    """Per step: the task it trains and that task's iterator of batches.
 
-    def __init__(self, tasks: list[TrainingTask], batch_size: int, seed: int, start_step: int = 0,
-                 accumulation: int = 1, rank: int = 0, world_size: int = 1):
-        self.schedule = TaskSchedule([t.weight for t in tasks], seed)
+    The batches are seeded rows, unless the task's objective draws its own (``batches``).
+    """
+
+    def __init__(self, tasks: list[TrainingTask], objectives: list, cfg: TrainConfig, start_step: int = 0,
+                 rank: int = 0, world_size: int = 1):
+        self.schedule = TaskSchedule([t.weight for t in tasks], cfg.seed)
         done = self.schedule.counts_before(start_step)  # where each task's batches stand on --resume
-        self.batches = [seeded_batches(len(t.data), batch_size, seed, steps * accumulation, rank, world_size)
-                        for t, steps in zip(tasks, done, strict=True)]
+        self.batches = [objective.batches(steps * cfg.accumulation, rank, world_size) if hasattr(objective, "batches")
+                        else seeded_batches(len(t.data), cfg.batch_size, cfg.seed, steps * cfg.accumulation, rank,
+                                            world_size)
+                        for t, objective, steps in zip(tasks, objectives, done, strict=True)]
 
     def at(self, step: int) -> tuple[int, Iterator[list[int]]]:
         task = self.schedule.task_at(step)

@@ -4,7 +4,9 @@
   vocabulary; every weight moves (AdamW).
 - ``USEm3Trainable``: the default encoder's network. Its piece embeddings stay frozen
   unless ``train_embeddings`` (then a float table with sparse gradients, moved by
-  SparseAdam); ``freeze_network`` leaves only the embeddings moving.
+  SparseAdam); ``freeze_network`` leaves only the embeddings moving. ``vocab_extension``
+  appends pieces for the characters its vocabulary lacks (``encoders/vocabulary.py``),
+  trained on the target side of the data and kept as the checkpoint's tokenizer.
 """
 
 from __future__ import annotations
@@ -102,8 +104,36 @@ class USEm3Trainable(TrainableEncoder):
         flat = torch.tensor([i for x in batch for i in x], dtype=torch.int64, device=device)
         return self.module(flat, lengths)[:n_sentences]
 
+    def extend_vocabulary(self, out_dir: Path, texts: list[str] | None, model_size: int, seed: int,
+                          sparse: bool = True) -> None:
+        """New pieces for the uncovered characters of ``texts``, and embedding rows for them
+        (the mean of their characters' old rows). ``texts`` None: reuse the extended model
+        in ``out_dir`` (a resumed run, whose rows come from its state)."""
+        import sentencepiece
+
+        from bitextmine.encoders import vocabulary as V
+        from bitextmine.encoders.usem3 import EMB_DIM, USEm3Encoder
+
+        target = out_dir / TOKENIZER
+        base = self.encoder._tokenizer
+        if texts is None:
+            if not target.is_file():
+                raise BitextmineError(f"cannot resume: the extended vocabulary {TOKENIZER} is missing", path=out_dir)
+            size = sentencepiece.SentencePieceProcessor(model_file=str(target)).get_piece_size()
+            rows = np.zeros((size - base.get_piece_size(), EMB_DIM), dtype=np.float32)
+        else:
+            extension = V.extend_vocabulary(self.tokenizer_file, texts, model_size, seed=seed)
+            extension.save(target)
+            table = self.module.piece_embedding.weight.detach().cpu().numpy()
+            rows = V.initial_rows(table, base, extension.pieces)
+        V.append_piece_rows(self.module, base.get_piece_size(), rows, sparse=sparse)
+        self.new_pieces = len(rows)
+        self.encoder = USEm3Encoder(device="cpu", precision="fp32", tokenizer_file=target)
+        self.tokenizer_file = target
+
     def config(self):
-        return {"architecture": self.architecture, "model": {"max_tokens": self.max_tokens}}
+        return {"architecture": self.architecture,
+                "model": {"max_tokens": self.max_tokens, "new_pieces": getattr(self, "new_pieces", 0)}}
 
 
 def build_vocabulary(data: ParallelData, out_dir: Path, vocab_size: int, seed: int) -> Path:
@@ -143,8 +173,12 @@ def _new_trainable(cfg: TrainConfig, data: ParallelData, out_dir: Path, resumed:
                    world_size: int) -> TrainableEncoder:
     if cfg.init == "usem3":
         # sparse embedding gradients: one process only (gradient averaging is dense)
-        return USEm3Trainable(cfg.max_tokens, cfg.train_embeddings, cfg.freeze_network,
-                              sparse_embeddings=world_size == 1)
+        model = USEm3Trainable(cfg.max_tokens, cfg.train_embeddings, cfg.freeze_network,
+                               sparse_embeddings=world_size == 1)
+        if cfg.vocab_extension:
+            model.extend_vocabulary(out_dir, None if resumed else data.tgt, cfg.vocab_extension, cfg.seed,
+                                    sparse=world_size == 1)
+        return model
     spm = Path(cfg.spm_model) if cfg.spm_model else (out_dir / TOKENIZER if resumed else None)
     tokenizer = PieceTokenizer(spm or build_vocabulary(data, out_dir, cfg.vocab_size, cfg.seed))
     shape = {**PRESETS[cfg.preset], **{k: getattr(cfg, k) for k in ("dim", "layers", "heads", "ff")
@@ -155,5 +189,7 @@ def _new_trainable(cfg: TrainConfig, data: ParallelData, out_dir: Path, resumed:
 
 
 def build_optimizer(model: TrainableEncoder, cfg: TrainConfig) -> Optimizers:
-    """AdamW over what moves of the network, SparseAdam over a sparse piece-embedding table."""
-    return build_optimizers(model.module, cfg.lr, cfg.weight_decay, cfg.embedding_lr_scale)
+    """AdamW over what moves of the network, SparseAdam over a sparse piece-embedding table
+    (at ``embedding_lr`` when set, else ``embedding_lr_scale`` x ``lr``)."""
+    scale = cfg.embedding_lr_scale if cfg.embedding_lr is None else cfg.embedding_lr / cfg.lr
+    return build_optimizers(model.module, cfg.lr, cfg.weight_decay, scale)
