@@ -47,7 +47,8 @@ def main() -> None:
         ckpt = args.work / f"bucket-{bucket}"
         subprocess.run([sys.executable, "-c", RUN, str(bucket), str(data), str(args.steps), str(args.every),
                         str(ckpt)], check=True)
-        log = [json.loads(x) for x in (ckpt / "train_log.jsonl").read_text().splitlines()]
+        records = [json.loads(x) for x in (ckpt / "train_log.jsonl").read_text().splitlines()]
+        log = [r for r in records if "dev_p@1" in r]  # the evaluations (the other records are steps)
         # pairs/s in the log is cumulative over the training time: recover each interval's rate
         seconds = [0.0] + [r["seconds"] for r in log]
         pairs = [0.0] + [r["pairs_per_second"] * r["seconds"] for r in log]

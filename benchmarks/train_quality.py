@@ -37,6 +37,12 @@ def training_file(lang: str) -> Path:
     return tsv if tsv.exists() or not tsv.with_suffix(".tsv.gz").exists() else tsv.with_suffix(".tsv.gz")
 
 
+def evaluations(ckpt: Path) -> list[dict]:
+    """The evaluation records of a training log (the others are one per step)."""
+    records = [json.loads(x) for x in (ckpt / "train_log.jsonl").read_text().splitlines()]
+    return [r for r in records if "dev_p@1" in r]
+
+
 def run(command: list[str]) -> None:
     print("$ " + " ".join(shlex.quote(c) for c in command), flush=True)
     subprocess.run(command, check=True)
@@ -56,7 +62,7 @@ def scratch(args) -> None:
          "--batch-size", "256", "--lr", "1e-3", "--warmup-steps", "300", "--eval-every", "250",
          "--save-every", "500", "--patience", "100", "--vocab-size", "16000", "--device", args.device, "-q"])
     result = tatoeba(f"ckpt:{ckpt}", ["deu"], args.work / "scratch-deu.json", args.device)
-    log = [json.loads(x) for x in (ckpt / "train_log.jsonl").read_text().splitlines()]
+    log = evaluations(ckpt)
     print("\n## (a) from scratch, deu-eng, preset cpu\n")
     print(f"Tatoeba deu P@1 (mean of both directions): **{result['deu']:.2f}**\n")
     print("| step | minutes | loss | dev P@1 | pairs/s |")
@@ -79,7 +85,7 @@ def finetune(args) -> None:
          *(["--hard-negatives", str(args.hard_negatives)] if args.hard_negatives else []), "--seed", str(args.seed),
          "--save-every", "1000", "--patience", "100", "--dev-size", str(args.dev_size), "--device", args.device, "-q"])
     after = tatoeba(f"ckpt:{ckpt}", langs, args.work / "usem3-deu-fra.json", args.device)
-    log = [json.loads(x) for x in (ckpt / "train_log.jsonl").read_text().splitlines()]
+    log = evaluations(ckpt)
     print("\n## (b, c) --init usem3 fine-tuned on deu-eng + fra-eng, distilled toward usem3\n")
     print("| language | usem3 | fine-tuned | change |")
     print("|---|---:|---:|---:|")
@@ -112,7 +118,7 @@ def throughput(args) -> None:
         run([sys.executable, "-m", "bitextmine", "train", str(data), "-o", str(ckpt), "--init", "usem3", *extra,
              "--batch-size", str(args.batch_size), "--max-steps", str(args.steps), "--warmup-steps", "10",
              "--eval-every", str(args.steps), "--save-every", "100000", "--device", args.device, "-q"])
-        log = [json.loads(x) for x in (ckpt / "train_log.jsonl").read_text().splitlines()]
+        log = evaluations(ckpt)
         rows.append((name, log[-1]["pairs_per_second"]))
     print(f"\n| --init usem3, batch {args.batch_size}, {args.device} | pairs/s |\n|---|---:|")
     for name, rate in rows:

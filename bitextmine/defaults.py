@@ -145,6 +145,10 @@ TRAIN_DEV_SIZE = 1000  # pairs held out for dev P@1 when no dev set is given
 TRAIN_EVAL_EVERY = 500  # steps
 TRAIN_PATIENCE = 6  # evaluations without improvement before stopping
 TRAIN_SAVE_EVERY = 1000  # steps between resumable states
+# relative weights of the tasks of a run: a task trains on weight / (sum of weights) of the
+# steps. NLI at 0.3 of translation: USE-xling's side task, a minority of the steps
+# (benchmarks/RESULTS.md, multi-task training)
+TRAIN_TASK_WEIGHTS = {"translation": 1.0, "nli": 0.3}
 
 # --- train: the target-side objective (teach the student a language the teacher does not know)
 # The student embeds only the new language (the target side of English<TAB>X pairs) and learns

@@ -1,6 +1,5 @@
 """The CUDA paths agree with the CPU path. Skipped where torch sees no GPU."""
 
-import json
 
 import numpy as np
 import pytest
@@ -8,6 +7,7 @@ import torch
 
 from bitextmine.train import TrainConfig, train
 from bitextmine.train.data import ParallelData
+from bitextmine.train.run_state import read_log
 from tests.conftest import EXAMPLES, read_lines
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -53,7 +53,7 @@ def test_training_on_gpu_with_amp_learns_and_loads_on_cpu(tmp_path):
     cfg = TrainConfig(dim=64, layers=2, heads=4, ff=128, vocab_size=400, batch_size=64, lr=3e-3, warmup_steps=5,
                       max_steps=60, eval_every=20, save_every=20, dev_size=40, device="cuda:0", amp="auto")
     train(data, tmp_path / "ckpt", cfg, progress=False)
-    log = [json.loads(x) for x in (tmp_path / "ckpt" / "train_log.jsonl").read_text().splitlines()]
+    _, log = read_log(tmp_path / "ckpt")
     assert log[-1]["loss"] < log[0]["loss"]
 
     from bitextmine.encoders import load_encoder
@@ -71,7 +71,7 @@ def test_usem3_finetuning_on_gpu_with_sparse_embeddings(tmp_path):
     cfg = TrainConfig(init="usem3", teacher="usem3", train_embeddings=True, batch_size=64, lr=1e-4, warmup_steps=2,
                       max_steps=10, eval_every=10, save_every=10, dev_size=40, device="cuda:0", amp="auto")
     train(data, tmp_path / "ckpt", cfg, progress=False)
-    log = [json.loads(x) for x in (tmp_path / "ckpt" / "train_log.jsonl").read_text().splitlines()]
+    _, log = read_log(tmp_path / "ckpt")
     assert np.isfinite(log[-1]["loss"]) and log[-1]["dev_p@1"] > 90
 
 

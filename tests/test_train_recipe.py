@@ -117,7 +117,8 @@ def test_the_command_line_passes_what_was_given(cli, monkeypatch, pair_files):
     cfg = seen["cfg"]
     assert (cfg.lr, cfg.guard_known, cfg.max_minutes) == (5e-5, 0.1, 30)
     assert cfg.max_steps == defaults.RECIPE_UNBOUNDED_STEPS and cfg.guard_english == 0.3 and cfg.batch_size == 256
-    assert set(seen["data"].language) == {"train.eng-xxx", "train.eng-deu"}
+    [translation] = seen["data"]  # the positional pairs: one translation task
+    assert set(translation.data.language) == {"train.eng-xxx", "train.eng-deu"}
     # an option given explicitly wins, even when it equals the command's default
     cli("train", *pair_files, "-o", "unused", "--recipe", "add-language", "--batch-size", "128", "-q")
     assert seen["cfg"].batch_size == 128 and seen["cfg"].lr == 1e-4

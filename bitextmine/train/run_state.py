@@ -3,7 +3,8 @@
     OUT/config.json, model.safetensors, sentencepiece.model
                                  the encoder (format: encoders/checkpoint.py), of the best dev
                                  evaluation; of the latest step while there has been none
-    OUT/train_log.jsonl          one JSON line per evaluation
+    OUT/train_log.jsonl          one JSON line per step (its task and loss) and per evaluation
+                                 (its dev P@1, with the step's loss, lr and speed)
     OUT/state/last.safetensors   model, optimiser and RNG state: everything ``--resume`` needs,
     OUT/state/last.json          with the step, best dev score and the run's settings
 
@@ -81,22 +82,43 @@ def check_output(out_dir: Path, resume: bool) -> bool:
     return resumed
 
 
-def append_log(out_dir: Path, record: dict) -> None:
+def append_log(out_dir: Path, *records: dict) -> None:
     path = out_dir / LOG
     old = path.read_text(encoding="utf-8") if path.exists() else ""
     with atomic_path(path) as tmp:
-        tmp.write_text(old + json.dumps(record) + "\n", encoding="utf-8")
+        tmp.write_text(old + "".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
+def read_log(out_dir: Path) -> tuple[list[dict], list[dict]]:
+    """The log's (steps, evaluations): {step, task, loss} and {step, loss, dev_p@1, lr, ...}."""
+    path = out_dir / LOG
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
+    return [r for r in records if "task" in r], [r for r in records if "dev_p@1" in r]
+
+
+def cut_log(out_dir: Path, step: int) -> None:
+    """Drop the records after ``step``: a run killed after logging past its last save redoes those steps."""
+    path = out_dir / LOG
+    if path.exists():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        kept = [line for line in lines if json.loads(line)["step"] <= step]
+        if len(kept) < len(lines):
+            with atomic_path(path) as tmp:
+                tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
 
 
 class Checkpoints:
     """What one run writes into ``out_dir``; only the ``writer`` process (rank 0) writes."""
 
     def __init__(self, out_dir: Path, model: TrainableEncoder, optimizer: Optimizers, cfg: TrainConfig,
-                 teacher: Encoder | None = None, writer: bool = True):
+                 teacher: Encoder | None = None, writer: bool = True, tasks: list[dict] | None = None):
         self.out_dir, self.model, self.optimizer, self.cfg, self.writer = out_dir, model, optimizer, cfg, writer
         self.description = {**model.config(), "compatible_with": teacher.identity.space() if teacher else None,
                             "teacher": cfg.teacher, "recipe": cfg.recipe, "train_config": asdict(cfg),
-                            "bitextmine_version": __version__}
+                            "tasks": tasks or [], "bitextmine_version": __version__}
+        # what --resume must find again: each task's name, size and weight (files may move)
+        self.tasks_signature = [{k: t[k] for k in ("name", "size", "weight")} for t in tasks or []]
+        self.unlogged_steps: list[dict] = []  # written with the next evaluation or save
 
     def restore(self) -> RunState:
         """Model, optimiser and RNG as they were at the last save; refuses changed settings."""
@@ -105,6 +127,8 @@ class Checkpoints:
         if saved["config"] != signature:
             changed = sorted(k for k in {*saved["config"], *signature} if saved["config"].get(k) != signature.get(k))
             raise BitextmineError(f"--resume with different settings ({', '.join(changed)})", path=self.out_dir)
+        if saved.get("tasks", self.tasks_signature) != self.tasks_signature:
+            raise BitextmineError("--resume with different tasks, task weights or data sizes", path=self.out_dir)
         tensors = load_tensors(self.out_dir / STATE_DIR / "last.safetensors")
         self.model.module.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
         states: list[dict[int, dict]] = [{} for _ in saved["optimizer"]["param_groups"]]
@@ -116,8 +140,19 @@ class Checkpoints:
                                         in zip(states, saved["optimizer"]["param_groups"], strict=True)])
         torch.set_rng_state(tensors["rng.torch"])
         state = RunState(**saved["run"])
+        if self.writer:
+            cut_log(self.out_dir, state.step)
         log.info("resuming at step %d (best dev P@1 %.2f)", state.step, state.best_dev)
         return state
+
+    def record_step(self, state: RunState, task: str, loss: float) -> None:
+        """The task and loss of the step just done (logged with the next evaluation or save)."""
+        self.unlogged_steps.append({"step": state.step, "task": task, "loss": round(loss, 4)})
+
+    def _log(self, *records: dict) -> None:
+        if self.writer and (self.unlogged_steps or records):
+            append_log(self.out_dir, *self.unlogged_steps, *records)
+        self.unlogged_steps = []
 
     def record_evaluation(self, state: RunState, p1: float, loss: float, lr: float, meter: Meter) -> None:
         """Log a dev evaluation; keep the model when it is the best so far."""
@@ -126,8 +161,7 @@ class Checkpoints:
                   "pairs_per_second": round(meter.pairs_per_second(), 1)}
         state.history.append(record)
         log.info("step %d  loss %.4f  dev P@1 %.2f", state.step, loss, p1)
-        if self.writer:
-            append_log(self.out_dir, record)
+        self._log(record)
         if p1 > state.best_dev:
             state.best_dev, state.bad_evals = p1, 0
             self.save_model(state)
@@ -144,6 +178,7 @@ class Checkpoints:
         """Everything ``--resume`` needs: model, optimiser and RNG tensors, and the RunState."""
         if meter is not None:  # the training time since the last save
             state.seconds += meter.lap()
+        self._log()  # before the state: a log ahead of the state is cut on --resume, one behind would miss steps
         if not self.writer:
             return
         tensors = {f"model.{k}": v for k, v in self.model.module.state_dict().items()}
@@ -157,7 +192,7 @@ class Checkpoints:
         (self.out_dir / STATE_DIR).mkdir(parents=True, exist_ok=True)
         save_tensors(tensors, self.out_dir / STATE_DIR / "last.safetensors")
         save_json(self.out_dir / STATE_DIR / "last.json", {"run": asdict(state), "optimizer": {
-            "param_groups": param_groups}, "config": self.cfg.run_signature()})
+            "param_groups": param_groups}, "config": self.cfg.run_signature(), "tasks": self.tasks_signature})
 
     def finish(self, state: RunState, meter: Meter | None = None) -> None:
         """The state, and a loadable encoder: the latest weights if no evaluation has kept one."""
