@@ -37,6 +37,11 @@ IVF_LISTS_BY_SIZE = (  # (more than this many rows, number of IVF lists)
 )
 PQ_BYTES = 64  # OPQ64 / PQ64: 64 bytes per vector
 NPROBE = 128
+# Index search proposes this many candidates per query; their exact cosines (from the fp16
+# vectors) choose the k neighbours, so the codes' ranking errors cost nothing.
+INDEX_CANDIDATES = 64
+INDEX_SEARCH_ROWS = 65536  # queries per FAISS search call
+RERANK_GATHER_ROWS = 65536  # vectors gathered at once to re-rank candidates (128 MB in fp32 at 512-d)
 TRAIN_SAMPLES_PER_LIST = 50  # faiss wants >= 39 training points per centroid; 50 leaves room
 SEED = 1234
 

@@ -45,6 +45,7 @@ ADD_BLOCK_ROWS = 65536
 class IndexConfig:
     index_type: str = "auto"  # or any FAISS factory string, e.g. "OPQ64,IVF4096,PQ64"
     nprobe: int = defaults.NPROBE
+    candidates: int = defaults.INDEX_CANDIDATES  # proposed per query by the index, re-ranked exactly by mine
     train_sample: int | None = None  # None: TRAIN_SAMPLES_PER_LIST x lists
     seed: int = defaults.SEED
     device: str = "auto"  # auto: faiss-gpu when installed and a GPU is visible
@@ -192,6 +193,7 @@ def _build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConf
         "dim": corpus.dim,
         "ntotal": int(index.ntotal),
         "nprobe": cfg.nprobe,
+        "candidates": cfg.candidates,
         "train_sample": sample_size,
         "seed": cfg.seed,
         "trained_sha256": trained,
