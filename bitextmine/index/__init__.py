@@ -61,6 +61,11 @@ def choose_index_type(rows: int, dim: int) -> str:
     return f"OPQ{pq},IVF{lists},PQ{pq}"
 
 
+def default_train_sample(lists: int) -> int:
+    """Training vectors for an index of ``lists`` IVF lists (when not given)."""
+    return max(defaults.TRAIN_SAMPLES_PER_LIST * lists, 256 * 39)
+
+
 def _largest_divisor(n: int, at_most: int) -> int:
     return max(m for m in range(1, at_most + 1) if n % m == 0)
 
@@ -165,7 +170,7 @@ def _build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConf
         lists = ivf_lists(index)
         sample_size = 0
         if not index.is_trained:
-            wanted = cfg.train_sample or max(defaults.TRAIN_SAMPLES_PER_LIST * (lists or 1), 256 * 39)
+            wanted = cfg.train_sample or default_train_sample(lists or 1)
             sample = _training_sample(corpus, wanted, cfg.seed)
             sample_size = len(sample)
             if lists and sample_size < 39 * lists:

