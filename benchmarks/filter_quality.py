@@ -31,7 +31,7 @@ def only(rule: str, **cfg) -> dict:
     """A config with every rule off but ``rule``."""
     from bitextmine.filter import RULES
 
-    return {"disabled": tuple(r for r in RULES if r != rule), **cfg}
+    return {"skip": tuple(r for r in RULES if r != rule), **cfg}
 
 
 def catch_rates(kind: str, clean: list[tuple[str, str]], lang: str, data: Path) -> tuple[float, float, int]:

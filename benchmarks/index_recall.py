@@ -45,7 +45,7 @@ K = 4
 
 
 def load() -> str:
-    return "load %.1f" % os.getloadavg()[0]
+    return f"load {os.getloadavg()[0]:.1f}"
 
 
 # --- vectors ------------------------------------------------------------------------------

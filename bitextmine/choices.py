@@ -1,8 +1,10 @@
-"""The closed choices of the command line, as enums the parser checks before any work.
+"""The closed choices of the toolkit: the one list of each, for the parser and the library.
 
-This module imports nothing heavy, so ``bitextmine --help`` can list the choices. The
-library takes their ``.value`` (plain strings) and checks them again in its configs, for
-callers that do not come through the command line.
+The command line declares its options with these enums, so a bad value is a usage error
+before any work. The library's configs take plain strings and check them against the
+tuples at the end of this module (``SCORES``, ``RULES``, ...), made from the same enums,
+so that callers that do not come through the command line are checked alike. This
+module imports nothing heavy, so ``bitextmine --help`` can list the choices.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ class Dedup(Choice):
 
 
 class FilterRule(Choice):
+    """The filter's rules, in the order they run. Dedup comes last: only a pair that passed
+    every other rule claims its sentences, so a wrong pair cannot take a sentence from the
+    right pair that follows it."""
+
     score_cap = "score_cap"
     length = "length"
     tokens = "tokens"
@@ -68,6 +74,8 @@ class TextErrors(Choice):
 
 
 class IndexDevice(Choice):
+    """Where FAISS trains and fills an index: faiss-gpu when it can (auto), or the CPU."""
+
     auto = "auto"
     cpu = "cpu"
 
@@ -79,6 +87,8 @@ class Launcher(Choice):
 
 
 class Stage(Choice):
+    """The stages of ``bitextmine run``, in the order they run."""
+
     embed = "embed"
     index = "index"
     mine = "mine"
@@ -102,3 +112,20 @@ class Amp(Choice):
 
 def values(choice: type[Choice]) -> tuple[str, ...]:
     return tuple(member.value for member in choice)
+
+
+# --- the same choices as plain strings, for the library's configs ---------------------------
+
+SCORE_ALIASES = {"absolute": "cosine"}  # LASER's name for a plain cosine "margin"
+SCORES = tuple(v for v in values(Score) if v not in SCORE_ALIASES)  # what a config holds
+RETRIEVALS = values(Retrieval)
+DEDUP_MODES = values(Dedup)
+RULES = values(FilterRule)
+PRECISIONS = values(Precision)
+TEXT_ERROR_MODES = values(TextErrors)
+INDEX_DEVICES = values(IndexDevice)
+LAUNCHERS = values(Launcher)
+STAGES = values(Stage)
+POOLINGS = values(Pooling)
+PRESETS = values(Preset)
+AMPS = values(Amp)

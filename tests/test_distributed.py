@@ -2,6 +2,7 @@
 
 import os
 
+import pytest
 import torch
 import torch.multiprocessing as mp
 
@@ -43,6 +44,7 @@ def _worker(rank, size, port, results):
         dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_two_processes_see_the_global_batch_and_get_their_gradients():
     import socket
 

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from bitextmine import __version__
 from bitextmine.cli.doctor import app
-from bitextmine.launch.doctor import Environment, Finding, collect, diagnose, to_dict
+from bitextmine.doctor import Environment, Finding, SlurmStatus, collect, diagnose, has_errors, to_dict
 
 H100 = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_gb": 79.1, "capability": "9.0"}
 
@@ -144,7 +144,7 @@ def test_cli_prints_versions_and_findings_and_writes_json(tmp_path):
 
 
 def test_cli_exits_1_on_an_error_and_indents_advice(monkeypatch):
-    import bitextmine.launch.doctor as doctor
+    import bitextmine.doctor as doctor
 
     monkeypatch.setattr(doctor, "collect", lambda: make_env(torch=None))
     result = CliRunner().invoke(app, [])
@@ -153,3 +153,46 @@ def test_cli_exits_1_on_an_error_and_indents_advice(monkeypatch):
     at = lines.index("[error] torch is not installed")
     assert lines[at + 1].startswith("    pip install torch==2.13.0")
     assert "not installed" in next(line for line in lines if line.startswith("torch "))
+
+
+# --- Slurm ---------------------------------------------------------------------------------
+
+def slurm_status(**overrides) -> SlurmStatus:
+    """Slurm's commands answer, one partition, accounting on; each test changes what it checks."""
+    values = dict(commands={"sbatch": "/usr/bin/sbatch", "sinfo": "/usr/bin/sinfo", "sacct": "/usr/bin/sacct"},
+                  version="22.05.8", accounting="accounting_storage/slurmdbd", sacct_works=True,
+                  partitions=[{"name": "gpu", "default": True, "state": "UP", "nodes": 4, "cpus": 64, "gpus": 8,
+                               "memory_gb": 500.0, "max_time_min": 2880,
+                               "limits": "4 node(s) (4 up), 64 CPUs, 500.0 GB, 8 GPUs per node, "
+                                         "time limit 2-00:00:00"}])
+    values.update(overrides)
+    return SlurmStatus(**values)
+
+
+def slurm_findings(status: SlurmStatus) -> list[Finding]:
+    return [f for f in diagnose(make_env(slurm=status)) if "Slurm" in f.message]
+
+
+def test_slurm_partitions_and_accounting_are_reported():
+    findings = slurm_findings(slurm_status())
+    assert set(levels(findings)) == {"ok"}
+    assert [f.message for f in findings] == [
+        "Slurm 22.05.8: sbatch, sinfo and sacct answer",
+        "Slurm partition 'gpu' (default), up: 4 node(s) (4 up), 64 CPUs, 500.0 GB, 8 GPUs per node, time limit "
+        "2-00:00:00",
+        "Slurm accounting on (accounting_storage/slurmdbd): a killed task is seen and retried"]
+
+
+def test_slurm_without_accounting_warns_that_retries_after_a_kill_need_it():
+    warning = only(slurm_findings(slurm_status(accounting="accounting_storage/none", sacct_works=False)), "warning")
+    assert "accounting is off" in warning.message and "retries after a kill need accounting" in warning.advice
+
+
+def test_slurm_absent_is_fine_and_unreachable_is_a_warning():
+    absent = slurm_findings(slurm_status(commands=dict.fromkeys(("sbatch", "sinfo", "sacct")), partitions=[]))
+    assert [(f.level, f.message) for f in absent] == [
+        ("ok", "Slurm: not installed here (no sbatch, sinfo, sacct): --launcher local and inline")]
+    down = only(slurm_findings(slurm_status(partitions=[], problem="scontrol show node --oneliner failed: Unable to "
+                                                                    "contact slurm controller")), "warning")
+    assert "Unable to contact slurm controller" in down.message and "SLURM_CONF" in down.advice
+    assert not has_errors(diagnose(make_env(slurm=slurm_status(partitions=[], problem="x"))))

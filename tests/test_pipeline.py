@@ -44,6 +44,23 @@ def split_shards(tmp_path, lang, parts):
     return shards
 
 
+def test_a_small_run_inline_writes_every_stage_and_a_rerun_redoes_nothing(cli, tmp_path):
+    """The cheap check of `run`: tasks, markers and the cache (the local executor and
+    indexes are checked by the slow tests below)."""
+    de, en = split_shards(tmp_path, "de", 8)[:2], split_shards(tmp_path, "en", 8)[:2]
+    config = write_config(tmp_path / "p.yaml", tmp_path / "run", de, en, "index: {exact: true}")
+    result = cli("run", config, "--launcher", "inline", "-q")
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert [(s["stage"], s["ran"]) for s in summary["stages"]] == [("embed", 4), ("index", 0), ("mine", 1),
+                                                                   ("filter", 1)]
+    pairs = (tmp_path / "run" / "pairs" / "de-en.tsv").read_text().splitlines()
+    assert len(pairs) > 30 and all(len(line.split("\t")) == 5 for line in pairs)  # score, texts, ids
+    assert cli("run", config, "--launcher", "inline", "-q").exit_code == 0
+    assert [s["ran"] for s in json.loads((tmp_path / "run" / "summary.json").read_text())["stages"]] == [0, 0, 0, 0]
+
+
+@pytest.mark.slow
 def test_pipeline_with_the_local_executor_equals_the_commands_by_hand(cli, tmp_path):
     config = write_config(tmp_path / "p.yaml", tmp_path / "run", [EXAMPLES / "de.txt"], [EXAMPLES / "en.txt"])
     result = cli("run", config, "--launcher", "local")
@@ -73,6 +90,7 @@ def test_pipeline_with_the_local_executor_equals_the_commands_by_hand(cli, tmp_p
     assert [s["ran"] for s in json.loads((tmp_path / "run" / "summary.json").read_text())["stages"]] == [0, 0, 0, 0]
 
 
+@pytest.mark.slow
 def test_split_indexes_give_the_pairs_of_one_index(cli, tmp_path):
     de, en = split_shards(tmp_path, "de", 3), split_shards(tmp_path, "en", 3)
     one = write_config(tmp_path / "one.yaml", tmp_path / "one", de, en)
@@ -85,6 +103,7 @@ def test_split_indexes_give_the_pairs_of_one_index(cli, tmp_path):
         .read_text()
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_and_is_byte_identical(tmp_path):
     de, en = split_shards(tmp_path, "de", 4), split_shards(tmp_path, "en", 4)
     killed = write_config(tmp_path / "k.yaml", tmp_path / "killed", de, en)
@@ -118,10 +137,17 @@ def test_killed_run_resumes_and_is_byte_identical(tmp_path):
     ("output: o\nlanguages: {de: DE}\npairs: [[de, en]]\n", "pairs.0: language 'en' is not under languages"),
     ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {k: four}\n", "mine.k: must be an integer"),
     ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {k: 0}\n", "mine.k: Input should be greater"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {score: best}\n", "mine.score: Input should be "),
     ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {margin: best}\n", "mine.margin: Input should be "),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {score: ratio, margin: cosine}\n",
+     "mine: score and margin are one setting"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {device: gpu}\n", "mine.device: unknown device 'gpu'"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nindex: {device: cuda}\n", "index.device: Input should be"),
     ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {threshold: .nan}\n", "mine.threshold: must be a fin"),
     ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nembed: {errors: ignore}\n", "embed.errors: Input should be"),
     ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nfilter: {skip: [lenght]}\n", "filter.skip.0: Input should"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nfilter: {near_copy: 1.5}\n",
+     "filter: --near-copy must be in [0.0, 1.0], not 1.5"),
     ("output: o\nlanguages: {de: DE}\n", "pairs: missing key"),
     ("output: o\nlanguages: {de: DE\n", "invalid YAML"),
     ("- output: o\n", "a pipeline file must be a mapping of keys, not a list"),
@@ -152,17 +178,21 @@ languages: {{de: {EXAMPLES / 'de.txt'}}}
 pairs: [[de, de]]
 embed: {{errors: replace, precision: fp32, batch_tokens: 512, max_tokens: 64, device: cpu}}
 index: {{type: Flat, nprobe: 8, train_sample: 1000, seed: 7, device: cpu, max_rows: 100, exact: false}}
-mine: {{k: 3, margin: distance, retrieval: intersect, threshold: 0.1, top_n: 10, nprobe: 4, device: cpu}}
+mine: {{k: 3, score: distance, retrieval: intersect, threshold: 0.1, top_n: 10, nprobe: 4, device: cpu}}
 filter: {{skip: [numbers], dedup: pair, max_score: 2.5, min_chars: 2, max_chars: 500, min_tokens: 2,
           max_side_tokens: 100, max_ratio: 2.0, min_letters: 0.3, near_copy: 0.8, boilerplate: 5, rejects: true}}
 """)
     cfg = load_config(path)
     assert cfg.embed.errors == "replace" and cfg.embed.batch_tokens == 512
     assert cfg.index.train_sample == 1000 and cfg.mine.nprobe == 4 and cfg.filter.rejects is True
+    assert cfg.mine.score == "distance" and cfg.filter.max_side_tokens == 100
     from bitextmine.launch.pipeline import embed_tasks
 
     task = embed_tasks(cfg)[0]
     assert task.kwargs["errors"] == "replace" and task.kwargs["device"] == "cpu"
+    old_name = path.read_text().replace("score: distance", "margin: distance")  # the old key is still read
+    path.write_text(old_name)
+    assert load_config(path).mine.score == "distance"
 
 
 @pytest.mark.parametrize("name", ["pipeline-labse-commoncrawl.yaml", "pipeline-ccmatrix.yaml"])
@@ -171,6 +201,29 @@ def test_example_configs_load(name):
     assert cfg.languages["de"][0].endswith("examples/de-en/de.txt")
 
 
+def test_plan_arithmetic_from_given_measurements(tmp_path, monkeypatch):
+    """The estimate without the calibration run (the slow test below makes one)."""
+    from bitextmine.launch import plan
+
+    measured = {"device": "cpu", "cores": 2, "embed_sentences_per_second": 100.0, "knn_gflops": 10.0, "dim": 512,
+                "model_ram_gb": 0.5, "sample_lines": 400, "task_startup_seconds": 2.0, "model_load_seconds": 1.0,
+                "task_base_ram_gb": 0.25, "knn_pairs_per_second": 1e8, "encode_vectors_per_second": 1e5,
+                "scan_codes_per_second": 1e8, "rerank_per_second": 1e7, "filter_pairs_per_second": 1e4}
+    monkeypatch.setattr(plan, "measure", lambda *a, **k: dict(measured))
+    config = write_config(tmp_path / "p.yaml", tmp_path / "run", [EXAMPLES / "de.txt"], [EXAMPLES / "en.txt"])
+    stages, m = plan.estimate(load_config(config))
+    by_stage = {s.stage: s for s in stages}
+    assert list(by_stage) == ["embed", "index", "mine", "filter"] and m["lines"] == {"de": 500, "en": 500}
+    embed = by_stage["embed"]
+    # 1,000 lines at the machine's 100 sentences/s (2 tasks at once, half the cores each), after
+    # one task start-up: process (2 s), launch and loading the model (1 s)
+    assert embed.tasks == 2 and embed.seconds == pytest.approx(1000 / 100 + 2.0 + plan.LAUNCH_SECONDS + 1.0)
+    assert embed.disk_gb == pytest.approx(1000 * 512 * 2 / 1024**3)
+    assert by_stage["mine"].tasks == by_stage["filter"].tasks == 1 and by_stage["index"].tasks == 2
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
 def test_plan_estimates_every_stage(cli, tmp_path):
     config = write_config(tmp_path / "p.yaml", tmp_path / "run", [EXAMPLES / "de.txt"], [EXAMPLES / "en.txt"])
     result = cli("plan", config, "--device", "cpu", "--json", tmp_path / "plan.json")

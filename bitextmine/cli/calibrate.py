@@ -22,8 +22,8 @@ from bitextmine.cli.options import (
     retrieval_option,
     score_of,
     score_option,
-    write_json_output,
 )
+from bitextmine.io.atomic import write_json
 
 app = typer.Typer()
 TABLE_ROWS = 15  # thresholds shown, evenly spread over the curve
@@ -41,14 +41,15 @@ def calibrate(
              "and recall. Without it, a mixture model of the score distribution is used.")] = None,
     target_precision: Annotated[float, typer.Option(
         metavar="P", min=0.0, max=1.0, callback=finite,
-        help="Recommend the lowest threshold whose precision is at least P (a share: 0.9 for 90%).")] = 0.9,
+        help="Recommend the lowest threshold whose precision is at least P (a share: 0.9 for 90%).")]
+    = defaults.TARGET_PRECISION,
     k: k_option() = defaults.K,
-    score: score_option() = Score(defaults.MARGIN),
+    score: score_option() = Score(defaults.SCORE),
     margin: MarginAlias = None,
     retrieval: retrieval_option() = Retrieval(defaults.RETRIEVAL),
     seed: Annotated[int, typer.Option(metavar="N", help="Seed of the split of the seed pairs.")] = defaults.SEED,
     json_out: json_option("The whole curve as JSON (- for standard output).") = None,
-    device: device_option() = "auto",
+    device: device_option() = defaults.DEVICE,
     quiet: Quiet = False,
 ) -> None:
     """Estimate precision and recall at each threshold for these pools; recommend one.
@@ -83,6 +84,6 @@ def calibrate(
     else:
         typer.echo(f"recommended threshold for {100 * target_precision:g}% precision: {recommended:.4f}", err=aside)
     if json_out:
-        write_json_output(json_out, {**result.to_dict(), "recommended_threshold": recommended,
-                                     "target_precision": target_precision,
-                                     "config": {"k": k, "score": cfg.score, "retrieval": cfg.retrieval}})
+        write_json(json_out, {**result.to_dict(), "recommended_threshold": recommended,
+                              "target_precision": target_precision,
+                              "config": {"k": k, "score": cfg.score, "retrieval": cfg.retrieval}})

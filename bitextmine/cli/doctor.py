@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from bitextmine.cli.options import command, json_option, json_to_stdout, write_json_output
+from bitextmine.cli.options import command, json_option, json_to_stdout
+from bitextmine.io.atomic import write_json
 
 if TYPE_CHECKING:
-    from bitextmine.launch.doctor import Environment, Finding
+    from bitextmine.doctor import Environment, Finding, SlurmStatus
 
 app = typer.Typer()
 
@@ -30,8 +31,19 @@ def _table(env: Environment) -> list[str]:
              for g in env.gpus]
     if not env.gpus:
         rows.append(("gpus", "none visible to torch"))
+    if env.slurm is not None:
+        rows.append(("slurm", _slurm_summary(env.slurm)))
     width = max(len(name) for name, _ in rows)
     return [f"{name:<{width}}  {value}" for name, value in rows]
+
+
+def _slurm_summary(slurm: SlurmStatus) -> str:
+    if not any(slurm.commands.values()):
+        return "not installed"
+    if not slurm.partitions:
+        return slurm.problem or "no partitions"
+    accounting = "on" if slurm.sacct_works else "off"
+    return f"{slurm.version}, partitions: {', '.join(p['name'] for p in slurm.partitions)}, accounting {accounting}"
 
 
 def _finding_lines(finding: Finding) -> list[str]:
@@ -46,7 +58,7 @@ def doctor(
     json_out: json_option("Also write the environment and findings as JSON (- for standard output).") = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only warnings and errors.")] = False,
 ) -> None:
-    """Check torch, faiss, GPUs and the CPU, and say what to fix to use them.
+    """Check torch, faiss, GPUs, the CPU and Slurm, and say what to fix to use them.
 
     Exits with status 1 when something needed is missing.
 
@@ -54,7 +66,7 @@ def doctor(
     Example:
         bitextmine doctor --json doctor.json
     """
-    from bitextmine.launch.doctor import collect, diagnose, has_errors, to_dict
+    from bitextmine.doctor import collect, diagnose, has_errors, to_dict
 
     env = collect()
     findings = diagnose(env)
@@ -67,6 +79,6 @@ def doctor(
     if json_out is not None:
         if json_out != "-":
             Path(json_out).parent.mkdir(parents=True, exist_ok=True)
-        write_json_output(json_out, to_dict(env, findings))
+        write_json(json_out, to_dict(env, findings))
     if has_errors(findings):
         raise typer.Exit(code=1)

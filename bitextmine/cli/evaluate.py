@@ -24,8 +24,8 @@ from bitextmine.cli.options import (
     score_of,
     score_option,
     usage_error,
-    write_json_output,
 )
+from bitextmine.io.atomic import write_json
 
 app = typer.Typer(name="eval", cls=Group, no_args_is_help=True,
                   help="Measure mining (BUCC P/R/F1) and retrieval (Tatoeba P@1 / xsim) quality.")
@@ -38,7 +38,7 @@ def _report(report: dict, json_out: str | None, header: list[str], rows: list[li
     print_table(header, rows, err=aside)
     typer.echo(f"signature: {report['signature']}", err=aside)
     if json_out:
-        write_json_output(json_out, report)
+        write_json(json_out, report)
 
 
 @command(app)
@@ -54,7 +54,7 @@ def tatoeba(
     encoder: Encoder = defaults.ENCODER,
     score: score_option() = Score.cosine,
     margin: MarginAlias = None,
-    device: device_option() = "auto",
+    device: device_option() = defaults.DEVICE,
     json_out: json_option() = None,
     quiet: Quiet = False,
 ) -> None:
@@ -100,12 +100,12 @@ def bucc(
     gold: Annotated[Path, typer.Argument(metavar="GOLD", show_default=False, help="Gold pairs: src_id<TAB>tgt_id.")],
     encoder: Encoder = defaults.ENCODER,
     k: k_option() = defaults.K,
-    score: score_option() = Score(defaults.MARGIN),
+    score: score_option() = Score(defaults.SCORE),
     margin: MarginAlias = None,
     retrieval: retrieval_option() = Retrieval(defaults.RETRIEVAL),
     threshold: Annotated[float | None, typer.Option(metavar="X", callback=finite, show_default=False,
                                                     help="Threshold to report (default: the encoder's).")] = None,
-    device: device_option() = "auto",
+    device: device_option() = defaults.DEVICE,
     json_out: json_option() = None,
     quiet: Quiet = False,
 ) -> None:

@@ -13,7 +13,6 @@ from bitextmine.cli.options import (
     json_to_stdout,
     usage_error,
     with_filter_options,
-    write_json_output,
 )
 
 app = typer.Typer()
@@ -48,7 +47,7 @@ def filter_command(
     """
     from bitextmine.cli import setup_logging
     from bitextmine.filter.run import filter_pairs_to_files, report_document
-    from bitextmine.io.atomic import refuse_overwriting_inputs, sidecar_path
+    from bitextmine.io.atomic import refuse_overwriting_inputs, sidecar_path, write_json
     from bitextmine.io.lock import output_locks
     from bitextmine.io.pairs import read_pairs
 
@@ -63,4 +62,4 @@ def filter_command(
         pairs = read_pairs(input)
         report = filter_pairs_to_files(pairs, filter_cfg, output, None, rejects)
         if json_path is not None:
-            write_json_output(json_path, report_document(filter_cfg, report))
+            write_json(json_path, report_document(filter_cfg, report))

@@ -23,7 +23,7 @@ def index(
     index_type: Annotated[str, typer.Option(
         "--type", metavar="FACTORY",
         help="auto (by database size: Flat up to 10k rows, then OPQ64,IVFn,PQ64) or a FAISS factory string "
-             "such as OPQ64,IVF4096,PQ64.")] = "auto",
+             "such as OPQ64,IVF4096,PQ64.")] = defaults.INDEX_TYPE,
     nprobe: Annotated[int, typer.Option(metavar="N", min=1, help="IVF lists searched per query (recorded, used "
                                                                  "by mine).")] = defaults.NPROBE,
     train_sample: Annotated[int | None, typer.Option(
@@ -34,7 +34,7 @@ def index(
         metavar="DIR", show_default=False,
         help="Reuse the training of this index (fill only), so that the results can be merged.")] = None,
     device: Annotated[IndexDevice, typer.Option(
-        help="auto (faiss-gpu when installed and a GPU is visible) or cpu.")] = IndexDevice.auto,
+        help="auto (faiss-gpu when installed and a GPU is visible) or cpu.")] = IndexDevice(defaults.DEVICE),
     quiet: Quiet = False,
 ) -> None:
     """Build a FAISS index (inner product) over embedding sets; blank lines are left out.

@@ -45,7 +45,7 @@ def mine(
     tgt_index: Annotated[Path | None, typer.Option(metavar="DIR", rich_help_panel=SEARCH, show_default=False,
                                                    help="Index of the target side.")] = None,
     k: k_option(rich_help_panel=SEARCH) = defaults.K,
-    score: score_option(rich_help_panel=SEARCH) = Score(defaults.MARGIN),
+    score: score_option(rich_help_panel=SEARCH) = Score(defaults.SCORE),
     margin: MarginAlias = None,
     retrieval: retrieval_option(rich_help_panel=SEARCH) = Retrieval(defaults.RETRIEVAL),
     threshold: Annotated[float | None, typer.Option(
@@ -57,7 +57,7 @@ def mine(
     nprobe: Annotated[int | None, typer.Option(metavar="N", min=1, rich_help_panel=SEARCH, show_default=False,
                                                help="IVF lists per query (default: the index's).")] = None,
     device: device_option("Exact search on auto (a GPU when there is one), cpu or cuda:N.",
-                          rich_help_panel=SEARCH) = "auto",
+                          rich_help_panel=SEARCH) = defaults.DEVICE,
     with_ids: Annotated[bool, typer.Option("--ids", help="Add src_id and tgt_id columns (shard:line).")] = False,
     json_out: json_option("The parameters and counts as JSON (default: OUTPUT.json; none when OUTPUT is -; "
                           "- for standard output).") = None,

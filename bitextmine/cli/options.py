@@ -159,7 +159,7 @@ _FILTER_OPTIONS = {  # parameter -> (annotated type, default)
                     defaults.FILTER_BOILERPLATE_COUNT),
     "dedup": (Annotated[Dedup, typer.Option(rich_help_panel=FILTER_PANEL,
                                             help="Deduplicate on normalised text by pair, src, tgt or both sides.")],
-              Dedup.both),
+              Dedup(defaults.FILTER_DEDUP)),
     "max_score": (Annotated[float | None, typer.Option(
         metavar="X", callback=finite, rich_help_panel=FILTER_PANEL, show_default=False,
         help="Score cap: drop suspiciously high scores, mostly duplicates (default: off).")], None),
@@ -172,11 +172,10 @@ _FILTER_OPTIONS = {  # parameter -> (annotated type, default)
 }
 
 
-def _filter_config(skip, dedup, max_side_tokens, boilerplate, **rest):
+def _filter_config(skip, dedup, **rest):
     from bitextmine.filter import FilterConfig
 
-    return FilterConfig(disabled=tuple(rule.value for rule in skip or ()), dedup=dedup.value,
-                        max_tokens=max_side_tokens, boilerplate_count=boilerplate, **rest)
+    return FilterConfig(skip=tuple(rule.value for rule in skip or ()), dedup=dedup.value, **rest)
 
 
 def with_filter_options(func):
@@ -205,19 +204,6 @@ def with_filter_options(func):
 
 def json_to_stdout(*paths: str | None) -> bool:
     return any(path == "-" for path in paths)
-
-
-def write_json_output(path: str, data: dict) -> None:
-    """JSON to ``path`` (atomically), or to standard output for ``-``."""
-    if path == "-":
-        import json
-
-        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-        sys.stdout.flush()
-        return
-    from bitextmine.io.atomic import write_json
-
-    write_json(path, data)
 
 
 def print_table(header: list[str], rows: list[list[Any]], title: str | None = None, err: bool = False) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from bitextmine import defaults
 from bitextmine.choices import Launcher, Stage
 from bitextmine.cli.options import (
     Quiet,
@@ -15,40 +17,58 @@ from bitextmine.cli.options import (
     json_option,
     json_to_stdout,
     print_table,
-    write_json_output,
 )
+from bitextmine.io.atomic import write_json
 
 app = typer.Typer()
 Pipeline = Annotated[Path, typer.Argument(metavar="PIPELINE.yaml", show_default=False,
                                           help="A pipeline file (see examples/pipeline-*.yaml).")]
 
 
+def _key_value(values: list[str] | None) -> list[str] | None:
+    for value in values or ():
+        key, equals, _ = value.partition("=")
+        if not equals or not all(key.split(".")):
+            raise typer.BadParameter(f"{value!r} is not KEY=VALUE (e.g. resources.embed.gpus=0)")
+    return values
+
+
+Settings = Annotated[list[str] | None, typer.Option(
+    "--set", metavar="KEY=VALUE", show_default=False, callback=_key_value,
+    help="Change a setting of the pipeline file (repeatable; VALUE is YAML), e.g. --set resources.embed.gpus=0.")]
+LauncherOption = Annotated[Launcher, typer.Option(
+    help="local (submitit local executor: a worker per visible GPU, or launcher.workers on CPU), slurm "
+         "(submitit job arrays) or inline (this process, one task at a time).")]
+
+
 @command(app)
 def run(
     pipeline: Pipeline,
-    launcher: Annotated[Launcher, typer.Option(
-        help="local (submitit local executor: a worker per visible GPU, or launcher.workers on CPU), slurm "
-             "(submitit job arrays) or inline (this process, one task at a time).")] = Launcher.local,
+    launcher: LauncherOption = Launcher(defaults.LAUNCHER),
     stage: Annotated[list[Stage] | None, typer.Option(
         metavar="STAGE", show_default=False,
         help="Run only these stages (repeatable): embed, index, mine, filter.")] = None,
+    settings: Settings = None,
     quiet: Quiet = False,
 ) -> None:
     """Run embed -> index -> mine -> filter over every shard and language pair of a pipeline.
 
-    Finished tasks are skipped, so a killed run resumes where it was.
+    Finished tasks are skipped, so a killed run resumes where it was. On Slurm, a stage
+    whose resources no node of the partition has stops the run before anything is submitted.
 
     \b
     Examples:
         bitextmine run examples/pipeline-ccmatrix.yaml
         bitextmine run pipeline.yaml --launcher slurm --stage embed --stage index
+        bitextmine run pipeline.yaml --launcher slurm --set resources.embed.gpus=0
     """
+    from bitextmine.choices import STAGES
     from bitextmine.cli import setup_logging
-    from bitextmine.launch.config import STAGES, load_config
+    from bitextmine.launch.config import load_config
     from bitextmine.launch.runner import final_outputs, run_pipeline
 
     setup_logging(quiet)
-    cfg = load_config(pipeline)
+    cfg = load_config(pipeline, settings or ())
     chosen = {s.value for s in stage} if stage else set(STAGES)
     summaries = run_pipeline(cfg, launcher.value, tuple(s for s in STAGES if s in chosen), progress=not quiet)
     print_table(["stage", "tasks", "ran", "skipped", "seconds", "output"],
@@ -63,18 +83,22 @@ def run(
 @command(app)
 def plan(
     pipeline: Pipeline,
-    device: device_option("Device the calibration run measures: auto, cpu or cuda:N.") = "auto",
+    device: device_option("Device the calibration run measures: auto, cpu or cuda:N.") = defaults.DEVICE,
+    launcher: LauncherOption = Launcher(defaults.LAUNCHER),
+    settings: Settings = None,
     json_out: json_option("The estimates as JSON (- for standard output).") = None,
     quiet: Quiet = False,
 ) -> None:
     """Estimate RAM, GPU memory, disk and time per stage before anything runs.
 
     The estimates come from the corpus line counts and throughputs measured by a quick
-    calibration on a sample, on this machine.
+    calibration on a sample, on this machine. With --launcher slurm, also the job arrays,
+    the resources of a task and the queue-free wall time on the partition.
 
     \b
-    Example:
+    Examples:
         bitextmine plan examples/pipeline-ccmatrix.yaml --json plan.json
+        bitextmine plan pipeline.yaml --launcher slurm
     """
     from dataclasses import asdict
 
@@ -83,7 +107,8 @@ def plan(
     from bitextmine.launch.plan import estimate
 
     setup_logging(quiet)
-    cfg = load_config(pipeline)
+    cfg = load_config(pipeline, settings or ())
+    partition = _slurm_partition(cfg) if launcher == Launcher.slurm else None
     estimates, measured = estimate(cfg, device, progress=not quiet)
     aside = json_to_stdout(json_out)
     typer.echo(f"measured on this machine: {measured['embed_sentences_per_second']:.0f} sentences/s embedding, "
@@ -91,8 +116,39 @@ def plan(
     print_table(["stage", "tasks", "RAM GB", "GPU GB", "disk GB", "time", "basis"],
                 [[e.stage, e.tasks, f"{e.ram_gb:.2f}", f"{e.gpu_gb:.2f}", f"{e.disk_gb:.3f}", _duration(e.seconds),
                   e.basis] for e in estimates], err=aside)
+    plan_json = {"measured": measured, "stages": [asdict(e) for e in estimates]}
+    if partition is not None:
+        plan_json["slurm"] = _print_slurm_plan(cfg, estimates, partition, aside)
     if json_out:
-        write_json_output(json_out, {"measured": measured, "stages": [asdict(e) for e in estimates]})
+        write_json(json_out, plan_json)
+
+
+def _slurm_partition(cfg):
+    """The partition the jobs would go to (read from Slurm before the calibration, which takes a while)."""
+    from bitextmine.launch.slurm import read_cluster
+
+    return read_cluster().partition(cfg.launcher.slurm.partition)
+
+
+def _print_slurm_plan(cfg, estimates, partition, err: bool) -> dict:
+    from dataclasses import asdict
+
+    from bitextmine.launch.plan import slurm_estimates
+    from bitextmine.launch.slurm import misfits
+
+    stages = slurm_estimates(cfg, estimates, partition)
+    print_table(["stage", "tasks", "arrays", "per task", "at once", "task time", "wall time"],
+                [[s.stage, s.tasks, s.arrays,
+                  f"{s.cpus} CPU, {s.gpus} GPU, {s.mem_gb:g} GB, {s.timeout_min} min",
+                  s.concurrent, _duration(s.task_seconds),
+                  _duration(s.seconds) if s.seconds is not None else "does not fit"] for s in stages],
+                title=f"on Slurm, partition {partition.name!r}: {partition.limits()}; wall time without queueing "
+                      "= ceil(tasks / at once) x task time", err=err)
+    problems = [m for s in stages for m in misfits(partition, s.stage, s.cpus, s.mem_gb, s.gpus, s.timeout_min)]
+    for problem in problems:  # `run` would stop on these before submitting
+        logging.getLogger("bitextmine").warning("%s: %s", cfg.source, problem)
+    return {"partition": partition.name, "limits": partition.limits(), "stages": [asdict(s) for s in stages],
+            "misfits": [str(p) for p in problems]}
 
 
 def _duration(seconds: float) -> str:

@@ -27,10 +27,10 @@ def score_pairs_command(
     output: Annotated[str, typer.Option("--output", "-o", metavar="FILE", show_default=False,
                                         help="score<TAB>src<TAB>tgt, input order; - for stdout.")],
     k: k_option() = defaults.K,
-    score: score_option() = Score(defaults.MARGIN),
+    score: score_option() = Score(defaults.SCORE),
     margin: MarginAlias = None,
     sort: Annotated[bool, typer.Option("--sort", help="Best first instead of input order.")] = False,
-    device: device_option() = "auto",
+    device: device_option() = defaults.DEVICE,
     quiet: Quiet = False,
 ) -> None:
     """Margin-score an existing bitext (a crawl, a bought corpus) against monolingual pools.
@@ -46,7 +46,7 @@ def score_pairs_command(
     from bitextmine.cli import setup_logging
     from bitextmine.io.atomic import atomic_text_writer
     from bitextmine.mine import MineConfig
-    from bitextmine.mine.score_pairs import score_bitext_file
+    from bitextmine.mine.rescore import score_bitext_file
 
     setup_logging(quiet)
     cfg = MineConfig(k=k, score=score_of(score, margin), device=device)

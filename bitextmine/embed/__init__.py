@@ -26,16 +26,13 @@ from bitextmine.io.atomic import atomic_path, remove_stale_temporaries
 from bitextmine.io.text import STDIN, count_lines, file_sha256, read_shard
 
 log = logging.getLogger(__name__)
-
-# Sentences tokenized, sorted and embedded together. Sorting within a chunk is enough
-# to avoid padding, and it bounds memory for shards of any length.
-SORT_CHUNK_LINES = 100_000
+NPY_HEADER_BYTES = 4096  # room for a .npy header (128 bytes in practice) when checking free space
 
 
 @dataclass(frozen=True)
 class EmbedConfig:
     encoder: str = defaults.ENCODER
-    device: str = "auto"
+    device: str = defaults.DEVICE
     precision: str = defaults.PRECISION
     batch_tokens: int | None = None  # None: defaults.BATCH_TOKENS, scaled up on GPU
     max_tokens: int = defaults.MAX_TOKENS
@@ -82,8 +79,8 @@ def embed_texts(
     Blank lines get zero rows. Returns the number of truncated sentences.
     """
     truncated = 0
-    for start in range(0, len(lines), SORT_CHUNK_LINES):
-        stop = min(start + SORT_CHUNK_LINES, len(lines))
+    for start in range(0, len(lines), defaults.EMBED_SORT_CHUNK_LINES):
+        stop = min(start + defaults.EMBED_SORT_CHUNK_LINES, len(lines))
         block = np.zeros((stop - start, encoder.dim), dtype=defaults.EMBEDDING_DTYPE)
         todo = [i for i in range(start, stop) if not blank[i]]
         if todo:
@@ -113,7 +110,7 @@ def _write_shard_file(target: Path, rows: int, dim: int, fill: Callable[[Callabl
     error here instead of killing the process with SIGBUS.
     """
     dtype = np.dtype(defaults.EMBEDDING_DTYPE)
-    _check_free_space(target.parent, rows * dim * dtype.itemsize + 4096, target)
+    _check_free_space(target.parent, rows * dim * dtype.itemsize + NPY_HEADER_BYTES, target)
     header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": (rows, dim)}
     with atomic_path(target) as tmp, open(tmp, "wb") as f:
         np.lib.format.write_array_header_1_0(f, header)

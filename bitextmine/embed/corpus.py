@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
-from bitextmine.embed.embedding_set import EmbeddingSet, ShardEntry
+from bitextmine import defaults
+from bitextmine.embed.embedding_set import EmbeddingSet, ShardEntry, shard_offsets
 from bitextmine.encoders.base import EncoderIdentity
 from bitextmine.errors import BitextmineError
 
@@ -57,7 +59,7 @@ class EmbeddingCorpus:
         return sum(e.lines for e in self.shards)
 
     def shard_offsets(self) -> np.ndarray:
-        return np.concatenate([[0], np.cumsum([e.lines for e in self.shards])]).astype(np.int64)
+        return shard_offsets(self.shards)
 
     def open_shard(self, index: int) -> np.ndarray:
         emb_set, i = self._where[index]
@@ -67,19 +69,26 @@ class EmbeddingCorpus:
         emb_set, i = self._where[index]
         return emb_set.read_lines(i)
 
-    def non_blank_ids(self, block_rows: int = 65536) -> np.ndarray:
-        """Global ids of the rows that are not blank lines, read block by block."""
+    def non_blank_blocks(self, block_rows: int = defaults.SHARD_BLOCK_ROWS) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(global ids, rows) of the rows that are not blank lines, shard by shard, a block at a time.
+
+        The rows keep the stored dtype; memory is bounded by the block, whatever the corpus size.
+        """
         from bitextmine.embed.embedding_set import row_is_blank
 
-        ids = []
         offsets = self.shard_offsets()
         for s in range(len(self.shards)):
             array = self.open_shard(s)
             for start in range(0, len(array), block_rows):
                 block = np.asarray(array[start : start + block_rows])
-                ids.append(np.flatnonzero(~row_is_blank(block)) + start + offsets[s])
+                keep = np.flatnonzero(~row_is_blank(block))
+                yield keep + start + offsets[s], block[keep]
             _release_pages(array)
-        return np.concatenate(ids) if ids else np.empty(0, np.int64)
+
+    def non_blank_ids(self) -> np.ndarray:
+        """Global ids of the rows that are not blank lines."""
+        ids = [block_ids for block_ids, _ in self.non_blank_blocks()]
+        return np.concatenate(ids).astype(np.int64) if ids else np.empty(0, np.int64)
 
     def fingerprints(self) -> list[str]:
         return [set_fingerprint(s) for s in self.sets]

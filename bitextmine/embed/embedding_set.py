@@ -105,8 +105,7 @@ class EmbeddingSet:
         return sum(s.lines for s in self.shards)
 
     def shard_offsets(self) -> np.ndarray:
-        """Global id of each shard's first row; ids run over the shards in manifest order."""
-        return np.concatenate([[0], np.cumsum([s.lines for s in self.shards])]).astype(np.int64)
+        return shard_offsets(self.shards)
 
     def open_shard(self, index: int) -> np.ndarray:
         """A memory map of one shard, checked against the manifest."""
@@ -219,6 +218,11 @@ class ManifestSchema(Model):
     max_tokens: Int
     precision: Str = "fp32"
     shards: list[ShardSchema]
+
+
+def shard_offsets(shards: list[ShardEntry]) -> np.ndarray:
+    """Global id of each shard's first row, and the total last; ids run over the shards in order."""
+    return np.concatenate([[0], np.cumsum([s.lines for s in shards])]).astype(np.int64)
 
 
 def row_is_blank(rows: np.ndarray) -> np.ndarray:

@@ -12,7 +12,6 @@ this module and the network's, never the trainer.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from functools import cached_property
@@ -25,7 +24,7 @@ import torch
 from bitextmine import defaults
 from bitextmine.encoders.base import Encoder, EncoderIdentity
 from bitextmine.errors import BitextmineError
-from bitextmine.io.atomic import atomic_path, write_json
+from bitextmine.io.atomic import atomic_path, save_json
 
 FORMAT_NAME = "bitextmine-checkpoint"
 FORMAT_VERSION = 1
@@ -84,8 +83,8 @@ def write_model(directory: Path, config: dict, model: torch.nn.Module, tokenizer
         with atomic_path(directory / TOKENIZER) as tmp:
             shutil.copyfile(tokenizer_file, tmp)
     save_tensors(model.state_dict(), directory / WEIGHTS)
-    write_json(directory / CONFIG, {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
-                                    "tokenizer": TOKENIZER, **config})
+    save_json(directory / CONFIG, {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
+                                   "tokenizer": TOKENIZER, **config})
 
 
 # --- the encoders -------------------------------------------------------------------------
@@ -122,12 +121,11 @@ class CheckpointEncoder(Encoder):
     @cached_property
     def identity(self) -> EncoderIdentity:
         from bitextmine import __version__
+        from bitextmine.io.text import file_sha256
 
-        digest = hashlib.sha256()
-        for name in (WEIGHTS, self.config["tokenizer"]):
-            digest.update((self.directory / name).read_bytes())
+        digest = file_sha256(self.directory / WEIGHTS, self.directory / self.config["tokenizer"])
         return EncoderIdentity(name=self.name, version=f"bitextmine=={__version__}", dim=self.dim,
-                               weights_sha256=digest.hexdigest(), compatible_with=self.config.get("compatible_with"))
+                               weights_sha256=digest, compatible_with=self.config.get("compatible_with"))
 
     def truncate(self, ids: list[int], max_tokens: int) -> list[int]:
         return ids[: max_tokens - 1] + ids[-1:]  # keep EOS

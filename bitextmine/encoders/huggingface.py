@@ -11,12 +11,13 @@ from functools import cached_property
 
 import numpy as np
 
+from bitextmine import defaults
 from bitextmine.encoders.base import Encoder, EncoderIdentity
 from bitextmine.errors import BitextmineError
 
 
 class SentenceTransformerEncoder(Encoder):
-    def __init__(self, model: str, device: str = "cpu", precision: str = "auto"):
+    def __init__(self, model: str, device: str = "cpu", precision: str = defaults.PRECISION):
         super().__init__(device, precision)
         self.model_name = model
         self.name = f"hf:{model}"

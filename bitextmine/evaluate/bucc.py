@@ -85,7 +85,9 @@ def evaluate_bucc_files(src: str | Path, tgt: str | Path, gold: str | Path, enco
     reported beside the best of the sweep. Returns the report: ``metrics``,
     ``primary_metric`` and ``signature``.
     """
-    from bitextmine.devices import resolve_devices
+    from dataclasses import replace
+
+    from bitextmine.devices import resolve_device
     from bitextmine.encoders import load_encoder
     from bitextmine.evaluate import signature
     from bitextmine.mine import default_threshold, mine_vectors
@@ -93,14 +95,15 @@ def evaluate_bucc_files(src: str | Path, tgt: str | Path, gold: str | Path, enco
 
     src_s, tgt_s, gold_pairs = read_id_sentences(src), read_id_sentences(tgt), read_gold(gold)
     _warn_absent_gold(gold_pairs, src_s, tgt_s, gold)
-    device = resolve_devices(cfg.device)[0]
-    encoder = load_encoder(encoder_name, device=device)
-    threshold = cfg.threshold if cfg.threshold is not None else default_threshold(encoder.identity.name, cfg.score)
+    cfg = replace(cfg, device=resolve_device(cfg.device))
+    encoder = load_encoder(encoder_name, device=cfg.device)
+    if cfg.threshold is None:
+        cfg = replace(cfg, threshold=default_threshold(encoder.identity.name, cfg.score))
     src_unique, tgt_unique = list(dict.fromkeys(src_s.texts)), list(dict.fromkeys(tgt_s.texts))
     x = encode_with_progress(encoder, src_unique, "encode src", progress)
     y = encode_with_progress(encoder, tgt_unique, "encode tgt", progress)
-    pairs = mine_vectors(x, y, cfg, threshold=-np.inf, device=device, progress=progress)
-    return {"metrics": evaluate_mined(src_s, tgt_s, src_unique, tgt_unique, pairs, gold_pairs, threshold),
+    pairs = mine_vectors(x, y, cfg, threshold=-np.inf, progress=progress)  # every pair: the sweep needs them
+    return {"metrics": evaluate_mined(src_s, tgt_s, src_unique, tgt_unique, pairs, gold_pairs, cfg.threshold),
             "primary_metric": "bucc_f1",
             "signature": signature(encoder=encoder.identity.name, k=cfg.k, margin=cfg.score,
                                    retrieval=cfg.retrieval)}

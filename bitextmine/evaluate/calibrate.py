@@ -172,12 +172,12 @@ def calibrate_sets(src: list, tgt: list, cfg: MineConfig, target_precision: floa
     least ``MIN_SEEDS`` known translations, embedded with the sets' own encoder) the
     seed method runs, else the mixture model.
     """
-    from bitextmine.devices import resolve_devices
+    from bitextmine.devices import resolve_device
     from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
     from bitextmine.mine import check_compatible, unique_sentences
 
     check_target_precision(target_precision)
-    device = resolve_devices(cfg.device)[0]
+    device = resolve_device(cfg.device)
     src_corpus, tgt_corpus = EmbeddingCorpus.load(src), EmbeddingCorpus.load(tgt)
     check_compatible(src_corpus, tgt_corpus)
     x = SelectedRows(src_corpus, unique_sentences(src_corpus).rows)

@@ -10,7 +10,7 @@ from bitextmine import defaults
 from bitextmine.errors import BitextmineError
 from bitextmine.evaluate import tatoeba_metrics
 from bitextmine.mine.knn import exact_knn_both_ways
-from bitextmine.mine.scoring import candidates
+from bitextmine.mine.scoring import best_per, candidates
 
 
 def top1(x: np.ndarray, y: np.ndarray, score: str = "cosine", k: int = defaults.K,
@@ -25,17 +25,11 @@ def top1(x: np.ndarray, y: np.ndarray, score: str = "cosine", k: int = defaults.
         return fwd.ids[:, 0], bwd.ids[:, 0]
     fwd, bwd = exact_knn_both_ways(x, y, k, device=device)
     fwd_pairs, bwd_pairs = candidates(fwd, bwd, score)
-
-    def best(query: np.ndarray, other: np.ndarray, scores: np.ndarray, n: int) -> np.ndarray:
-        order = np.lexsort((-scores, query))
-        first = np.ones(len(order), dtype=bool)
-        first[1:] = query[order][1:] != query[order][:-1]
-        out = np.full(n, -1, dtype=np.int64)
-        out[query[order][first]] = other[order][first]
-        return out
-
-    return (best(fwd_pairs.src, fwd_pairs.tgt, fwd_pairs.score, len(x)),
-            best(bwd_pairs.tgt, bwd_pairs.src, bwd_pairs.score, len(y)))
+    fwd_best, bwd_best = best_per(fwd_pairs, fwd_pairs.src), best_per(bwd_pairs, bwd_pairs.tgt)
+    src_top1, tgt_top1 = np.full(len(x), -1, dtype=np.int64), np.full(len(y), -1, dtype=np.int64)
+    src_top1[fwd_best.src] = fwd_best.tgt
+    tgt_top1[bwd_best.tgt] = bwd_best.src
+    return src_top1, tgt_top1
 
 
 def evaluate_aligned(x: np.ndarray, y: np.ndarray, name: str, score: str = "cosine", device: str = "cpu",
@@ -60,7 +54,9 @@ def evaluate_aligned_files(sets: list[tuple[str, Path, Path]], encoder_name: str
     ``cfg`` is a ``MineConfig`` (score, k, device). Returns the report: ``metrics``
     (``NAME_p@1_mean``, ``NAME_pairs``, ...), ``primary_metric`` and ``signature``.
     """
-    from bitextmine.devices import resolve_devices
+    from dataclasses import replace
+
+    from bitextmine.devices import resolve_device
     from bitextmine.encoders import load_encoder
     from bitextmine.evaluate import signature
     from bitextmine.io.text import read_shard
@@ -70,8 +66,8 @@ def evaluate_aligned_files(sets: list[tuple[str, Path, Path]], encoder_name: str
         for path in (src, tgt):
             if not Path(path).is_file():
                 raise BitextmineError("no such file", path=path)
-    device = resolve_devices(cfg.device)[0]
-    encoder = load_encoder(encoder_name, device=device)
+    cfg = replace(cfg, device=resolve_device(cfg.device))
+    encoder = load_encoder(encoder_name, device=cfg.device)
     metrics: dict[str, float] = {}
     for name, src, tgt in sets:
         src_lines, tgt_lines = read_shard(str(src)).lines, read_shard(str(tgt)).lines
@@ -80,7 +76,7 @@ def evaluate_aligned_files(sets: list[tuple[str, Path, Path]], encoder_name: str
                                   path=src)
         x = encode_with_progress(encoder, src_lines, f"encode {name}", progress)
         y = encode_with_progress(encoder, tgt_lines, f"encode {name}", progress)
-        metrics.update(evaluate_aligned(x, y, name, cfg.score, device, cfg.k))
+        metrics.update(evaluate_aligned(x, y, name, cfg.score, cfg.device, cfg.k))
         metrics[f"{name}_pairs"] = float(len(src_lines))
     return {"metrics": metrics, "primary_metric": "p@1_mean",
             "signature": signature(encoder=encoder.identity.name, score=cfg.score)}

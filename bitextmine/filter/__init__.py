@@ -20,50 +20,59 @@ from dataclasses import asdict, dataclass, field
 from itertools import chain
 
 from bitextmine import defaults
+from bitextmine.choices import DEDUP_MODES, RULES  # RULES: in the order they run, dedup last
 from bitextmine.errors import BitextmineError
 from bitextmine.io.pairs import Pair
 
-# dedup comes last: only a pair that passed every other rule claims its sentences, so a
-# wrong pair cannot take a sentence from the right pair that follows it
-RULES = ("score_cap", "length", "tokens", "ratio", "letters", "copy", "numbers", "urls", "boilerplate", "lid",
-         "dedup")
-DEDUP_MODES = ("pair", "src", "tgt", "both")
+# the range of each number setting, (least, most) with None for no bound; the command line's limits too
+RANGES = {"min_chars": (0, None), "max_chars": (0, None), "min_tokens": (0, None), "max_side_tokens": (0, None),
+          "max_ratio": (1.0, None), "min_letters": (0.0, 1.0), "near_copy": (0.0, 1.0), "boilerplate": (1, None),
+          "max_score": (None, None)}
 
 
 @dataclass(frozen=True)
 class FilterConfig:
-    disabled: tuple[str, ...] = ()
+    """The rules' settings; each field is the command-line option of that name (``--max-side-tokens``)."""
+
+    skip: tuple[str, ...] = ()  # rules switched off
     min_chars: int = defaults.FILTER_MIN_CHARS
     max_chars: int = defaults.FILTER_MAX_CHARS
     min_tokens: int = defaults.FILTER_MIN_TOKENS
-    max_tokens: int = defaults.FILTER_MAX_TOKENS
+    max_side_tokens: int = defaults.FILTER_MAX_TOKENS
     max_ratio: float = defaults.FILTER_MAX_LENGTH_RATIO
     min_letters: float = defaults.FILTER_MIN_LETTER_SHARE
     near_copy: float = defaults.FILTER_NEAR_COPY_JACCARD
-    boilerplate_count: int = defaults.FILTER_BOILERPLATE_COUNT
-    dedup: str = "both"  # pair: identical pairs; src / tgt: one side seen before; both: src or tgt
+    boilerplate: int = defaults.FILTER_BOILERPLATE_COUNT  # a side seen this many times is boilerplate
+    dedup: str = defaults.FILTER_DEDUP  # pair: identical pairs; src / tgt: one side seen before; both: either
     max_score: float | None = None  # the score cap is off until given
     src_lang: str | None = None  # language ID is off until a language is given
     tgt_lang: str | None = None
 
     def __post_init__(self):
-        unknown = set(self.disabled) - set(RULES)
+        object.__setattr__(self, "skip", tuple(self.skip))
+        unknown = set(self.skip) - set(RULES)
         if unknown:
             raise BitextmineError(f"unknown filter rule(s) {', '.join(sorted(unknown))}: rules are {', '.join(RULES)}")
         if self.dedup not in DEDUP_MODES:
             raise BitextmineError(f"unknown dedup mode {self.dedup!r}: use {', '.join(DEDUP_MODES)}")
-        for name in ("max_ratio", "min_letters", "near_copy", "max_score"):
-            value = getattr(self, name)
+        for name, (least, most) in RANGES.items():
+            value, option = getattr(self, name), f"--{name.replace('_', '-')}"
             if value is not None and not math.isfinite(value):
-                raise BitextmineError(f"--{name.replace('_', '-')} must be a finite number, not {value}")
+                raise BitextmineError(f"{option} must be a finite number, not {value}")
+            if value is not None and ((least is not None and value < least) or (most is not None and value > most)):
+                raise BitextmineError(f"{option} must be in [{least}, {most if most is not None else 'inf'}], "
+                                      f"not {value}")
         for option, lang in (("--src-lang", self.src_lang), ("--tgt-lang", self.tgt_lang)):
             if lang is not None:
                 from bitextmine.filter.langid import language_key
 
                 language_key(lang, option)  # an unknown code is an error, never language ID silently off
 
+    def to_dict(self) -> dict:
+        return {**asdict(self), "skip": list(self.skip)}
+
     def active(self, rule: str) -> bool:
-        if rule in self.disabled:
+        if rule in self.skip:
             return False
         if rule == "score_cap":
             return self.max_score is not None
@@ -195,9 +204,9 @@ class PairFilter:
         self._checks = [(rule, methods[rule]) for rule in RULES if rule in methods and cfg.active(rule)]
 
     def count_boilerplate(self, normalised: Iterable[tuple[str, str]]) -> None:
-        """Texts that occur at least ``boilerplate_count`` times on one side."""
+        """Texts that occur at least ``boilerplate`` times on one side."""
         counts = Counter(chain.from_iterable(normalised))
-        self._boilerplate = {t for t, c in counts.items() if c >= self.cfg.boilerplate_count and t}
+        self._boilerplate = {t for t, c in counts.items() if c >= self.cfg.boilerplate and t}
 
     def check(self, pair: Pair, norm_src: str | None = None, norm_tgt: str | None = None) -> str | None:
         """The first rule ``pair`` fails, or None when it passes them all (and is kept)."""
@@ -236,7 +245,7 @@ class PairFilter:
         return not (lo <= len(p.src) <= hi and lo <= len(p.tgt) <= hi)
 
     def _tokens(self, p, ns, nt):
-        lo, hi = self.cfg.min_tokens, self.cfg.max_tokens
+        lo, hi = self.cfg.min_tokens, self.cfg.max_side_tokens
         a, b = token_count(p.src), token_count(p.tgt)
         return not (lo <= a <= hi and lo <= b <= hi)
 

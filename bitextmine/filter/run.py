@@ -14,7 +14,7 @@ log = logging.getLogger(__name__)
 
 def report_document(cfg: FilterConfig, report: FilterReport) -> dict:
     """The filter's settings and counts, as the JSON report holds them."""
-    return {"config": {**cfg.__dict__, "disabled": list(cfg.disabled)}, **report.to_dict()}
+    return {"config": cfg.to_dict(), **report.to_dict()}
 
 
 def filter_pairs_to_files(pairs: list[Pair], cfg: FilterConfig, output: str, report_path: Path | None,

@@ -38,17 +38,16 @@ INDEX_FILE = "index.faiss"
 META_FILE = "index.json"
 FORMAT_NAME = "bitextmine-index"
 FORMAT_VERSION = 1
-ADD_BLOCK_ROWS = 65536
 
 
 @dataclass(frozen=True)
 class IndexConfig:
-    index_type: str = "auto"  # or any FAISS factory string, e.g. "OPQ64,IVF4096,PQ64"
+    index_type: str = defaults.INDEX_TYPE  # or any FAISS factory string, e.g. "OPQ64,IVF4096,PQ64"
     nprobe: int = defaults.NPROBE
     candidates: int = defaults.INDEX_CANDIDATES  # proposed per query by the index, re-ranked exactly by mine
     train_sample: int | None = None  # None: TRAIN_SAMPLES_PER_LIST x lists
     seed: int = defaults.SEED
-    device: str = "auto"  # auto: faiss-gpu when installed and a GPU is visible
+    device: str = defaults.DEVICE  # auto: faiss-gpu when installed and a GPU is visible
     trained_from: str | None = None  # reuse the training of this index (so results can be merged)
 
 
@@ -63,38 +62,32 @@ def choose_index_type(rows: int, dim: int) -> str:
 
 def default_train_sample(lists: int) -> int:
     """Training vectors for an index of ``lists`` IVF lists (when not given)."""
-    return max(defaults.TRAIN_SAMPLES_PER_LIST * lists, 256 * 39)
+    return max(defaults.TRAIN_SAMPLES_PER_LIST * lists, defaults.PQ_MIN_TRAIN_ROWS)
 
 
 def _largest_divisor(n: int, at_most: int) -> int:
     return max(m for m in range(1, at_most + 1) if n % m == 0)
 
 
-def ivf_lists(index) -> int | None:
+def ivf_of(index):
+    """The IVF part of a FAISS index (inside OPQ, id maps, ...), or None for an index without lists."""
     import faiss
 
     try:
-        return faiss.extract_index_ivf(index).nlist
+        return faiss.extract_index_ivf(index)
     except RuntimeError:
         return None
+
+
+def ivf_lists(index) -> int | None:
+    ivf = ivf_of(index)
+    return None if ivf is None else ivf.nlist
 
 
 def faiss_gpu_available() -> bool:
     import faiss
 
     return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
-
-
-def _non_blank_rows(corpus: EmbeddingCorpus):
-    """Yield (global ids, fp32 block) of non-blank rows, shard by shard, block by block."""
-    offsets = corpus.shard_offsets()
-    for s in range(len(corpus.shards)):
-        array = corpus.open_shard(s)
-        for start in range(0, len(array), ADD_BLOCK_ROWS):
-            block = np.asarray(array[start : start + ADD_BLOCK_ROWS], dtype=np.float32)
-            keep = ~row_is_blank(block)
-            ids = np.arange(start, start + len(block), dtype=np.int64)[keep] + offsets[s]
-            yield ids, np.ascontiguousarray(block[keep])
 
 
 def _training_sample(corpus: EmbeddingCorpus, size: int, seed: int) -> np.ndarray:
@@ -173,8 +166,9 @@ def _build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConf
             wanted = cfg.train_sample or default_train_sample(lists or 1)
             sample = _training_sample(corpus, wanted, cfg.seed)
             sample_size = len(sample)
-            if lists and sample_size < 39 * lists:
-                raise BitextmineError(f"{factory} needs at least {39 * lists} training vectors, the corpus has "
+            needed = defaults.FAISS_MIN_POINTS_PER_CENTROID * (lists or 0)
+            if sample_size < needed:
+                raise BitextmineError(f"{factory} needs at least {needed} training vectors, the corpus has "
                                       f"{sample_size}; use a smaller index type (e.g. Flat)")
             log.info("training %s on %d vectors", factory, sample_size)
             index = _on_gpu(index, cfg.device)
@@ -185,8 +179,8 @@ def _build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConf
         index = faiss.IndexIDMap2(index)  # flat-like indexes need an id map for global ids
     trained = _trained_sha256(index)
     device_index = _on_gpu(index, cfg.device)
-    for ids, block in _non_blank_rows(corpus):
-        device_index.add_with_ids(block, ids)
+    for ids, block in corpus.non_blank_blocks():
+        device_index.add_with_ids(np.ascontiguousarray(block, dtype=np.float32), ids.astype(np.int64))
     index = _to_cpu(device_index)
     if index.ntotal != rows:
         raise BitextmineError(f"index holds {index.ntotal} vectors, expected {rows}")
@@ -309,15 +303,6 @@ def load_index(index_dir: str | Path, mmap: bool = False):
     return index, meta
 
 
-def check_index_matches(meta: dict, corpus: EmbeddingCorpus, index_dir: str | Path) -> None:
-    """Refuse an index built from other embeddings than ``corpus``."""
-    built_from = [s["fingerprint"] for s in meta["embedding_sets"]]
-    if built_from != corpus.fingerprints():
-        paths = ", ".join(s["path"] for s in meta["embedding_sets"])
-        raise BitextmineError(f"index was built from other embeddings ({paths}); rebuild it with "
-                              "`bitextmine index` for these", path=index_dir)
-
-
 def merge_indexes(index_dirs: list[str | Path], out_dir: str | Path) -> dict:
     """Merge IVF indexes filled from the same trained index (``--trained-from``).
 
@@ -351,12 +336,10 @@ def _merge_indexes(index_dirs: list[str | Path], out_dir: str | Path) -> dict:
 
 
 def _extract_ivf(index, path):
-    import faiss
-
-    try:
-        return faiss.extract_index_ivf(index)
-    except RuntimeError:
-        raise BitextmineError("only IVF indexes can be merged", path=path) from None
+    ivf = ivf_of(index)
+    if ivf is None:
+        raise BitextmineError("only IVF indexes can be merged", path=path)
+    return ivf
 
 
 def _on_gpu(index, device: str):

@@ -152,6 +152,7 @@ def _binary_output(path: str | Path) -> Iterator:
     """A binary stream to ``path`` as ``output_kind`` says (the caller compresses)."""
     kind = output_kind(path)
     if kind == "stdout":
+        sys.stdout.flush()  # text already printed comes first
         try:
             yield sys.stdout.buffer
         finally:

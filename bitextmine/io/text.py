@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from bitextmine.choices import TEXT_ERROR_MODES
 from bitextmine.errors import BitextmineError
 
 STDIN = "-"
 COMPRESSED_SUFFIXES = (".gz", ".zst", ".xz")
-TEXT_ERROR_MODES = ("strict", "replace")
 
 
 def expand_shards(args: list[str]) -> list[str]:
@@ -83,14 +83,16 @@ def open_binary(path: str) -> BinaryIO:
         raise BitextmineError(e.strerror or str(e), path=path) from e
 
 
-def file_sha256(path: str | Path) -> str:
+def file_sha256(*paths: str | Path) -> str:
+    """The SHA-256 of a file's bytes (of several files' bytes, one after the other), read in blocks."""
     digest = hashlib.sha256()
-    try:
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-    except OSError as e:
-        raise BitextmineError(f"cannot read: {(e.strerror or str(e)).lower()}", path=path) from None
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+        except OSError as e:
+            raise BitextmineError(f"cannot read: {(e.strerror or str(e)).lower()}", path=path) from None
     return digest.hexdigest()
 
 

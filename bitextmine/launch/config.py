@@ -8,7 +8,7 @@
     pairs: [[de, en]]
     embed:    {max_tokens: 256, batch_tokens: null, precision: auto, errors: strict}
     index:    {type: auto, nprobe: 128, max_rows: 10000000}   # larger languages: several indexes
-    mine:     {k: 4, margin: ratio, retrieval: max, threshold: null, top_n: null}
+    mine:     {k: 4, score: ratio, retrieval: max, threshold: null, top_n: null}
     filter:   {enabled: true, lang_id: true, skip: [], dedup: both, max_score: null, rejects: false}
     resources:                      # per stage: what a task asks of Slurm (or the local machine)
       embed: {cpus: 4, gpus: 1, mem_gb: 16, timeout_min: 240}
@@ -23,25 +23,43 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, AliasChoices, Field, field_validator, model_validator
 
 from bitextmine import defaults
-from bitextmine.devices import PRECISIONS
+from bitextmine.choices import (
+    DEDUP_MODES,
+    INDEX_DEVICES,
+    PRECISIONS,
+    RETRIEVALS,
+    RULES,
+    SCORE_ALIASES,
+    SCORES,
+    STAGES,
+    TEXT_ERROR_MODES,
+)
 from bitextmine.errors import BitextmineError
-from bitextmine.filter import DEDUP_MODES, RULES
 from bitextmine.io.paths import check_name
-from bitextmine.io.text import TEXT_ERROR_MODES
 from bitextmine.io.validate import Bool, Float, Int, Model, Str, parse
-from bitextmine.mine.scoring import RETRIEVALS, SCORE_ALIASES, SCORES
-
-STAGES = ("embed", "index", "mine", "filter")
 
 Positive = Annotated[Int, Field(ge=1)]
 NonNegative = Annotated[Int, Field(ge=0)]
+
+
+def _device_spec(value: str) -> str:
+    from bitextmine.devices import check_device_spec
+
+    try:
+        return check_device_spec(value)
+    except BitextmineError as e:
+        raise ValueError(e.message) from None
+
+
+Device = Annotated[Str, AfterValidator(_device_spec)]  # auto, cpu, cuda or cuda:N
 
 
 class EmbedStage(Model):
@@ -49,34 +67,42 @@ class EmbedStage(Model):
     batch_tokens: Positive | None = None
     precision: Literal[PRECISIONS] = defaults.PRECISION
     errors: Literal[TEXT_ERROR_MODES] = defaults.TEXT_ERRORS
-    device: Str = "auto"
+    device: Device = defaults.DEVICE
 
 
 class IndexStage(Model):
-    type: Str = "auto"
+    type: Str = defaults.INDEX_TYPE
     nprobe: Positive = defaults.NPROBE
     train_sample: Positive | None = None
     seed: Int = defaults.SEED
-    device: Str = "auto"
-    max_rows: Positive = 10_000_000  # rows per index: a larger language is split into several
+    device: Literal[INDEX_DEVICES] = defaults.DEVICE
+    max_rows: Positive = defaults.INDEX_MAX_ROWS  # rows per index: a larger language is split into several
     exact: Bool = False  # skip FAISS, search the vectors exactly (fine for small corpora)
 
 
 class MineStage(Model):
     k: Positive = defaults.K
-    margin: Literal[(*SCORES, *SCORE_ALIASES)] = defaults.MARGIN
+    # `score`, as `mine --score`; `margin` is its old name, still read
+    score: Literal[(*SCORES, *SCORE_ALIASES)] = Field(defaults.SCORE, validation_alias=AliasChoices("score", "margin"))
     retrieval: Literal[RETRIEVALS] = defaults.RETRIEVAL
     threshold: Float | None = None
     top_n: NonNegative | None = None
     nprobe: Positive | None = None
-    device: Str = "auto"
+    device: Device = defaults.DEVICE
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_name_for_the_score(cls, value):
+        if isinstance(value, dict) and "score" in value and "margin" in value:
+            raise ValueError("score and margin are one setting (margin is its old name): give one")
+        return value
 
 
 class FilterStage(Model):
     enabled: Bool = True
     lang_id: Bool = True  # check both sides against the pair's language codes
     skip: tuple[Literal[RULES], ...] = ()
-    dedup: Literal[DEDUP_MODES] = "both"
+    dedup: Literal[DEDUP_MODES] = defaults.FILTER_DEDUP
     max_score: Float | None = None
     min_chars: NonNegative = defaults.FILTER_MIN_CHARS
     max_chars: NonNegative = defaults.FILTER_MAX_CHARS
@@ -88,27 +114,41 @@ class FilterStage(Model):
     boilerplate: Positive = defaults.FILTER_BOILERPLATE_COUNT
     rejects: Bool = False  # also write pairs/SRC-TGT.rejects.tsv
 
+    def rules(self) -> dict:
+        """The settings of the rules, as ``FilterConfig`` takes them."""
+        return self.model_dump(exclude={"enabled", "lang_id", "rejects"})
+
+    @model_validator(mode="after")
+    def _checked_as_the_filter_checks(self):
+        from bitextmine.filter import FilterConfig
+
+        try:
+            FilterConfig(**self.rules())
+        except BitextmineError as e:
+            raise ValueError(e.message) from None
+        return self
+
 
 class Resources(Model):
     """What one task of a stage asks for (Slurm) or uses (locally)."""
 
-    cpus: Positive = 2
-    gpus: NonNegative = 0
-    mem_gb: Float = 8
-    timeout_min: Positive = 120
+    cpus: Positive = defaults.TASK_CPUS
+    gpus: NonNegative = defaults.TASK_GPUS
+    mem_gb: Float = defaults.TASK_MEM_GB
+    timeout_min: Positive = defaults.TASK_TIMEOUT_MIN
 
 
 class SlurmSettings(Model):
     partition: Str | None = None
     account: Str | None = None
     qos: Str | None = None
-    max_array: Positive = 256  # tasks in one job array
+    max_array: Positive = defaults.SLURM_MAX_ARRAY  # tasks in one job array
     constraint: Str | None = None
 
 
 class LauncherSettings(Model):
-    retries: NonNegative = 2  # a crashed task is resubmitted at most this many times
-    workers: NonNegative = 0  # local CPU workers; 0: one per visible GPU, else 1
+    retries: NonNegative = defaults.LAUNCHER_RETRIES  # a crashed task is resubmitted at most this many times
+    workers: NonNegative = defaults.LAUNCHER_WORKERS  # local CPU workers; 0: one per visible GPU, else 1
     slurm: SlurmSettings = SlurmSettings()
 
 
@@ -147,6 +187,7 @@ class PipelineConfig:
     resources: dict[str, Resources] = field(default_factory=dict)
     launcher: LauncherSettings = field(default_factory=LauncherSettings)
     source: Path | None = None
+    settings: tuple[str, ...] = ()  # the --set KEY=VALUE over the file's own
 
     def resources_for(self, stage: str) -> Resources:
         return self.resources.get(stage, Resources())
@@ -187,10 +228,41 @@ def _read_yaml(path: Path):
                               line=mark.line + 1 if mark else None) from None
 
 
-def load_config(path: str | Path) -> PipelineConfig:
-    """Read and check a pipeline file; relative paths are relative to the file."""
+def apply_settings(data, settings: Sequence[str]):
+    """``KEY.PATH=VALUE`` settings (``--set``) over the file's; VALUE is read as YAML (``0``, ``null``, ``[a, b]``)."""
+    import yaml
+
+    for setting in settings:
+        key, equals, text = setting.partition("=")
+        names = key.strip().split(".")
+        if not equals or not all(names):
+            raise BitextmineError(f"--set {setting}: expected KEY=VALUE, e.g. resources.embed.gpus=0")
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise BitextmineError(f"--set {setting}: the value is not valid YAML ({getattr(e, 'problem', e)})") \
+                from None
+        node = data
+        for depth, name in enumerate(names[:-1]):
+            if node.get(name) is None:
+                node[name] = {}
+            node = node[name]
+            if not isinstance(node, dict):
+                raise BitextmineError(f"--set {setting}: {'.'.join(names[:depth + 1])} is not a mapping")
+        node[names[-1]] = value
+    return data
+
+
+def load_config(path: str | Path, settings: Sequence[str] = ()) -> PipelineConfig:
+    """Read and check a pipeline file, with ``settings`` (``KEY.PATH=VALUE``) over its own.
+
+    Relative paths are relative to the file.
+    """
     path = Path(path)
-    raw = parse(PipelineFile, _read_yaml(path), path, "a pipeline file")
+    data = _read_yaml(path)
+    if settings and isinstance(data, dict):
+        data = apply_settings(data, settings)
+    raw = parse(PipelineFile, data, path, "a pipeline file")
     base = path.parent
     for lang in raw.languages:  # they name directories and files below output/
         check_name(lang, f"languages.{lang}: the language key", path)
@@ -205,4 +277,5 @@ def load_config(path: str | Path) -> PipelineConfig:
     output = (Path(raw.output) if os.path.isabs(raw.output) else base / raw.output).resolve()
     return PipelineConfig(output=output, languages=languages, pairs=tuple(raw.pairs), encoder=encoder,
                           embed=raw.embed, index=raw.index, mine=raw.mine, filter=raw.filter,
-                          resources=dict(raw.resources), launcher=raw.launcher, source=path)
+                          resources=dict(raw.resources), launcher=raw.launcher, source=path,
+                          settings=tuple(settings))

@@ -241,14 +241,14 @@ def run_index(embeddings: list[str], output: str, type: str, nprobe: int, train_
 
 
 def run_mine(src: list[str], tgt: list[str], src_index: list[str], tgt_index: list[str], output: str, k: int,
-             margin: str, retrieval: str, threshold: float | None, top_n: int | None, nprobe: int | None,
+             score: str, retrieval: str, threshold: float | None, top_n: int | None, nprobe: int | None,
              device: str) -> list[str]:
     from bitextmine.mine import MineConfig
     from bitextmine.mine.output import PairsOutput, mine_to_files
 
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     target = PairsOutput(output=output, with_ids=True)
-    mine_to_files(src, tgt, MineConfig(k=k, score=margin, retrieval=retrieval, threshold=threshold, top_n=top_n,
+    mine_to_files(src, tgt, MineConfig(k=k, score=score, retrieval=retrieval, threshold=threshold, top_n=top_n,
                                        nprobe=nprobe, device=device),
                   target, src_index=src_index or None, tgt_index=tgt_index or None)
     return target.files()
@@ -275,12 +275,7 @@ def run_filter(mined: str, output: str, src_lang: str, tgt_lang: str, enabled: b
             with atomic_path(output) as tmp:
                 shutil.copyfile(mined, tmp)
             return [output]
-        cfg = FilterConfig(disabled=tuple(rules["skip"]), dedup=rules["dedup"], max_score=rules["max_score"],
-                           min_chars=rules["min_chars"], max_chars=rules["max_chars"],
-                           min_tokens=rules["min_tokens"], max_tokens=rules["max_side_tokens"],
-                           max_ratio=rules["max_ratio"], min_letters=rules["min_letters"],
-                           near_copy=rules["near_copy"], boilerplate_count=rules["boilerplate"],
-                           src_lang=src_lang if lang_id else None, tgt_lang=tgt_lang if lang_id else None)
+        cfg = FilterConfig(**rules, src_lang=src_lang if lang_id else None, tgt_lang=tgt_lang if lang_id else None)
         filter_pairs_to_files(read_pairs(mined), cfg, output, Path(report), rejected)
     return written
 

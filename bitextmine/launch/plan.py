@@ -62,10 +62,10 @@ def _cores() -> int:
 
 def measure(cfg: PipelineConfig, device: str, sample_lines: int = 400, progress: bool = False) -> dict:
     """Rates on this machine (see the module's docstring); every figure is for the whole machine."""
-    from bitextmine.devices import resolve_devices
+    from bitextmine.devices import resolve_device
     from bitextmine.progress import progress_bar
 
-    device = resolve_devices(device)[0]
+    device = resolve_device(device)
     with progress_bar(total=5, desc="calibrate", unit="step", disable=not progress) as bar:
         m = {"device": device, "cores": _cores(), **_startup()}
         bar.update(1)
@@ -258,7 +258,7 @@ def _index_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], launcher
             work.append(_train_seconds(shape, dim, m) + add if shape.lists else part * dim * 4 / 2e9)
             held = part * (shape.code_bytes + 8) + shape.lists * dim * 4
             ram = max(ram, m["task_base_ram_gb"] + (held + shape.train_sample * dim * 4 * 2
-                                                    + 2 * defaults.INDEX_SEARCH_ROWS * dim * 4) / GB)
+                                                    + 2 * defaults.INDEX_QUERY_ROWS * dim * 4) / GB)
             disk += held / GB
     together, share = _share(cfg, "index", len(work), m, launcher)
     start = m["task_startup_seconds"] + LAUNCH_SECONDS
@@ -304,7 +304,7 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], text_byte
                       f"a query re-ranked ({m['rerank_per_second']:.3g}/s)")
             held = max(min(rows[x], cfg.index.max_rows) * (index_shape(min(rows[x], cfg.index.max_rows), dim, cfg)
                                                             .code_bytes + 8) for x in (src, tgt))
-            searched = held + defaults.INDEX_SEARCH_ROWS * defaults.INDEX_CANDIDATES * 24 \
+            searched = held + defaults.INDEX_QUERY_ROWS * defaults.INDEX_CANDIDATES * 24 \
                 + 2 * defaults.RERANK_GATHER_ROWS * dim * 4
         held_text = (n + mm) * TEXT_BYTES_PER_LINE + text_bytes[src] + text_bytes[tgt]
         ram = max(ram, m["task_base_ram_gb"] + (held_text + (n + mm) * k * 12 * 2 + searched) / GB)
@@ -323,11 +323,10 @@ def estimate_from(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], tex
     start = m["task_startup_seconds"] + LAUNCH_SECONDS
     shards = [n for v in lines.values() for n in v]
     together, share = _share(cfg, "embed", len(shards), m, launcher)
-    from bitextmine.embed import SORT_CHUNK_LINES
-
+    sorted_rows = min(max(shards), defaults.EMBED_SORT_CHUNK_LINES)  # held at once: text and vectors
     out = [StageEstimate(
         "embed", len(shards),
-        ram_gb=m["task_base_ram_gb"] + m["model_ram_gb"] + min(max(shards), SORT_CHUNK_LINES) * (dim * 4 + 300) / GB,
+        ram_gb=m["task_base_ram_gb"] + m["model_ram_gb"] + sorted_rows * (dim * 4 + 300) / GB,
         gpu_gb=(m["model_ram_gb"] + 1.0) if gpu else 0.0,
         disk_gb=sum(rows.values()) * dim * 2 / GB,
         seconds=_stage_seconds([n / m["embed_sentences_per_second"] for n in shards],
@@ -356,3 +355,42 @@ def estimate(cfg: PipelineConfig, device: str = "auto", progress: bool = False,
     text_bytes = {lang: sum(os.path.getsize(s) for s in shards) for lang, shards in cfg.languages.items()}
     m["lines"] = {lang: int(np.sum(v)) for lang, v in lines.items()}
     return estimate_from(cfg, m, lines, text_bytes, launcher), m
+
+
+# --- on Slurm ---------------------------------------------------------------------------------
+
+@dataclass
+class SlurmStageEstimate:
+    stage: str
+    tasks: int
+    arrays: int  # job arrays of at most launcher.slurm.max_array tasks
+    cpus: int  # per task, as asked in resources.STAGE
+    gpus: int
+    mem_gb: float
+    timeout_min: int
+    concurrent: int  # tasks of this size the partition runs at once; 0: none fits
+    task_seconds: float  # one task, as estimated on this machine
+    seconds: float | None  # queue-free wall time: waves of `concurrent` tasks; None when nothing fits
+
+
+def slurm_estimates(cfg: PipelineConfig, estimates: list[StageEstimate], partition) -> list[SlurmStageEstimate]:
+    """Array sizes, resources per task and queue-free wall time of each stage on a Slurm partition.
+
+    A stage's wall time is ceil(tasks / concurrent) x the time of one task, where
+    ``concurrent`` is how many tasks of its size the partition's usable nodes hold at
+    once (at most ``launcher.slurm.max_array``) and one task's time is the stage's
+    estimate spread over its tasks (the estimate ran ``launcher.workers`` at a time).
+    """
+    from bitextmine.launch.slurm import concurrent_tasks
+
+    workers = max(1, cfg.launcher.workers or 1)
+    out = []
+    for e in estimates:
+        r = cfg.resources_for(e.stage)
+        concurrent = min(concurrent_tasks(partition, r.cpus, r.mem_gb, r.gpus), cfg.launcher.slurm.max_array)
+        task_seconds = e.seconds * min(workers, e.tasks) / max(e.tasks, 1)
+        waves = -(-e.tasks // concurrent) if concurrent else None
+        out.append(SlurmStageEstimate(e.stage, e.tasks, -(-e.tasks // cfg.launcher.slurm.max_array), r.cpus, r.gpus,
+                                      r.mem_gb, r.timeout_min, concurrent, task_seconds,
+                                      waves * task_seconds if waves is not None else None))
+    return out

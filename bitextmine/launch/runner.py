@@ -19,14 +19,19 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bitextmine import defaults
+from bitextmine.choices import LAUNCHERS, STAGES
 from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import save_json
-from bitextmine.launch.config import STAGES, PipelineConfig, Resources
+from bitextmine.launch.config import PipelineConfig, Resources
 from bitextmine.launch.pipeline import STAGE_TASKS, Task, execute
 
 log = logging.getLogger(__name__)
-LAUNCHERS = ("local", "slurm", "inline")
 STOP_GRACE_SECONDS = 15  # for cancelled jobs to end (the local executor sends SIGINT, then SIGKILL)
+RESULT_GRACE_SECONDS = 15  # for an ended job's result file to show (submitit's own wait, for shared file systems)
+POLL_SECONDS = 0.5  # between looks at a wave's jobs (Slurm's state is asked through sacct at submitit's pace)
+LEFTOVER_GRACE_SECONDS = 60  # for the jobs of a killed run to end once cancelled
+SLURM_JOBS = "slurm-jobs.txt"  # under OUTPUT/logs: the arrays this output's runs submitted
 
 
 @dataclass
@@ -50,7 +55,7 @@ class Failure:
 
 
 def _run_task(task: Task, threads: int, stop_on_sigterm: bool = False) -> tuple[str | None, int | None, str] | None:
-    """The job body: limit threads to the task's CPUs, then run it.
+    """The job body: limit threads to the task's CPUs, say where it runs, then run it.
 
     An input error (``BitextmineError``: invalid UTF-8, a bad file) comes back as a
     value (path, line, message): it is deterministic, so the launcher reports it at once
@@ -60,14 +65,20 @@ def _run_task(task: Task, threads: int, stop_on_sigterm: bool = False) -> tuple[
     from ``run``, ends the task as Ctrl-C would (submitit otherwise ignores it, for
     Slurm's preemption), and SIGINT is restored where a background shell ignored it.
     """
+    import os
     import signal
-
-    import torch
+    import socket
+    import sys
 
     if stop_on_sigterm:
         signal.signal(signal.SIGTERM, _interrupt)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    torch.set_num_threads(max(1, threads))
+    # read by torch and faiss when they load: a node without cgroups does not bind a job to its CPUs
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(max(1, threads))
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(max(1, threads))
+    print(f"bitextmine: {task.stage} task {task.name} on {socket.gethostname()}, {threads} thread(s), "
+          f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')}", file=sys.stderr, flush=True)
     try:
         execute(task)
     except BitextmineError as e:
@@ -85,20 +96,41 @@ def _last_line(text: str) -> str | None:
     return lines[-1] if lines else None
 
 
-def _crash(job, error: Exception) -> Failure:
-    """A job that ended without a result: the cause as the job's own error stream tells it."""
+def _crash(job, error: Exception | None, state: str | None = None) -> Failure:
+    """A job that ended without a result: the cause as the job's own error stream (or Slurm's state) tells it."""
     try:
         stderr = job.stderr() or ""
     except Exception:  # the log may be gone or unreadable: the exception text still says something
         stderr = ""
     cause = _last_line(stderr) if "Traceback" in stderr else None
-    if cause is None and "failed during processing" in str(error):
+    if cause is None and error is not None and "failed during processing" in str(error):
         cause = _last_line(str(error))
     if cause is None:
         tail = _last_line(stderr)
-        cause = "the task's process ended without a result (killed, or out of memory?)" + (
-            f"; its last message: {tail}" if tail else "")
+        how = f"Slurm state {state}" if state and state != "UNKNOWN" else "killed, or out of memory?"
+        cause = f"the task's process ended without a result ({how})" + (f"; its last message: {tail}" if tail else "")
     return Failure(cause, retry=True, log=Path(job.paths.stderr))
+
+
+def _outcome(job) -> Failure | None:
+    """A finished job's result: None when the task did its work, else why not."""
+    try:
+        error = job.result()
+    except Exception as e:  # submitit re-raises the task's crash here
+        return _crash(job, e)
+    if error is None:
+        return None
+    path, line, message = error
+    return Failure(message, retry=False, log=Path(job.paths.stderr),
+                   error=BitextmineError(message, path=path, line=line))
+
+
+def _slurm_state(job) -> str | None:
+    """As sacct last told submitit (``CANCELLED by 0``, ``FAILED``, ``OUT_OF_MEMORY``)."""
+    try:
+        return job.watcher.get_state(job.job_id, mode="cache")
+    except Exception:  # only a detail of the message
+        return None
 
 
 def _stop(jobs: list) -> None:
@@ -187,28 +219,47 @@ class Launcher:
             jobs = []
             try:
                 if self.kind == "slurm":
-                    with executor.batch():
-                        jobs = [executor.submit(_run_task, t, resources.cpus) for t in wave]
+                    jobs = _submit_array(executor, stage, wave, resources.cpus)
+                    _record_jobs(self.cfg.output, jobs)
                 else:
                     jobs = [executor.submit(_run_task, t, resources.cpus, True) for t in wave]
-                for task, job in zip(wave, jobs, strict=True):
-                    try:
-                        error = job.result()
-                    except Exception as e:  # submitit re-raises the job's crash (or a timeout) here
-                        failures.append((task, _crash(job, e)))
-                        continue
-                    if error is None:
-                        on_done(1)
-                    else:
-                        path, line, message = error
-                        failures.append((task, Failure(message, retry=False, log=Path(job.paths.stderr),
-                                                       error=BitextmineError(message, path=path, line=line))))
+                failures += self._outcomes(wave, jobs, on_done)
             except BaseException:  # Ctrl-C or SIGTERM: the workers stop with us
                 _stop(jobs)
                 raise
             if any(not failure.retry for _, failure in failures):
                 break  # an input error ends the run: no point starting more tasks
         return failures
+
+    def _outcomes(self, wave: list[Task], jobs: list, on_done) -> list[tuple[Task, Failure]]:
+        """Wait for a wave's jobs, taking each as it ends; the failures, in task order.
+
+        A job that ended without its result file gets ``RESULT_GRACE_SECONDS`` for the file
+        to appear (a shared file system may show it late), the whole wave's such jobs at
+        once: submitit's ``result()`` would wait that long for each in turn.
+        """
+        failures: dict[int, Failure] = {}
+        waiting = dict(enumerate(jobs))
+        ended_without_result: dict[int, float] = {}
+        while waiting:
+            for i, job in list(waiting.items()):
+                if not job.done():
+                    continue
+                if not job.paths.result_pickle.exists():
+                    first_seen = ended_without_result.setdefault(i, time.time())
+                    if time.time() - first_seen < RESULT_GRACE_SECONDS:
+                        continue
+                    failures[i] = _crash(job, None, _slurm_state(job) if self.kind == "slurm" else None)
+                else:
+                    failure = _outcome(job)
+                    if failure is None:
+                        on_done(1)
+                    else:
+                        failures[i] = failure
+                del waiting[i]
+            if waiting:
+                time.sleep(POLL_SECONDS)
+        return [(wave[i], failures[i]) for i in sorted(failures)]
 
     def _executor(self, stage: str, resources: Resources):
         """(a submitit executor, tasks submitted at once)."""
@@ -233,6 +284,73 @@ class Launcher:
                 params[f"slurm_{key}"] = getattr(slurm, key)
         executor.update_parameters(**params)
         return executor, slurm.max_array
+
+
+def _submit_array(executor, stage: str, wave: list[Task], cpus: int) -> list:
+    """Submit a wave as one job array; sbatch's refusal is one error line, not submitit's traceback."""
+    import io
+
+    from submitit.core.utils import FailedJobError
+
+    told = io.StringIO()  # submitit prints sbatch's error stream before raising: the message below has it
+    try:
+        with contextlib.redirect_stderr(told), executor.batch():
+            jobs = [executor.submit(_run_task, task, cpus) for task in wave]
+    except (FailedJobError, OSError) as e:
+        lines = [x.strip().removeprefix("sbatch: error: ") for x in str(e).splitlines() if x.strip()]
+        refusal = next((x for x in lines if "submission failed" in x), lines[-1] if lines else type(e).__name__)
+        raise BitextmineError(f"{stage}: sbatch refused the job array: {refusal}") from None
+    return jobs
+
+
+def _record_jobs(output: Path, jobs: list) -> None:
+    """Note the array's id, so that a run after this one was killed can cancel what it left queued."""
+    if jobs:
+        with (output / "logs" / SLURM_JOBS).open("a", encoding="utf-8") as record:
+            record.write(str(jobs[0].job_id).split("_")[0] + "\n")
+
+
+def _queued(ids: list[str]) -> list[str]:
+    """Those of the Slurm jobs (or arrays) that are still pending or running."""
+    import subprocess
+
+    done = subprocess.run(["squeue", "-h", "-o", "%i", *(f"--jobs={i}" for i in ids)], capture_output=True,
+                          text=True, check=False)
+    return sorted({line.split("_")[0] for line in done.stdout.split() if line}) if done.returncode == 0 else []
+
+
+def _cancel_leftover_jobs(output: Path) -> None:
+    """Cancel the jobs that a killed ``run`` of this output left queued: they would write what this run writes."""
+    import shutil
+    import subprocess
+
+    record = output / "logs" / SLURM_JOBS
+    if not record.is_file():
+        return
+    ids = sorted(set(record.read_text(encoding="utf-8").split()))
+    alive = _queued(ids) if ids and shutil.which("squeue") else []
+    if alive:
+        log.warning("cancelling %d Slurm job(s) that an earlier run of this pipeline left queued: %s", len(alive),
+                    " ".join(alive))
+        subprocess.run(["scancel", *alive], capture_output=True, check=False)
+        deadline = time.time() + LEFTOVER_GRACE_SECONDS
+        while _queued(alive) and time.time() < deadline:
+            time.sleep(1)
+    record.unlink()
+
+
+def _check_slurm(cfg: PipelineConfig, stages: tuple[str, ...]) -> None:
+    """Before anything is submitted: every stage's request fits a node of the partition."""
+    from bitextmine.launch.slurm import check_fits, read_cluster
+
+    cluster = read_cluster()
+    requests = {stage: (r.cpus, r.mem_gb, r.gpus, r.timeout_min) for stage in stages
+                if not (stage == "index" and cfg.index.exact) for r in [cfg.resources_for(stage)]}
+    check_fits(cluster, cfg.launcher.slurm.partition, requests, source=cfg.source)
+    if not cluster.accounting_on:
+        log.warning("Slurm accounting is off (AccountingStorageType=%s): a task killed before it wrote its result "
+                    "(scancel, out of memory) leaves run waiting, since submitit asks sacct whether a job ended; "
+                    "retries after a kill need accounting", cluster.accounting or "none")
 
 
 def _input_error(stage: str, task: Task, failure: Failure) -> BitextmineError:
@@ -262,7 +380,7 @@ def _signals_stop_the_run() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def run_pipeline(cfg: PipelineConfig, launcher: str = "local", stages: tuple[str, ...] = STAGES,
+def run_pipeline(cfg: PipelineConfig, launcher: str = defaults.LAUNCHER, stages: tuple[str, ...] = STAGES,
                  progress: bool = False) -> list[StageSummary]:
     """Run every stage (skipping finished tasks); write and return the summary.
 
@@ -274,8 +392,11 @@ def run_pipeline(cfg: PipelineConfig, launcher: str = "local", stages: tuple[str
     runner = Launcher(cfg, launcher)
     written = [cfg.output / d for d in ("embed", "index", "mine", "pairs", "logs", "summary.json")]
     refuse_overwriting_inputs(written, [shard for shards in cfg.languages.values() for shard in shards])
+    if launcher == "slurm":
+        _check_slurm(cfg, stages)
     prepare_output_dir(cfg.output)
     with output_lock(cfg.output, directory=True), _signals_stop_the_run():
+        _cancel_leftover_jobs(cfg.output)
         return _run_stages(cfg, runner, stages, progress)
 
 
@@ -294,7 +415,8 @@ def _run_stages(cfg: PipelineConfig, runner: Launcher, stages: tuple[str, ...], 
         summaries.append(StageSummary(stage, len(tasks), len(todo), len(tasks) - len(todo),
                                       round(time.time() - started, 2), [str(t.output) for t in tasks]))
     save_json(cfg.output / "summary.json", {"stages": [asdict(s) for s in summaries],
-                                             "config": str(cfg.source) if cfg.source else None})
+                                             "config": str(cfg.source) if cfg.source else None,
+                                             "settings": list(cfg.settings)})
     return summaries
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -27,18 +27,18 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class MineConfig:
     k: int = defaults.K
-    score: str = defaults.MARGIN  # ratio | distance | cosine ("absolute" is an alias of cosine)
+    score: str = defaults.SCORE  # ratio | distance | cosine ("absolute" is an alias of cosine)
     retrieval: str = defaults.RETRIEVAL
     threshold: float | None = None  # None: the encoder's declared default for the score
     top_n: int | None = None  # keep only the best N pairs
     nprobe: int | None = None  # None: the index's own
-    device: str = "auto"  # for exact search: a GPU when torch sees one
+    device: str = defaults.DEVICE  # for exact search: a GPU when torch sees one
     block_rows: int = defaults.KNN_BLOCK_ROWS
 
     def __post_init__(self):
         score = SCORE_ALIASES.get(self.score, self.score)
         if score not in SCORES:
-            raise BitextmineError(f"unknown score {self.score!r}: use ratio, distance, absolute or cosine")
+            raise BitextmineError(f"unknown score {self.score!r}: use {', '.join(SCORES)} or absolute")
         object.__setattr__(self, "score", score)
         if self.retrieval not in RETRIEVALS:
             raise BitextmineError(f"unknown retrieval {self.retrieval!r}: use one of {', '.join(RETRIEVALS)}")
@@ -58,16 +58,24 @@ def default_threshold(encoder_name: str, score: str) -> float:
     return declared_thresholds(encoder_name).get(score, defaults.THRESHOLDS[score])
 
 
-def mine_vectors(x, y, cfg: MineConfig, threshold: float, fwd: Neighbours | None = None,
-                 bwd: Neighbours | None = None, device: str = "cpu", progress: bool = False) -> Pairs:
+def mine_vectors(x, y, cfg: MineConfig, threshold: float | None = None, fwd: Neighbours | None = None,
+                 bwd: Neighbours | None = None, device: str | None = None, progress: bool = False) -> Pairs:
     """Score and select pairs between rows of ``x`` and ``y`` (both L2-normalised).
 
     ``fwd``/``bwd``: neighbours already found (e.g. through an index); otherwise exact
-    search runs on ``device`` (``progress``: with a bar on stderr). Returns pairs scoring
-    >= ``threshold``, best first.
+    search runs on the config's device (``progress``: with a bar on stderr). Returns the
+    pairs scoring >= the config's threshold, best first. ``threshold`` and ``device``
+    stand in for the config's when given: ``threshold=-inf`` keeps every pair the
+    retrieval selects, for sweeps over thresholds.
     """
+    from bitextmine.devices import resolve_device
+
+    threshold = cfg.threshold if threshold is None else threshold
+    if threshold is None:
+        raise ValueError("mine_vectors needs a threshold: set cfg.threshold, or pass threshold=-inf for every pair")
     if fwd is None or bwd is None:
-        fwd, bwd = exact_knn_both_ways(x, y, cfg.k, device=device, block_rows=cfg.block_rows, progress=progress)
+        fwd, bwd = exact_knn_both_ways(x, y, cfg.k, device=resolve_device(device or cfg.device),
+                                       block_rows=cfg.block_rows, progress=progress)
     fwd_pairs, bwd_pairs = candidates(fwd, bwd, cfg.score)
     pairs = retrieve(fwd_pairs, bwd_pairs, cfg.retrieval, threshold)
     if cfg.top_n is not None:
@@ -186,11 +194,13 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
     ``src_index``/``tgt_index``: an index directory, or a list of index directories
     that split that side (see ``_search_indexes``). ``progress``: a bar for exact search.
     """
-    from bitextmine.devices import resolve_devices
+    from bitextmine.devices import resolve_device
 
     started = time.time()
     check_compatible(src, tgt)
-    threshold = cfg.threshold if cfg.threshold is not None else default_threshold(src.encoder.name, cfg.score)
+    # resolved once, into the config: what runs is what the sidecar records
+    cfg = replace(cfg, device=resolve_device(cfg.device), threshold=cfg.threshold if cfg.threshold is not None
+                  else default_threshold(src.encoder.name, cfg.score))
     src_side, tgt_side = unique_sentences(src), unique_sentences(tgt)
     for corpus, side in ((src, src_side), (tgt, tgt_side)):
         if not side.texts:
@@ -198,7 +208,7 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
     x = SelectedRows(src, src_side.rows)
     y = SelectedRows(tgt, tgt_side.rows)
     log.info("mining %d x %d distinct sentences (%d x %d rows), k=%d, %s margin, %s retrieval, threshold %g",
-             len(x), len(y), src.total_rows, tgt.total_rows, cfg.k, cfg.score, cfg.retrieval, threshold)
+             len(x), len(y), src.total_rows, tgt.total_rows, cfg.k, cfg.score, cfg.retrieval, cfg.threshold)
     fwd = bwd = None
     search = "exact"
     as_list = lambda v: None if v is None else ([v] if isinstance(v, (str, Path)) else list(v))  # noqa: E731
@@ -209,9 +219,8 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
         search = "index"
     elif src_index is not None or tgt_index is not None:
         log.warning("one index given: exact search computes both directions at once, so it is used for both")
-    device = resolve_devices(cfg.device)[0]
     knn_started = time.time()
-    pairs = mine_vectors(x, y, cfg, threshold, fwd, bwd, device=device, progress=progress)
+    pairs = mine_vectors(x, y, cfg, fwd=fwd, bwd=bwd, progress=progress)
     knn_seconds = time.time() - knn_started
     src_rows, tgt_rows = src_side.rows[pairs.src], tgt_side.rows[pairs.tgt]
     mined = MinedPairs(
@@ -223,7 +232,7 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
     )
     mined.stats = {
         "bitextmine_version": __version__,
-        "parameters": {**asdict(cfg), "threshold": threshold, "search": search, "device": device,
+        "parameters": {**asdict(cfg), "search": search,
                        "src_index": str(src_index) if src_index else None,
                        "tgt_index": str(tgt_index) if tgt_index else None},
         "encoder": src.encoder.to_dict(),

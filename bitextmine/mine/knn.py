@@ -231,7 +231,7 @@ def best_distinct(sims: np.ndarray, ids: np.ndarray, k: int) -> Neighbours:
 
 
 def index_knn(index, queries: np.ndarray, database: np.ndarray, k: int, nprobe: int,
-              candidates: int = defaults.INDEX_CANDIDATES, block_rows: int = defaults.INDEX_SEARCH_ROWS,
+              candidates: int = defaults.INDEX_CANDIDATES, block_rows: int = defaults.INDEX_QUERY_ROWS,
               id_map: np.ndarray | None = None) -> Neighbours:
     """The k nearest database rows of each query through a FAISS index, by exact cosine.
 
@@ -242,10 +242,11 @@ def index_knn(index, queries: np.ndarray, database: np.ndarray, k: int, nprobe: 
     ``id_map`` turns the index's ids (global row ids of its embedding set) into rows of
     ``database``; ids it maps to -1 (rows not searched, e.g. blank lines) are dropped.
     """
-    if _is_ivf(index):
-        import faiss
+    from bitextmine.index import ivf_of
 
-        faiss.extract_index_ivf(index).nprobe = nprobe
+    ivf = ivf_of(index)
+    if ivf is not None:
+        ivf.nprobe = nprobe
     fetch = min(max(k, candidates), index.ntotal)
     sims = np.empty((len(queries), k), dtype=np.float32)
     ids = np.empty((len(queries), k), dtype=np.int64)
@@ -257,13 +258,3 @@ def index_knn(index, queries: np.ndarray, database: np.ndarray, k: int, nprobe: 
         best = best_distinct(exact_sims(q, database, found), found, k)
         sims[start : start + len(q)], ids[start : start + len(q)] = best.sims, best.ids
     return Neighbours(sims, ids)
-
-
-def _is_ivf(index) -> bool:
-    import faiss
-
-    try:
-        faiss.extract_index_ivf(index)
-        return True
-    except RuntimeError:
-        return False

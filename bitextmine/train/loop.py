@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bitextmine.devices import resolve_devices
+from bitextmine.devices import resolve_device
 from bitextmine.encoders import load_encoder
 from bitextmine.progress import progress_bar
 from bitextmine.train import run_state
@@ -50,7 +50,7 @@ def train(data: ParallelData, out_dir: str | Path, cfg: TrainConfig = TrainConfi
     """
     deadline = Deadline(cfg.max_minutes, started)
     out_dir = Path(out_dir)
-    device = init_from_environment() or resolve_devices(cfg.device)[0]
+    device = init_from_environment() or resolve_device(cfg.device)
     rank, world_size = world()
     torch.manual_seed(cfg.seed)  # the initial weights; data order and dev slice have their own seeds
     # 1. data

@@ -72,8 +72,7 @@ def mine_hard_negatives(data: ParallelData, k: int, encoder_name: str, device: s
     y = encoder.encode(data.tgt).astype(np.float16)
     sk = (text_keys(data.src) if src_keys is None else src_keys).numpy()
     tk = (text_keys(data.tgt) if tgt_keys is None else tgt_keys).numpy()
-    # room for the duplicates to be dropped: a few per row is typical
-    ids = exact_knn(x, y, min(len(y), 2 * k + 8), device=device).ids
+    ids = exact_knn(x, y, min(len(y), 2 * k + defaults.TRAIN_HARD_NEGATIVE_SPARE), device=device).ids
     rows = np.arange(len(ids))[:, None]
 
     def translation_of(candidates, pairs):  # the same pair, or one sharing its source or target text

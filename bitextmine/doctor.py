@@ -1,4 +1,4 @@
-"""What ``bitextmine doctor`` checks: the environment for GPU and CPU use, and advice.
+"""What ``bitextmine doctor`` checks: the environment for GPU and CPU use, Slurm, and advice.
 
 Kept pure (no printing, no exit) so the checks can be tested on hand-built environments:
 ``collect`` reads the machine, ``diagnose`` turns what it read into findings.
@@ -28,6 +28,18 @@ class Finding:
 
 
 @dataclass
+class SlurmStatus:
+    """What ``run --launcher slurm`` would meet: the commands, the partitions, accounting."""
+
+    commands: dict[str, str | None]  # sbatch, sinfo, sacct: where on PATH, or None
+    problem: str | None = None  # why the cluster could not be read (no slurm.conf, no controller)
+    version: str = ""
+    accounting: str = ""  # AccountingStorageType: accounting_storage/none when off
+    sacct_works: bool = False
+    partitions: list[dict] = field(default_factory=list)  # name, default, state, limits, and the numbers
+
+
+@dataclass
 class Environment:
     """What the checks need to know about the machine, gathered once by ``collect``."""
 
@@ -48,6 +60,7 @@ class Environment:
     # Import failures other than "not installed" (e.g. a CUDA library missing), so the
     # advice is not a plain "install it" when the package is there but broken.
     import_errors: dict[str, str] = field(default_factory=dict)
+    slurm: SlurmStatus | None = None  # None: not looked at
 
 
 def _cpu_count() -> int:
@@ -119,6 +132,37 @@ def _collect_faiss(env: Environment) -> None:
             env.faiss_gpus = 0
 
 
+def _collect_slurm() -> SlurmStatus:
+    from bitextmine.errors import BitextmineError
+    from bitextmine.launch.slurm import conf_problem, read_cluster, slurm_command
+
+    status = SlurmStatus({name: shutil.which(name) for name in ("sbatch", "sinfo", "sacct")})
+    if not all(status.commands.values()):
+        return status
+    status.problem = conf_problem()
+    if status.problem:
+        return status
+    try:
+        cluster = read_cluster()
+    except BitextmineError as e:
+        status.problem = e.message
+        return status
+    status.version, status.accounting = cluster.version, cluster.accounting
+    for p in cluster.partitions.values():
+        status.partitions.append({
+            "name": p.name, "default": p.default, "state": p.state, "limits": p.limits(), "nodes": len(p.nodes),
+            "cpus": max((n.cpus for n in p.nodes), default=0), "gpus": max((n.gpus for n in p.nodes), default=0),
+            "memory_gb": round(max((n.memory_mb for n in p.nodes), default=0) / 1024, 1),
+            "max_time_min": p.max_time_min})
+    if cluster.accounting_on:
+        try:
+            slurm_command("sacct", "-n", "-X", "--starttime", "now", "-o", "JobID")
+            status.sacct_works = True
+        except BitextmineError as e:
+            status.problem = e.message
+    return status
+
+
 def collect() -> Environment:
     """Read the machine. Never raises for a missing or broken torch or faiss: it records None."""
     from bitextmine import __version__
@@ -128,6 +172,7 @@ def collect() -> Environment:
                       nvidia_smi_driver=_nvidia_smi_driver())
     _collect_torch(env)
     _collect_faiss(env)
+    env.slurm = _collect_slurm()
     return env
 
 
@@ -208,6 +253,35 @@ def diagnose(env: Environment) -> list[Finding]:
             else:
                 findings.append(Finding("ok", "CPU lacks native bf16 (AMX or AVX512-BF16): embedding matmuls run "
                                               "in fp32"))
+    if env.slurm is not None:
+        findings += _slurm_findings(env.slurm)
+    return findings
+
+
+def _slurm_findings(status: SlurmStatus) -> list[Finding]:
+    """Whether ``run --launcher slurm`` can work here, the partitions' limits, and accounting."""
+    missing = [name for name, path in status.commands.items() if path is None]
+    if len(missing) == len(status.commands):
+        return [Finding("ok", "Slurm: not installed here (no sbatch, sinfo, sacct): --launcher local and inline")]
+    if missing:
+        return [Finding("warning", f"Slurm: {', '.join(missing)} not on PATH: --launcher slurm needs sbatch, sinfo "
+                                   "and sacct", "install the Slurm client commands (Debian: slurm-client)")]
+    if not status.partitions:
+        return [Finding("warning", f"Slurm: {status.problem or 'no partitions'}: --launcher slurm cannot submit",
+                        "check SLURM_CONF and that slurmctld runs (scripts/local-slurm.sh start: a local cluster)")]
+    findings = [Finding("ok", f"Slurm {status.version}: sbatch, sinfo and sacct answer")]
+    findings += [Finding("ok", f"Slurm partition {p['name']!r}{' (default)' if p['default'] else ''}, "
+                               f"{p['state'].lower()}: {p['limits']}") for p in status.partitions]
+    if not status.accounting or status.accounting.endswith("/none"):
+        findings.append(Finding(
+            "warning", "Slurm accounting is off: a task killed before it wrote its result (scancel, out of memory) "
+                       "leaves `run` waiting, since submitit asks sacct whether a job ended",
+            "retries after a kill need accounting (AccountingStorageType=accounting_storage/slurmdbd)"))
+    elif not status.sacct_works:
+        findings.append(Finding("warning", f"Slurm accounting is on ({status.accounting}) but sacct fails: "
+                                           f"{status.problem}", "check slurmdbd: retries after a kill need sacct"))
+    else:
+        findings.append(Finding("ok", f"Slurm accounting on ({status.accounting}): a killed task is seen and retried"))
     return findings
 
 
