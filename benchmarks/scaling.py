@@ -65,6 +65,24 @@ def plan_of(config: Path) -> dict:
     return {s["stage"]: s for s in json.loads(out.read_text())["stages"]}
 
 
+def fresh_directory(path: Path) -> Path:
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return path
+
+
+def plan_and_run(n: int, config: Path, stages: list[str]) -> list[dict]:
+    """Rows of `plan`'s estimate and the measured run of each stage, printed as they come."""
+    plan = plan_of(config)
+    rows = []
+    for stage, (seconds, rss, load) in run_stages(config, stages).items():
+        rows.append({"n": n, "stage": stage, "seconds": seconds, "rss_gb": rss, "load": load,
+                     "plan_seconds": plan[stage]["seconds"], "plan_rss_gb": plan[stage]["ram_gb"]})
+        print_row(rows[-1])
+    return rows
+
+
 def run_stages(config: Path, stages: list[str]) -> dict[str, tuple[float, float, float]]:
     """{stage: (seconds, peak RSS GB, load average)} of `run --stage S`, one fresh process each."""
     result = {}
@@ -130,20 +148,13 @@ def place_embeddings(config: Path, vectors: dict[str, np.ndarray]) -> None:
 def curve(cache: Path, sizes: list[int]) -> list[dict]:
     rows = []
     for n in sizes:
-        directory = cache / f"n{n}"
-        if directory.exists():
-            shutil.rmtree(directory)
-        directory.mkdir(parents=True)
+        directory = fresh_directory(cache / f"n{n}")
         x, y, planted = synthetic_corpus(n, seed=1)
         write_texts(directory, n, planted)
         config = write_pipeline(directory / "pipeline.yaml", {"de": "de.txt", "en": "en.txt"}, ("de", "en"))
         place_embeddings(config, {"de": x, "en": y})
         del x, y
-        plan = plan_of(config)
-        for stage, (seconds, rss, load) in run_stages(config, ["index", "mine", "filter"]).items():
-            rows.append({"n": n, "stage": stage, "seconds": seconds, "rss_gb": rss, "load": load,
-                         "plan_seconds": plan[stage]["seconds"], "plan_rss_gb": plan[stage]["ram_gb"]})
-            print_row(rows[-1])
+        rows += plan_and_run(n, config, ["index", "mine", "filter"])
     return rows
 
 
@@ -151,42 +162,26 @@ def embed_curve(cache: Path, sizes: list[int], pools: Path) -> list[dict]:
     """`run --stage embed` on the first n lines of real text pools, two languages."""
     rows = []
     for n in sizes:
-        directory = cache / f"embed{n}"
-        if directory.exists():
-            shutil.rmtree(directory)
-        directory.mkdir(parents=True)
+        directory = fresh_directory(cache / f"embed{n}")
         for name in ("xx", "en"):
             with (pools / f"{name}.txt").open(encoding="utf-8") as f, \
                     (directory / f"{name}.txt").open("w", encoding="utf-8") as out:
                 for _, line in zip(range(n), f, strict=False):
                     out.write(line)
         config = write_pipeline(directory / "pipeline.yaml", {"xx": "xx.txt", "en": "en.txt"}, ("xx", "en"))
-        plan = plan_of(config)
-        seconds, rss, load = run_stages(config, ["embed"])["embed"]
-        rows.append({"n": n, "stage": "embed", "seconds": seconds, "rss_gb": rss, "load": load,
-                     "plan_seconds": plan["embed"]["seconds"], "plan_rss_gb": plan["embed"]["ram_gb"]})
-        print_row(rows[-1])
+        rows += plan_and_run(n, config, ["embed"])
     return rows
 
 
 def examples(cache: Path) -> list[dict]:
     """The whole example pipeline, its output moved under the cache."""
-    directory = cache / "examples"
-    if directory.exists():
-        shutil.rmtree(directory)
-    directory.mkdir(parents=True)
+    directory = fresh_directory(cache / "examples")
     source = REPO / "examples" / "pipeline-ccmatrix.yaml"
     text = source.read_text(encoding="utf-8").replace("../out/pipeline-ccmatrix", "out")
     text = text.replace("de-en/", str(REPO / "examples" / "de-en") + "/")
     config = directory / "pipeline.yaml"
     config.write_text(text, encoding="utf-8")
-    plan = plan_of(config)
-    rows = []
-    for stage, (seconds, rss, load) in run_stages(config, ["embed", "index", "mine", "filter"]).items():
-        rows.append({"n": 500, "stage": stage, "seconds": seconds, "rss_gb": rss, "load": load,
-                     "plan_seconds": plan[stage]["seconds"], "plan_rss_gb": plan[stage]["ram_gb"]})
-        print_row(rows[-1])
-    return rows
+    return plan_and_run(500, config, ["embed", "index", "mine", "filter"])
 
 
 # --- projection ----------------------------------------------------------------------------
