@@ -37,22 +37,26 @@ ENCODE_CHUNK_LINES = 8192
 SHARD_BLOCK_ROWS = 65_536
 
 # --- index ----------------------------------------------------------------------------
-# `auto` index type by database size (stopes `determine_faiss_index_type`): exact search up
-# to FLAT_MAX_ROWS, then OPQ + IVF + PQ with more lists as the database grows.
+# `auto` index type by database size: exact search up to FLAT_MAX_ROWS, then IVF lists with
+# 4-bit fast-scan PQ codes. Mining re-ranks INDEX_CANDIDATES candidates a query by their exact
+# cosines, so the codes only have to put the true neighbours among the candidates; what bounds
+# recall is which lists are probed (NPROBE of them), and what bounds time is the coarse
+# assignment (lists x dim a query) and the codes scanned (rows x NPROBE / lists a query).
+# Lists grow about as 4 sqrt(rows), the usual FAISS guidance; measured choice and its recall
+# and time in benchmarks/RESULTS.md ("Mining through indexes at exact quality").
 INDEX_TYPE = "auto"  # a FAISS factory string, or auto: chosen by size, as below
 FLAT_MAX_ROWS = 10_000
 IVF_LISTS_BY_SIZE = (  # (more than this many rows, number of IVF lists)
-    (500_000_000, 262_144),
-    (100_000_000, 131_072),
-    (10_000_000, 65_536),
-    (4_000_000, 32_768),
-    (700_000, 16_384),
-    (250_000, 8_192),
-    (160_000, 4_096),
-    (80_000, 2_048),
-    (10_000, 1_024),
+    (200_000_000, 65_536),
+    (50_000_000, 32_768),
+    (12_000_000, 16_384),
+    (3_000_000, 8_192),
+    (700_000, 4_096),
+    (160_000, 2_048),
+    (40_000, 1_024),
+    (10_000, 256),
 )
-PQ_BYTES = 64  # OPQ64 / PQ64: 64 bytes per vector
+PQ_DIMS_PER_CODE = 8  # one 4-bit fast-scan sub-quantizer per 8 dimensions: 32 bytes a 512-d vector
 NPROBE = 128
 FAISS_MIN_POINTS_PER_CENTROID = 39  # FAISS's k-means warns below this many training points a centroid
 TRAIN_SAMPLES_PER_LIST = 50  # training points per IVF list: FAISS's minimum with room to spare

@@ -2,7 +2,7 @@
 
 The index holds every non-blank row under its global row id (rows numbered over the
 sets' shards in order), with inner product as the metric. ``auto`` picks exact search
-for small databases and OPQ + IVF + PQ beyond (``defaults.IVF_LISTS_BY_SIZE``). IVF
+for small databases and IVF + fast-scan PQ beyond (``defaults.IVF_LISTS_BY_SIZE``). IVF
 indexes are trained on a seeded sample, then filled shard by shard from the
 memory-mapped fp16 shards. Indexes filled from one trained index can be merged.
 """
@@ -42,7 +42,7 @@ FORMAT_VERSION = 1
 
 @dataclass(frozen=True)
 class IndexConfig:
-    index_type: str = defaults.INDEX_TYPE  # or any FAISS factory string, e.g. "OPQ64,IVF4096,PQ64"
+    index_type: str = defaults.INDEX_TYPE  # or any FAISS factory string, e.g. "IVF4096,PQ64x4fs"
     nprobe: int = defaults.NPROBE
     candidates: int = defaults.INDEX_CANDIDATES  # proposed per query by the index, re-ranked exactly by mine
     train_sample: int | None = None  # None: TRAIN_SAMPLES_PER_LIST x lists
@@ -56,8 +56,8 @@ def choose_index_type(rows: int, dim: int) -> str:
     if rows <= defaults.FLAT_MAX_ROWS:
         return "Flat"
     lists = next(n for more_than, n in defaults.IVF_LISTS_BY_SIZE if rows > more_than)
-    pq = defaults.PQ_BYTES if dim % defaults.PQ_BYTES == 0 else _largest_divisor(dim, defaults.PQ_BYTES)
-    return f"OPQ{pq},IVF{lists},PQ{pq}"
+    codes = _largest_divisor(dim, max(1, dim // defaults.PQ_DIMS_PER_CODE))
+    return f"IVF{lists},PQ{codes}x4fs"
 
 
 def default_train_sample(lists: int) -> int:
