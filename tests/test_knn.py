@@ -4,7 +4,7 @@ import faiss
 import numpy as np
 import pytest
 
-from bitextmine.mine.knn import Neighbours, exact_knn, exact_knn_both_ways, exact_sims, index_knn
+from bitextmine.mine.knn import Neighbours, best_distinct, exact_knn, exact_knn_both_ways, exact_sims, index_knn
 from tests.conftest import clustered_vectors
 
 
@@ -50,6 +50,39 @@ def test_index_search_with_exact_rescoring_matches_exact_search():
     fwd, _ = exact_knn_both_ways(x, y, 4)
     np.testing.assert_array_equal(found.ids, fwd.ids)
     np.testing.assert_allclose(found.sims, fwd.sims, atol=1e-5)
+
+
+def test_over_fetched_candidates_are_re_ranked_by_exact_cosine():
+    """A coarse index ranks badly; its best k' candidates re-ranked exactly give the exact k best."""
+    x, y = clustered_vectors(300, seed=3), clustered_vectors(2000, seed=4)
+    index = faiss.index_factory(x.shape[1], "IVF8,PQ8x4fs", faiss.METRIC_INNER_PRODUCT)
+    index.train(y)
+    index.add(y)
+    want, _ = exact_knn_both_ways(x, y, 4)
+    wrong = []
+    for candidates in (4, 40, 400, len(y)):
+        found = index_knn(index, x, y, 4, nprobe=8, candidates=candidates)
+        wrong.append(int((found.ids != want.ids).any(axis=1).sum()))
+    assert wrong[0] > wrong[1] > wrong[2] > wrong[3] == 0, wrong  # 4 bits a code misorder neighbours
+    np.testing.assert_allclose(found.sims, want.sims, atol=1e-6)
+
+
+def test_best_distinct_keeps_each_id_once_best_first():
+    sims = np.array([[0.5, 0.9, 0.9, 0.7, -np.inf], [0.1, 0.2, 0.2, 0.2, 0.3]], dtype=np.float32)
+    ids = np.array([[4, 2, 2, 4, -1], [7, 8, 8, 9, 3]])
+    found = best_distinct(sims, ids, 3)
+    np.testing.assert_array_equal(found.ids, [[2, 4, -1], [3, 8, 9]])
+    np.testing.assert_allclose(found.sims, [[0.9, 0.7, -np.inf], [0.3, 0.2, 0.2]])
+    padded = best_distinct(sims[:, :2], ids[:, :2], 3)
+    np.testing.assert_array_equal(padded.ids, [[2, 4, -1], [8, 7, -1]])
+
+
+def test_exact_sims_reads_blocks_of_bounded_size():
+    x, y = clustered_vectors(50, seed=5), clustered_vectors(80, seed=6)
+    ids = np.random.default_rng(0).integers(-1, 80, (50, 7))
+    want = np.where(ids >= 0, np.einsum("nd,nkd->nk", x, y[np.maximum(ids, 0)]), -np.inf)
+    for gathered in (1, 13, 10_000):
+        np.testing.assert_allclose(exact_sims(x, y, ids, gathered_rows=gathered), want, atol=1e-6)
 
 
 def test_exact_sims_and_neighbourhood_mean():

@@ -206,16 +206,19 @@ def test_plan_arithmetic_from_given_measurements(tmp_path, monkeypatch):
     """The estimate without the calibration run (the slow test below makes one)."""
     from bitextmine.launch import plan
 
-    measured = {"device": "cpu", "embed_sentences_per_second": 100.0, "knn_gflops": 10.0, "dim": 512,
-                "model_ram_gb": 0.5, "sample_lines": 400, "task_startup_seconds": 2.0, "model_load_seconds": 1.0}
+    measured = {"device": "cpu", "cores": 2, "embed_sentences_per_second": 100.0, "knn_gflops": 10.0, "dim": 512,
+                "model_ram_gb": 0.5, "sample_lines": 400, "task_startup_seconds": 2.0, "model_load_seconds": 1.0,
+                "task_base_ram_gb": 0.25, "knn_pairs_per_second": 1e8, "encode_vectors_per_second": 1e5,
+                "scan_codes_per_second": 1e8, "rerank_per_second": 1e7, "filter_pairs_per_second": 1e4}
     monkeypatch.setattr(plan, "measure", lambda *a, **k: dict(measured))
     config = write_config(tmp_path / "p.yaml", tmp_path / "run", [EXAMPLES / "de.txt"], [EXAMPLES / "en.txt"])
     stages, m = plan.estimate(load_config(config))
     by_stage = {s.stage: s for s in stages}
     assert list(by_stage) == ["embed", "index", "mine", "filter"] and m["lines"] == {"de": 500, "en": 500}
     embed = by_stage["embed"]
-    # 1,000 lines at 100 sentences/s over 2 workers, and one wave of 2 tasks starting (2 + 1 s)
-    assert embed.tasks == 2 and embed.seconds == pytest.approx(1000 / 100 / 2 + 3.0)
+    # 1,000 lines at the machine's 100 sentences/s (2 tasks at once, half the cores each), after
+    # one task start-up: process (2 s), launch and loading the model (1 s)
+    assert embed.tasks == 2 and embed.seconds == pytest.approx(1000 / 100 + 2.0 + plan.LAUNCH_SECONDS + 1.0)
     assert embed.disk_gb == pytest.approx(1000 * 512 * 2 / 1024**3)
     assert by_stage["mine"].tasks == by_stage["filter"].tasks == 1 and by_stage["index"].tasks == 2
     assert not (tmp_path / "run").exists()

@@ -22,8 +22,8 @@ def index(
                                          help="Index directory to write.")],
     index_type: Annotated[str, typer.Option(
         "--type", metavar="FACTORY",
-        help="auto (by database size: Flat up to 10k rows, then OPQ64,IVFn,PQ64) or a FAISS factory string "
-             "such as OPQ64,IVF4096,PQ64.")] = defaults.INDEX_TYPE,
+        help="auto (by database size: Flat up to 10k rows, then IVFn,PQ64x4fs) or a FAISS factory string "
+             "such as IVF4096,PQ64x4fs.")] = defaults.INDEX_TYPE,
     nprobe: Annotated[int, typer.Option(metavar="N", min=1, help="IVF lists searched per query (recorded, used "
                                                                  "by mine).")] = defaults.NPROBE,
     train_sample: Annotated[int | None, typer.Option(
@@ -42,7 +42,7 @@ def index(
     \b
     Examples:
         bitextmine index emb/de -o idx/de
-        bitextmine index emb/de --type OPQ64,IVF16384,PQ64 -o idx/de
+        bitextmine index emb/de --type IVF4096,PQ64x4fs -o idx/de
         bitextmine index emb/de-part2 --trained-from idx/de-part1 -o idx/de-part2
     """
     import logging

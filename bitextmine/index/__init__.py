@@ -2,7 +2,7 @@
 
 The index holds every non-blank row under its global row id (rows numbered over the
 sets' shards in order), with inner product as the metric. ``auto`` picks exact search
-for small databases and OPQ + IVF + PQ beyond (``defaults.IVF_LISTS_BY_SIZE``). IVF
+for small databases and IVF + fast-scan PQ beyond (``defaults.IVF_LISTS_BY_SIZE``). IVF
 indexes are trained on a seeded sample, then filled shard by shard from the
 memory-mapped fp16 shards. Indexes filled from one trained index can be merged.
 """
@@ -42,8 +42,9 @@ FORMAT_VERSION = 1
 
 @dataclass(frozen=True)
 class IndexConfig:
-    index_type: str = defaults.INDEX_TYPE  # or any FAISS factory string, e.g. "OPQ64,IVF4096,PQ64"
+    index_type: str = defaults.INDEX_TYPE  # or any FAISS factory string, e.g. "IVF4096,PQ64x4fs"
     nprobe: int = defaults.NPROBE
+    candidates: int = defaults.INDEX_CANDIDATES  # proposed per query by the index, re-ranked exactly by mine
     train_sample: int | None = None  # None: TRAIN_SAMPLES_PER_LIST x lists
     seed: int = defaults.SEED
     device: str = defaults.DEVICE  # auto: faiss-gpu when installed and a GPU is visible
@@ -55,8 +56,13 @@ def choose_index_type(rows: int, dim: int) -> str:
     if rows <= defaults.FLAT_MAX_ROWS:
         return "Flat"
     lists = next(n for more_than, n in defaults.IVF_LISTS_BY_SIZE if rows > more_than)
-    pq = defaults.PQ_BYTES if dim % defaults.PQ_BYTES == 0 else _largest_divisor(dim, defaults.PQ_BYTES)
-    return f"OPQ{pq},IVF{lists},PQ{pq}"
+    codes = _largest_divisor(dim, max(1, dim // defaults.PQ_DIMS_PER_CODE))
+    return f"IVF{lists},PQ{codes}x4fs"
+
+
+def default_train_sample(lists: int) -> int:
+    """Training vectors for an index of ``lists`` IVF lists (when not given)."""
+    return max(defaults.TRAIN_SAMPLES_PER_LIST * lists, defaults.PQ_MIN_TRAIN_ROWS)
 
 
 def _largest_divisor(n: int, at_most: int) -> int:
@@ -157,7 +163,7 @@ def _build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConf
         lists = ivf_lists(index)
         sample_size = 0
         if not index.is_trained:
-            wanted = cfg.train_sample or max(defaults.TRAIN_SAMPLES_PER_LIST * (lists or 1), defaults.PQ_MIN_TRAIN_ROWS)
+            wanted = cfg.train_sample or default_train_sample(lists or 1)
             sample = _training_sample(corpus, wanted, cfg.seed)
             sample_size = len(sample)
             needed = defaults.FAISS_MIN_POINTS_PER_CENTROID * (lists or 0)
@@ -186,6 +192,7 @@ def _build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConf
         "dim": corpus.dim,
         "ntotal": int(index.ntotal),
         "nprobe": cfg.nprobe,
+        "candidates": cfg.candidates,
         "train_sample": sample_size,
         "seed": cfg.seed,
         "trained_sha256": trained,

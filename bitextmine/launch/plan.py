@@ -1,15 +1,24 @@
 """``bitextmine plan``: what a pipeline will cost, before it runs.
 
-Line counts come from the corpus itself (a newline count, no decoding). Throughputs
-come from a quick calibration on this machine: the encoder embeds a sample of the
-first shard, and a block matmul measures the exact-search speed. The rest is
-arithmetic, stated per stage in ``basis`` so that a user can check it.
+Line counts come from the corpus itself (a newline count, no decoding). Rates come
+from a quick calibration on this machine (``measure``): a task's start-up (a fresh
+process and its imports), loading the encoder and embedding a sample of the first
+shard, exact kNN on a block of random vectors, FAISS's matrix products, a small index
+of the configured type (training, adding, scanning its codes, re-ranking candidates)
+and the filter on pairs of sample lines. ``estimate_from`` is the arithmetic, stated
+per stage in ``basis`` so that a user can check it; it can also be given rates that
+were measured elsewhere (another machine, a GPU).
+
+Rates are for the whole calibrated machine (all its cores, or its GPU). A task with
+``resources.cpus`` cores gets that share of them: on Slurm each task has its own; run
+locally, ``launcher.workers`` tasks share the machine's cores.
 """
 
 from __future__ import annotations
 
+import math
 import os
-import resource
+import re
 import time
 from dataclasses import dataclass
 
@@ -19,8 +28,13 @@ from bitextmine import defaults
 from bitextmine.launch.config import PipelineConfig
 
 GB = 1024**3
-FILTER_PAIRS_PER_SECOND = 30_000  # measured by benchmarks/filter_speed.py on 2 cores
-PQ_LOOKUPS_PER_SECOND = 1.5e9  # IVF-PQ code scanning on one CPU core, order of magnitude
+# submitit's own job set-up beyond the process start (pickling, the job's folder and
+# logs, polling), measured with the local executor; Slurm's queueing is not counted
+LAUNCH_SECONDS = 1.5
+PROCESS_GB = 0.25  # Python, numpy and faiss before any data (mine, index and filter tasks)
+TEXT_BYTES_PER_LINE = 190  # a distinct sentence held by mine: the str, its dict entry, list slots, row arrays
+PAIR_BYTES = 700  # a mined pair held by filter: the two texts, their normal forms, the Pair object
+MINED_SHARE = 0.1  # pairs mined per sentence of the smaller side, for the filter's estimate (see basis)
 
 
 @dataclass
@@ -35,154 +49,312 @@ class StageEstimate:
 
 
 def _rss_gb() -> float:
+    import resource
+
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+# --- calibration --------------------------------------------------------------------------
+
 def measure(cfg: PipelineConfig, device: str, sample_lines: int = 400, progress: bool = False) -> dict:
-    """Throughputs on this machine: embedding (sentences/s) and exact search (GFLOP/s)."""
-    import subprocess
-    import sys
-
-    import torch
-
+    """Rates on this machine (see the module's docstring); every figure is for the whole machine."""
     from bitextmine.devices import resolve_device
-    from bitextmine.encoders import load_encoder
-    from bitextmine.io.text import read_lines
     from bitextmine.progress import progress_bar
 
     device = resolve_device(device)
-    bar = progress_bar(total=4, desc="calibrate", unit="step", disable=not progress)  # start, load, embed, search
-    # every task is a fresh process: interpreter, torch and faiss imports, then its work
+    with progress_bar(total=5, desc="calibrate", unit="step", disable=not progress) as bar:
+        m = {"device": device, "cores": _cores(), **_startup()}
+        bar.update(1)
+        m.update(_embedding(cfg, device, sample_lines))
+        bar.update(1)
+        m.update(_exact_knn(device, m["dim"]))
+        bar.update(1)
+        m.update(_index_rates(cfg, m["dim"], m["knn_gflops"]))
+        bar.update(1)
+        m.update(_filter_rate(cfg, sample_lines))
+        bar.update(1)
+    return m
+
+
+def _startup() -> dict:
+    """A fresh process importing what a task imports: its wall time and resident memory."""
+    import subprocess
+    import sys
+
+    probe = ("import resource, torch, faiss, numpy, bitextmine.cli; "
+             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import torch, faiss, numpy, bitextmine.cli"], check=True)
-    startup = time.perf_counter() - start
-    bar.update(1)
+    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout
+    return {"task_startup_seconds": time.perf_counter() - start, "task_base_ram_gb": int(out.split()[-1]) / 2**20}
+
+
+def _sample_lines(cfg: PipelineConfig, count: int) -> dict[str, list[str]]:
+    from bitextmine.io.text import read_lines
+
+    out = {}
+    for lang, shards in cfg.languages.items():
+        lines = [x for x in read_lines(shards[0], errors="replace")[:count] if x.strip()]
+        out[lang] = lines or ["a sentence"]
+    return out
+
+
+def _embedding(cfg: PipelineConfig, device: str, sample_lines: int) -> dict:
+    from bitextmine.encoders import load_encoder
+
     before = _rss_gb()
     start = time.perf_counter()
     encoder = load_encoder(cfg.encoder, device=device, precision=cfg.embed.precision)
-    first = next(iter(cfg.languages.values()))[0]
-    lines = [x for x in read_lines(first, errors="replace")[:sample_lines] if x.strip()] or ["a sentence"]
+    lines = next(iter(_sample_lines(cfg, sample_lines).values()))
     encoder.encode(lines[:32])
     model_load = time.perf_counter() - start
-    bar.update(1)
     encoder.encode(lines)  # warm-up: the kernels of these batch shapes
     start = time.perf_counter()
     encoder.encode(lines)
-    sps = len(lines) / max(time.perf_counter() - start, 1e-6)
-    model_gb = max(_rss_gb() - before, 0.1)
-    bar.update(1)
-    a = torch.randn(4096, encoder.dim, device=device)
-    b = torch.randn(4096, encoder.dim, device=device)
-    (a @ b.T).sum().item()
+    return {"embed_sentences_per_second": len(lines) / max(time.perf_counter() - start, 1e-6),
+            "model_load_seconds": model_load, "model_ram_gb": max(_rss_gb() - before, 0.1), "dim": encoder.dim,
+            "sample_lines": len(lines)}
+
+
+def _exact_knn(device: str, dim: int, rows: int = 4096) -> dict:
+    """Exact kNN both ways (vector pairs/s) and FAISS's matrix products (GFLOP/s)."""
+    import faiss
+
+    from bitextmine.mine.knn import exact_knn_both_ways
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((rows, dim), dtype=np.float32)
+    y = rng.standard_normal((2 * rows, dim), dtype=np.float32)
+    exact_knn_both_ways(x[:256], y[:256], defaults.K, device=device)  # warm-up
     start = time.perf_counter()
-    for _ in range(3):
-        (a @ b.T).sum().item()
-    gflops = 3 * 2 * 4096 * 4096 * encoder.dim / max(time.perf_counter() - start, 1e-6) / 1e9
-    bar.update(1)
-    bar.close()
-    return {"device": device, "embed_sentences_per_second": sps, "knn_gflops": gflops, "dim": encoder.dim,
-            "model_ram_gb": model_gb, "sample_lines": len(lines), "task_startup_seconds": startup,
-            "model_load_seconds": model_load}
+    exact_knn_both_ways(x, y, defaults.K, device=device)
+    pairs_per_second = rows * 2 * rows / max(time.perf_counter() - start, 1e-6)
+    faiss.knn(x[:256], y, 1, metric=faiss.METRIC_INNER_PRODUCT)
+    start = time.perf_counter()
+    faiss.knn(x, y, 1, metric=faiss.METRIC_INNER_PRODUCT)
+    gflops = 2 * rows * 2 * rows * dim / max(time.perf_counter() - start, 1e-6) / 1e9
+    return {"knn_pairs_per_second": pairs_per_second, "knn_gflops": gflops}
 
 
-def _index_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], workers: int) -> StageEstimate:
-    """One index task per language part: k-means on the training sample, then assignment."""
+def _index_rates(cfg: PipelineConfig, dim: int, gflops: float, rows: int = 32768, lists: int = 64) -> dict:
+    """A small index of the configured codes: vectors encoded/s, codes scanned/s, candidates re-ranked/s."""
+    import faiss
+
     from bitextmine.index import choose_index_type
+    from bitextmine.mine.knn import exact_sims
 
+    factory = choose_index_type(2 * defaults.FLAT_MAX_ROWS, dim) if cfg.index.type == "auto" else cfg.index.type
+    if "IVF" not in factory:
+        return {"encode_vectors_per_second": math.inf, "scan_codes_per_second": math.inf,
+                "rerank_per_second": math.inf}
+    small = re.sub(r"IVF\d+", f"IVF{lists}", factory)
+    rng = np.random.default_rng(0)
+    centres = rng.standard_normal((lists, dim), dtype=np.float32)
+    vectors = centres[rng.integers(0, lists, rows)] + rng.standard_normal((rows, dim), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = faiss.index_factory(dim, small, faiss.METRIC_INNER_PRODUCT)
+    index.train(vectors[: 64 * lists])
+    start = time.perf_counter()
+    index.add(vectors)
+    assign = rows * lists * dim * 2 / (gflops * 1e9)  # the coarse assignment's share
+    encode = rows / max(time.perf_counter() - start - assign, 1e-6)
+    ivf = faiss.extract_index_ivf(index)
+    ivf.nprobe = 16
+    queries = vectors[:4096]
+    start = time.perf_counter()
+    _, ids = index.search(queries, defaults.INDEX_CANDIDATES)
+    scan = len(queries) * rows * ivf.nprobe / lists / max(time.perf_counter() - start, 1e-6)
+    database = vectors.astype(np.float16)
+    start = time.perf_counter()
+    exact_sims(queries, database, ids)
+    rerank = ids.size / max(time.perf_counter() - start, 1e-6)
+    return {"encode_vectors_per_second": encode, "scan_codes_per_second": scan, "rerank_per_second": rerank}
+
+
+def _filter_rate(cfg: PipelineConfig, sample_lines: int) -> dict:
+    """Pairs/s of the configured filter on pairs made of the first pair's sample lines."""
+    from bitextmine.filter import FilterConfig, Pair, PairFilter
+
+    src, tgt = cfg.pairs[0]
+    samples = _sample_lines(cfg, sample_lines)
+    count = max(len(samples[src]), len(samples[tgt]))
+    pairs = [Pair(1.2, f"{samples[src][i % len(samples[src])]} {i}", f"{samples[tgt][i % len(samples[tgt])]} {i}")
+             for i in range(4 * count)]
+    lang_id = cfg.filter.lang_id and cfg.filter.enabled
+    filter_cfg = FilterConfig(src_lang=src if lang_id else None, tgt_lang=tgt if lang_id else None)
+    list(PairFilter(filter_cfg).run(pairs[:50]))  # warm-up: the language model loads once
+    start = time.perf_counter()
+    list(PairFilter(filter_cfg).run(pairs))
+    return {"filter_pairs_per_second": len(pairs) / max(time.perf_counter() - start, 1e-6)}
+
+
+# --- the arithmetic ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class IndexShape:
+    factory: str
+    lists: int  # 0: no IVF (exact)
+    code_bytes: int  # per vector, plus an 8-byte id
+    train_sample: int
+
+
+def index_shape(rows: int, dim: int, cfg: PipelineConfig) -> IndexShape:
+    import faiss
+
+    from bitextmine.index import choose_index_type, default_train_sample, ivf_lists
+
+    factory = choose_index_type(rows, dim) if cfg.index.type == "auto" else cfg.index.type
+    index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
+    lists = ivf_lists(index) or 0
+    if not lists:
+        return IndexShape(factory, 0, dim * 4, 0)
+    sample = min(rows, cfg.index.train_sample or default_train_sample(lists))
+    return IndexShape(factory, lists, faiss.extract_index_ivf(index).code_size, sample)
+
+
+def _share(cfg: PipelineConfig, stage: str, tasks: int, m: dict, launcher: str) -> tuple[int, float]:
+    """(tasks running at once, the share of the calibrated machine's rates each one gets)."""
+    if m["device"].startswith("cuda") and stage == "embed":
+        return min(tasks, cfg.launcher.workers or 1), 1.0  # a GPU each
+    cpus = cfg.resources_for(stage).cpus
+    if launcher == "slurm":
+        return min(tasks, cfg.launcher.slurm.max_array), cpus / m["cores"]
+    together = min(tasks, cfg.launcher.workers or 1)
+    return together, min(cpus * together, m["cores"]) / m["cores"] / together
+
+
+def _stage_seconds(work: list[float], start: float, together: int, share: float) -> float:
+    """Wall time of tasks of ``work`` seconds (at the whole machine's rates) run ``together`` at a time."""
+    each = [start + w / share for w in work]
+    return max(sum(each) / together, max(each))
+
+
+def _train_seconds(shape: IndexShape, dim: int, m: dict) -> float:
+    """k-means (faiss: 10 iterations over at most 256 points a list) and the codebooks."""
+    points = min(shape.train_sample, 256 * shape.lists)
+    kmeans = 10 * points * shape.lists * dim * 2
+    sub = max(1, shape.code_bytes // 32) * 64 if "x4fs" in shape.factory else shape.code_bytes
+    centroids = 16 if "x4fs" in shape.factory else 256
+    codebooks = 25 * sub * min(points, 256 * centroids) * centroids * (dim / sub) * 2 if "PQ" in shape.factory else 0
+    return (kmeans + codebooks) / (m["knn_gflops"] * 1e9)
+
+
+def _index_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], launcher: str) -> StageEstimate:
+    """One task per language part: read the vectors, train on a sample, assign and encode every row."""
     dim = m["dim"]
-    index_tasks, index_disk, index_ram, index_seconds = 0, 0.0, 0.0, 0.0
+    work, ram, disk = [], 0.0, 0.0
+    shapes = set()
     for lang in sorted({x for p in cfg.pairs for x in p}):
         remaining = rows[lang]
         while remaining > 0:
             part = min(remaining, cfg.index.max_rows)
             remaining -= part
-            index_tasks += 1
-            factory = choose_index_type(part, dim) if cfg.index.type == "auto" else cfg.index.type
-            lists = int(factory.split("IVF")[1].split(",")[0]) if "IVF" in factory else 0
-            if lists:
-                sample = max(defaults.TRAIN_SAMPLES_PER_LIST * lists, defaults.PQ_MIN_TRAIN_ROWS)
-                flops = 25 * 2 * min(sample, part) * lists * dim + 2 * part * lists * dim
-                disk = part * (defaults.PQ_BYTES + 8) + lists * dim * 4
-                ram = disk + min(sample, part) * dim * 4
-            else:
-                flops, disk, ram = 0, part * (dim * 4 + 8), part * (dim * 4 + 8)
-            index_disk += disk / GB
-            index_ram = max(index_ram, ram / GB + 0.5)
-            index_seconds += flops / (m["knn_gflops"] * 1e9) + part * dim * 2 / 2e9
-    waves = -(-index_tasks // workers)
-    return StageEstimate("index", index_tasks, index_ram, 0.0, index_disk,
-                         index_seconds / workers + waves * m["task_startup_seconds"],
-                         "k-means 25 iterations on the training sample + assignment, at the measured "
-                         "GFLOP/s; Flat = the fp32 vectors")
+            shape = index_shape(part, dim, cfg)
+            shapes.add(shape.factory)
+            add = part * shape.lists * dim * 2 / (m["knn_gflops"] * 1e9) + part / m["encode_vectors_per_second"]
+            work.append(_train_seconds(shape, dim, m) + add if shape.lists else part * dim * 4 / 2e9)
+            held = part * (shape.code_bytes + 8) + shape.lists * dim * 4
+            ram = max(ram, m["task_base_ram_gb"] + (held + shape.train_sample * dim * 4 * 2
+                                                    + 2 * defaults.INDEX_QUERY_ROWS * dim * 4) / GB)
+            disk += held / GB
+    together, share = _share(cfg, "index", len(work), m, launcher)
+    start = m["task_startup_seconds"] + LAUNCH_SECONDS
+    return StageEstimate("index", len(work), ram, 0.0, disk, _stage_seconds(work, start, together, share),
+                         f"{', '.join(sorted(shapes))}: k-means (10 iterations) on the sample, then every row "
+                         f"assigned ({m['knn_gflops']:.0f} GFLOP/s) and encoded "
+                         f"({m['encode_vectors_per_second']:,.0f}/s)")
 
 
-def estimate(cfg: PipelineConfig, device: str = "auto", progress: bool = False) -> tuple[list[StageEstimate], dict]:
-    from bitextmine.index import choose_index_type
-    from bitextmine.io.text import count_lines
+def _search_seconds(queries: int, rows: int, shape: IndexShape, cfg: PipelineConfig, m: dict) -> float:
+    """One direction through an index: coarse assignment, scanning the probed lists, re-ranking."""
+    dim = m["dim"]
+    nprobe = cfg.mine.nprobe or cfg.index.nprobe
+    if not shape.lists:  # a Flat index: FAISS brute force
+        return queries * rows * dim * 2 / (m["knn_gflops"] * 1e9)
+    scanned = rows * min(1.0, nprobe / shape.lists)
+    return (queries * shape.lists * dim * 2 / (m["knn_gflops"] * 1e9) + queries * scanned / m["scan_codes_per_second"]
+            + queries * defaults.INDEX_CANDIDATES / m["rerank_per_second"])
 
-    m = measure(cfg, device, progress=progress)
-    dim, gpu = m["dim"], m["device"].startswith("cuda")
-    workers = max(1, cfg.launcher.workers or 1)
-    lines = {lang: [count_lines(s) for s in shards] for lang, shards in cfg.languages.items()}
-    sizes = {lang: [os.path.getsize(s) for s in shards] for lang, shards in cfg.languages.items()}
-    rows = {lang: sum(v) for lang, v in lines.items()}
-    total = sum(rows.values())
-    out = []
 
-    def waves(tasks: int) -> int:  # task start-ups paid one after the other
-        return -(-tasks // workers)
-
-    startup = m["task_startup_seconds"]
-
-    # embed: one task per shard, run `workers` at a time
-    shards = sum(len(v) for v in lines.values())
-    largest = max(max(v) for v in lines.values())
-    out.append(StageEstimate(
-        "embed", shards,
-        ram_gb=m["model_ram_gb"] + 0.4 + largest * (dim * 4 + 300) / GB,
-        gpu_gb=(m["model_ram_gb"] + 1.0) if gpu else 0.0,
-        disk_gb=total * dim * 2 / GB,
-        seconds=total / m["embed_sentences_per_second"] / workers + waves(shards) * (startup + m["model_load_seconds"]),
-        basis=f"{total:,} lines at {m['embed_sentences_per_second']:.0f} sent/s, {workers} worker(s), "
-              f"{startup + m['model_load_seconds']:.1f} s start-up a task; fp16 rows"))
-
-    if not cfg.index.exact:
-        out.append(_index_estimate(cfg, m, rows, workers))
-
-    # mine: per pair
-    mine_seconds, mine_ram = 0.0, 0.0
+def _mine_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], text_bytes: dict[str, int],
+                   launcher: str) -> StageEstimate:
+    """One task per pair: read both sides' text, search both ways (exactly or through the indexes), score."""
+    dim, k = m["dim"], cfg.mine.k
+    work, ram = [], 0.0
+    basis = set()
     for src, tgt in cfg.pairs:
         n, mm = rows[src], rows[tgt]
         if cfg.index.exact:
-            exact = True
-        elif cfg.index.type == "auto":
-            exact = all(choose_index_type(min(r, cfg.index.max_rows), dim) == "Flat" for r in (n, mm))
+            work.append(n * mm / m["knn_pairs_per_second"])
+            basis.add(f"exact: N x M / {m['knn_pairs_per_second']:.3g} vector pairs/s")
+            searched = 2 * defaults.KNN_BLOCK_ROWS**2 * 4
         else:
-            exact = cfg.index.type == "Flat"
-        if exact:
-            mine_seconds += 2 * n * mm * dim / (m["knn_gflops"] * 1e9)
-        else:
-            lists = int(choose_index_type(cfg.index.max_rows if mm > cfg.index.max_rows else mm, dim)
-                        .split("IVF")[1].split(",")[0])
-            scanned = cfg.index.nprobe / lists
-            mine_seconds += (n + mm) * 2 * lists * dim / (m["knn_gflops"] * 1e9)
-            mine_seconds += (n * mm + mm * n) * scanned * defaults.PQ_BYTES / (PQ_LOOKUPS_PER_SECOND * 2)
-        text_bytes = sum(sizes[src]) + sum(sizes[tgt])
-        block = defaults.KNN_BLOCK_ROWS
-        mine_ram = max(mine_ram, 0.6 + 3 * text_bytes / GB + (n + mm) * 2 * cfg.mine.k * 12 / GB
-                       + block * block * 4 * 2 / GB + 2 * block * dim * 4 / GB)
-    out.append(StageEstimate("mine", len(cfg.pairs), mine_ram, 0.0,
-                             sum(min(rows[s], rows[t]) for s, t in cfg.pairs) * 200 / GB,
-                             mine_seconds / min(workers, len(cfg.pairs)) + waves(len(cfg.pairs)) * startup,
-                             "exact: 2·N·M·dim FLOP once for both directions; IVF-PQ: nprobe/lists of the codes"))
-
-    # filter: per pair, at most one pair per source sentence
+            seconds = 0.0
+            for queries, lang in ((n, tgt), (mm, src)):
+                part = min(rows[lang], cfg.index.max_rows)
+                shape = index_shape(part, dim, cfg)
+                seconds += sum(_search_seconds(queries, min(part, rows[lang] - p), shape, cfg, m)
+                               for p in range(0, rows[lang], part))
+            work.append(seconds)
+            basis.add(f"through the indexes: coarse assignment, {cfg.mine.nprobe or cfg.index.nprobe} lists "
+                      f"scanned ({m['scan_codes_per_second']:.3g} codes/s), {defaults.INDEX_CANDIDATES} candidates "
+                      f"a query re-ranked ({m['rerank_per_second']:.3g}/s)")
+            held = max(min(rows[x], cfg.index.max_rows) * (index_shape(min(rows[x], cfg.index.max_rows), dim, cfg)
+                                                            .code_bytes + 8) for x in (src, tgt))
+            searched = held + defaults.INDEX_QUERY_ROWS * defaults.INDEX_CANDIDATES * 24 \
+                + 2 * defaults.RERANK_GATHER_ROWS * dim * 4
+        held_text = (n + mm) * TEXT_BYTES_PER_LINE + text_bytes[src] + text_bytes[tgt]
+        ram = max(ram, m["task_base_ram_gb"] + (held_text + (n + mm) * k * 12 * 2 + searched) / GB)
+    together, share = _share(cfg, "mine", len(work), m, launcher)
+    start = m["task_startup_seconds"] + LAUNCH_SECONDS
     pairs = sum(min(rows[s], rows[t]) for s, t in cfg.pairs)
-    out.append(StageEstimate("filter", len(cfg.pairs), 0.3 + pairs * 400 / GB, 0.0, pairs * 200 / GB,
-                             pairs / FILTER_PAIRS_PER_SECOND + waves(len(cfg.pairs)) * startup,
-                             f"at most {pairs:,} pairs at {FILTER_PAIRS_PER_SECOND:,} pairs/s"))
+    return StageEstimate("mine", len(cfg.pairs), ram, 0.0, pairs * MINED_SHARE * 200 / GB,
+                         _stage_seconds(work, start, together, share), "; ".join(sorted(basis)))
+
+
+def estimate_from(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], text_bytes: dict[str, int],
+                  launcher: str = "local") -> list[StageEstimate]:
+    """Per-stage estimates from rates ``m`` (as ``measure`` returns) and the shards' line counts."""
+    dim, gpu = m["dim"], m["device"].startswith("cuda")
+    rows = {lang: sum(v) for lang, v in lines.items()}
+    start = m["task_startup_seconds"] + LAUNCH_SECONDS
+    shards = [n for v in lines.values() for n in v]
+    together, share = _share(cfg, "embed", len(shards), m, launcher)
+    sorted_rows = min(max(shards), defaults.EMBED_SORT_CHUNK_LINES)  # held at once: text and vectors
+    out = [StageEstimate(
+        "embed", len(shards),
+        ram_gb=m["task_base_ram_gb"] + m["model_ram_gb"] + sorted_rows * (dim * 4 + 300) / GB,
+        gpu_gb=(m["model_ram_gb"] + 1.0) if gpu else 0.0,
+        disk_gb=sum(rows.values()) * dim * 2 / GB,
+        seconds=_stage_seconds([n / m["embed_sentences_per_second"] for n in shards],
+                               start + m["model_load_seconds"], together, share),
+        basis=f"{sum(rows.values()):,} lines at {m['embed_sentences_per_second']:.0f} sent/s, {together} task(s) "
+              f"at once with {share:.0%} of the rate each, {start + m['model_load_seconds']:.1f} s start-up a task")]
+    if not cfg.index.exact:
+        out.append(_index_estimate(cfg, m, rows, launcher))
+    out.append(_mine_estimate(cfg, m, rows, text_bytes, launcher))
+    pairs = [min(rows[s], rows[t]) * MINED_SHARE for s, t in cfg.pairs]
+    together, share = _share(cfg, "filter", len(pairs), m, launcher)
+    out.append(StageEstimate(
+        "filter", len(cfg.pairs), m["task_base_ram_gb"] + max(pairs) * PAIR_BYTES / GB, 0.0,
+        sum(pairs) * 200 / GB,
+        _stage_seconds([p / m["filter_pairs_per_second"] for p in pairs], start, together, share),
+        f"{sum(pairs):,.0f} pairs (a tenth of the smaller side) at {m['filter_pairs_per_second']:,.0f} pairs/s"))
+    return out
+
+
+def estimate(cfg: PipelineConfig, device: str = "auto", progress: bool = False,
+             launcher: str = "local") -> tuple[list[StageEstimate], dict]:
+    from bitextmine.io.text import count_lines
+
+    m = measure(cfg, device, progress=progress)
+    lines = {lang: [count_lines(s) for s in shards] for lang, shards in cfg.languages.items()}
+    text_bytes = {lang: sum(os.path.getsize(s) for s in shards) for lang, shards in cfg.languages.items()}
     m["lines"] = {lang: int(np.sum(v)) for lang, v in lines.items()}
-    return out, m
+    return estimate_from(cfg, m, lines, text_bytes, launcher), m
 
 
 # --- on Slurm ---------------------------------------------------------------------------------

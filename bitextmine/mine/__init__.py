@@ -18,7 +18,7 @@ import numpy as np
 from bitextmine import __version__, defaults
 from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
 from bitextmine.errors import BitextmineError
-from bitextmine.mine.knn import Neighbours, exact_knn_both_ways, index_knn
+from bitextmine.mine.knn import Neighbours, best_distinct, exact_knn_both_ways, index_knn
 from bitextmine.mine.scoring import RETRIEVALS, SCORE_ALIASES, SCORES, Pairs, candidates, retrieve
 from bitextmine.mine.thresholds import select_pairs, threshold_record
 
@@ -116,20 +116,6 @@ def unique_sentences(corpus: EmbeddingCorpus) -> UniqueSentences:
     return UniqueSentences(texts, np.asarray(rows, dtype=np.int64), inverse, corpus.total_rows, blank)
 
 
-def _collapse_duplicates(nb: Neighbours, k: int) -> Neighbours:
-    """Keep each row's first k distinct neighbours (an index may hold a sentence many times)."""
-    ids = nb.ids
-    dup = np.zeros(ids.shape, dtype=bool)
-    for j in range(1, ids.shape[1]):
-        dup[:, j] = (ids[:, :j] == ids[:, j : j + 1]).any(axis=1) | (ids[:, j] < 0)
-    dup[:, 0] = ids[:, 0] < 0
-    order = np.argsort(dup, axis=1, kind="stable")[:, :k]
-    sims = np.take_along_axis(nb.sims, order, 1)
-    out = np.take_along_axis(ids, order, 1)
-    gone = np.take_along_axis(dup, order, 1)
-    return Neighbours(np.where(gone, -np.inf, sims).astype(np.float32), np.where(gone, -1, out))
-
-
 def _search_indexes(index_dirs: list, corpus: EmbeddingCorpus, side: UniqueSentences, queries, database, k: int,
                     nprobe: int | None) -> Neighbours:
     """Search one index, or several that split the corpus, and keep the best k overall.
@@ -154,15 +140,15 @@ def _search_indexes(index_dirs: list, corpus: EmbeddingCorpus, side: UniqueSente
                                   "`bitextmine index` for these", path=index_dir)
         covered += range(start, start + len(built_from))
         lo, hi = set_offsets[start], set_offsets[start + len(built_from)]
-        found = index_knn(index, queries, database, 2 * k, nprobe or meta["nprobe"], id_map=side.inverse[lo:hi])
+        found = index_knn(index, queries, database, k, nprobe or meta["nprobe"],
+                          candidates=meta.get("candidates", defaults.INDEX_CANDIDATES), id_map=side.inverse[lo:hi])
         sims.append(found.sims)
         ids.append(found.ids)
     if sorted(covered) != list(range(len(corpus.sets))):
         raise BitextmineError("the indexes do not cover the embedding sets exactly once", path=index_dirs[0])
-    all_sims, all_ids = np.concatenate(sims, axis=1), np.concatenate(ids, axis=1)
-    order = np.argsort(-all_sims, axis=1, kind="stable")
-    merged = Neighbours(np.take_along_axis(all_sims, order, 1), np.take_along_axis(all_ids, order, 1))
-    return _collapse_duplicates(merged, k)
+    if len(sims) == 1:
+        return Neighbours(sims[0], ids[0])
+    return best_distinct(np.concatenate(sims, axis=1), np.concatenate(ids, axis=1), k)
 
 
 @dataclass

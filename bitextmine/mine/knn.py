@@ -7,8 +7,8 @@ Kernels:
   Memory is bounded by the block size, never by N x M.
 - ``exact_knn``: the same for one direction (queries among a database), which spares the
   column-wise top-k when only one direction is needed.
-- ``index_knn``: search a FAISS index (IVF-PQ for large databases), then recompute the
-  exact cosine of every neighbour from the stored vectors.
+- ``index_knn``: a FAISS index (IVF for large databases) proposes more candidates than
+  needed; their exact cosines, recomputed from the stored vectors, pick the neighbours.
 
 Vectors are L2-normalised, so inner product = cosine and higher is better throughout.
 """
@@ -191,26 +191,54 @@ def exact_knn(
 
 
 def exact_sims(queries: np.ndarray, database: np.ndarray, ids: np.ndarray,
-               block_rows: int = defaults.KNN_BLOCK_ROWS) -> np.ndarray:
+               gathered_rows: int = defaults.RERANK_GATHER_ROWS) -> np.ndarray:
     """cos(query i, database ids[i, j]) in fp32, for ids >= 0 (else -inf).
 
-    Blocks of queries keep the gathered neighbours small (block_rows x k x dim fp32).
+    Blocks of queries gather at most ``gathered_rows`` database rows at a time, each
+    distinct row read once and in row order (a memory-mapped database is then read
+    forwards, not hopped through), so memory is bounded whatever k or the corpus size.
     """
     out = np.full(ids.shape, -np.inf, dtype=np.float32)
-    for start in range(0, len(ids), block_rows):
-        block_ids = ids[start : start + block_rows]
+    step = max(1, gathered_rows // max(1, ids.shape[1]))
+    for start in range(0, len(ids), step):
+        block_ids = ids[start : start + step]
         valid = block_ids >= 0
-        q = np.asarray(queries[start : start + block_rows], dtype=np.float32)
-        neighbours = np.asarray(database[np.where(valid, block_ids, 0).ravel()], dtype=np.float32)
-        sims = np.einsum("nd,nkd->nk", q, neighbours.reshape(*block_ids.shape, -1))
-        out[start : start + block_rows] = np.where(valid, sims, -np.inf)
+        wanted, where = np.unique(block_ids[valid], return_inverse=True)
+        vectors = np.asarray(database[wanted], dtype=np.float32)
+        q = np.asarray(queries[start : start + step], dtype=np.float32)
+        rows = np.nonzero(valid)[0]
+        sims = np.einsum("nd,nd->n", q[rows], vectors[where.ravel()])
+        block = out[start : start + step]
+        block[valid] = sims
     return out
 
 
-def index_knn(index, queries: np.ndarray, database: np.ndarray, k: int, nprobe: int,
-              block_rows: int = defaults.INDEX_QUERY_ROWS, id_map: np.ndarray | None = None) -> Neighbours:
-    """Search a FAISS index with ``queries``; cosines recomputed exactly from ``database``.
+def best_distinct(sims: np.ndarray, ids: np.ndarray, k: int) -> Neighbours:
+    """Per row, the k best distinct ids by ``sims`` (a row may list an id twice: duplicate
+    sentences mapped to one, or several indexes over one side); missing ones are -1."""
+    order = np.lexsort((ids, -sims), axis=1)  # best first; equal ids (equal sims) side by side
+    sims, ids = np.take_along_axis(sims, order, 1), np.take_along_axis(ids, order, 1)
+    drop = ids < 0
+    drop[:, 1:] |= ids[:, 1:] == ids[:, :-1]
+    keep = np.argsort(drop, axis=1, kind="stable")[:, :k]
+    gone = np.take_along_axis(drop, keep, 1)
+    sims = np.where(gone, -np.inf, np.take_along_axis(sims, keep, 1)).astype(np.float32)
+    ids = np.where(gone, -1, np.take_along_axis(ids, keep, 1))
+    if ids.shape[1] < k:  # fewer candidates than k: pad
+        pad = ((0, 0), (0, k - ids.shape[1]))
+        sims, ids = np.pad(sims, pad, constant_values=-np.inf), np.pad(ids, pad, constant_values=-1)
+    return Neighbours(sims, ids)
 
+
+def index_knn(index, queries: np.ndarray, database: np.ndarray, k: int, nprobe: int,
+              candidates: int = defaults.INDEX_CANDIDATES, block_rows: int = defaults.INDEX_QUERY_ROWS,
+              id_map: np.ndarray | None = None) -> Neighbours:
+    """The k nearest database rows of each query through a FAISS index, by exact cosine.
+
+    The index proposes ``candidates`` rows per query (at least k) by its approximate
+    scores (compressed codes, ``nprobe`` of its lists); their cosines are recomputed
+    exactly from ``database`` and the best k distinct ones kept. Over-fetching makes the
+    result depend on which rows the probed lists hold, not on the codes' ranking errors.
     ``id_map`` turns the index's ids (global row ids of its embedding set) into rows of
     ``database``; ids it maps to -1 (rows not searched, e.g. blank lines) are dropped.
     """
@@ -219,14 +247,14 @@ def index_knn(index, queries: np.ndarray, database: np.ndarray, k: int, nprobe: 
     ivf = ivf_of(index)
     if ivf is not None:
         ivf.nprobe = nprobe
+    fetch = min(max(k, candidates), index.ntotal)
     sims = np.empty((len(queries), k), dtype=np.float32)
     ids = np.empty((len(queries), k), dtype=np.int64)
     for start in range(0, len(queries), block_rows):
         q = np.ascontiguousarray(queries[start : start + block_rows], dtype=np.float32)
-        _, found = index.search(q, k)
+        _, found = index.search(q, fetch)
         if id_map is not None:
             found = np.where(found >= 0, id_map[np.maximum(found, 0)], -1)
-        ids[start : start + len(q)] = found
-    sims = exact_sims(queries, database, ids)
-    order = np.argsort(-sims, axis=1, kind="stable")  # PQ distances are approximate: re-rank
-    return Neighbours(np.take_along_axis(sims, order, 1), np.take_along_axis(ids, order, 1))
+        best = best_distinct(exact_sims(q, database, found), found, k)
+        sims[start : start + len(q)], ids[start : start + len(q)] = best.sims, best.ids
+    return Neighbours(sims, ids)
