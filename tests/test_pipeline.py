@@ -222,6 +222,10 @@ def test_plan_arithmetic_from_given_measurements(tmp_path, monkeypatch):
     assert embed.disk_gb == pytest.approx(1000 * 512 * 2 / 1024**3)
     assert by_stage["mine"].tasks == by_stage["filter"].tasks == 1 and by_stage["index"].tasks == 2
     assert not (tmp_path / "run").exists()
+    # no threshold in the file: mine's decoy search is counted, a sample and its neighbours per side
+    assert "decoy" in by_stage["mine"].basis
+    assert plan._decoy_queries(500, 4) == 500 and plan._decoy_queries(1_000_000, 4) == 5 * 20_000
+    assert plan._decoy_queries(60_000, 4) == 60_000
 
 
 @pytest.mark.slow

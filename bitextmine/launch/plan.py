@@ -123,7 +123,7 @@ def _exact_knn(device: str, dim: int, rows: int = 4096) -> dict:
     """Exact kNN both ways (vector pairs/s) and FAISS's matrix products (GFLOP/s)."""
     import faiss
 
-    from bitextmine.mine.knn import exact_knn_both_ways
+    from bitextmine.mine.knn import exact_knn, exact_knn_both_ways
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((rows, dim), dtype=np.float32)
@@ -132,11 +132,15 @@ def _exact_knn(device: str, dim: int, rows: int = 4096) -> dict:
     start = time.perf_counter()
     exact_knn_both_ways(x, y, defaults.K, device=device)
     pairs_per_second = rows * 2 * rows / max(time.perf_counter() - start, 1e-6)
+    start = time.perf_counter()  # one way, as the decoy search of an adaptive threshold runs
+    exact_knn(x, y, defaults.K + 2, device=device)
+    one_way = rows * 2 * rows / max(time.perf_counter() - start, 1e-6)
     faiss.knn(x[:256], y, 1, metric=faiss.METRIC_INNER_PRODUCT)
     start = time.perf_counter()
     faiss.knn(x, y, 1, metric=faiss.METRIC_INNER_PRODUCT)
     gflops = 2 * rows * 2 * rows * dim / max(time.perf_counter() - start, 1e-6) / 1e9
-    return {"knn_pairs_per_second": pairs_per_second, "knn_gflops": gflops}
+    return {"knn_pairs_per_second": pairs_per_second, "knn_one_way_pairs_per_second": one_way,
+            "knn_gflops": gflops}
 
 
 def _index_rates(cfg: PipelineConfig, dim: int, gflops: float, rows: int = 32768, lists: int = 64) -> dict:
@@ -306,6 +310,10 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], text_byte
                                                             .code_bytes + 8) for x in (src, tgt))
             searched = held + defaults.INDEX_QUERY_ROWS * defaults.INDEX_CANDIDATES * 24 \
                 + 2 * defaults.RERANK_GATHER_ROWS * dim * 4
+        if cfg.mine.threshold is None:  # the threshold is chosen on the pools: the decoy search
+            rate = m.get("knn_one_way_pairs_per_second", m["knn_pairs_per_second"])
+            work[-1] += (_decoy_queries(n, k) * n + _decoy_queries(mm, k) * mm) / rate
+            basis.add("no threshold given: each side's decoy searched exactly within its language")
         held_text = (n + mm) * TEXT_BYTES_PER_LINE + text_bytes[src] + text_bytes[tgt]
         ram = max(ram, m["task_base_ram_gb"] + (held_text + (n + mm) * k * 12 * 2 + searched) / GB)
     together, share = _share(cfg, "mine", len(work), m, launcher)
@@ -313,6 +321,13 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], text_byte
     pairs = sum(min(rows[s], rows[t]) for s, t in cfg.pairs)
     return StageEstimate("mine", len(cfg.pairs), ram, 0.0, pairs * MINED_SHARE * 200 / GB,
                          _stage_seconds(work, start, together, share), "; ".join(sorted(basis)))
+
+
+def _decoy_queries(rows: int, k: int) -> int:
+    """Rows of one side searched against that side when mine chooses the threshold: a sample,
+    then the neighbours of the sample (see mine/thresholds.py decoy_best_scores)."""
+    sample = min(rows, defaults.DECOY_QUERIES)
+    return sample + min(rows - sample, sample * k)
 
 
 def estimate_from(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], text_bytes: dict[str, int],
