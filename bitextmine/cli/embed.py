@@ -9,7 +9,7 @@ import typer
 
 from bitextmine import defaults
 from bitextmine.choices import Precision, TextErrors
-from bitextmine.cli.options import Quiet, command, device_option
+from bitextmine.cli.options import Quiet, command, device_option, language_code
 
 app = typer.Typer()
 
@@ -38,6 +38,10 @@ def embed(
     errors: Annotated[TextErrors, typer.Option(
         help="Invalid UTF-8 or NUL bytes: strict (an error naming file and line) or replace.")]
     = TextErrors(defaults.TEXT_ERRORS),
+    lang: Annotated[str | None, typer.Option(
+        metavar="LANG", show_default=False, callback=language_code,
+        help="The text's language (ISO 639: ces or cs). A checkpoint trained with --recipe add-language "
+             "embeds the languages its teacher knows with the teacher; other encoders embed all alike.")] = None,
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="Replace a set made with another encoder or settings instead of refusing.")] = False,
     quiet: Quiet = False,
@@ -52,6 +56,7 @@ def embed(
         bitextmine embed 'corpus/de.*.txt.gz' -o emb/de
         zcat cc.de.*.gz | bitextmine embed - -o emb/de-stdin
         bitextmine embed news.de.txt -o emb/labse --encoder hf:sentence-transformers/LaBSE
+        bitextmine embed news.cs.txt -o emb/cs --encoder ckpt:models/add44 --lang ces
     """
     import logging
 
@@ -61,7 +66,7 @@ def embed(
 
     setup_logging(quiet)
     cfg = EmbedConfig(encoder=encoder, device=device, precision=precision.value, batch_tokens=batch_tokens,
-                      max_tokens=max_tokens, errors=errors.value, overwrite=overwrite)
+                      max_tokens=max_tokens, errors=errors.value, overwrite=overwrite, lang=lang)
     emb_set = embed_shards(expand_shards(shards), output, cfg, progress=not quiet)
     logging.getLogger("bitextmine").info(
         "%s: %d shard(s), %d rows, %d blank, %d truncated", output, len(emb_set.shards), emb_set.total_rows,

@@ -86,6 +86,20 @@ def device_spec(value: str) -> str:
         raise typer.BadParameter(e.message) from None
 
 
+def language_code(value: str | None) -> str | None:
+    """An ISO 639 code the language tables know (checked before any work), or None."""
+    from bitextmine.errors import BitextmineError
+    from bitextmine.filter.langid import language_key
+
+    if value is None:
+        return None
+    try:
+        language_key(value, "--lang")
+    except BitextmineError as e:
+        raise typer.BadParameter(e.message.removeprefix("--lang: ")) from None
+    return value
+
+
 def usage_error(message: str, option: str | None = None) -> typer.BadParameter:
     """An error in how the command was called: reported with the usage line, exit status 2."""
     return typer.BadParameter(message, param_hint=option)

@@ -124,6 +124,11 @@ def train(
              "(train.eng-deu.tsv), X times the batch, held on the teacher's vectors.")] = D.guard_known,
     guard_weight: Annotated[float, typer.Option(metavar="X", min=0.0, callback=finite,
                                                 help="Weight of the guards' loss.")] = D.guard_weight,
+    route_known: Annotated[bool, typer.Option(
+        "--route-known/--no-route-known",
+        help="The checkpoint hands the teacher's own languages (English included) to the teacher: `embed --lang` "
+             "and `eval` use the teacher for them, the student for the rest; no guards are trained.")]
+    = D.route_known,
     batch_size: Annotated[int, typer.Option(
         metavar="N", min=2,
         help="Pairs per batch: each pair's negatives are the batch's other pairs, so bigger is better (2048 took "
@@ -205,6 +210,7 @@ def train(
                     distill_weight=distill_weight, translation_loss=not no_translation_loss,
                     student_sides=student_sides.value, negative_bank=negative_bank, language_alpha=language_alpha,
                     guard_english=guard_english, guard_known=guard_known, guard_weight=guard_weight,
+                    route_known=route_known,
                     batch_size=batch_size, accumulation=accumulation, lr=lr, warmup_steps=warmup_steps,
                     lr_schedule=lr_schedule.value, max_steps=max_steps, max_minutes=max_minutes,
                     weight_decay=weight_decay, clip_norm=clip_norm, amp=amp.value, seed=seed, dev_size=dev_size,

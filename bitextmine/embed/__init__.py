@@ -38,6 +38,7 @@ class EmbedConfig:
     max_tokens: int = defaults.MAX_TOKENS
     errors: str = defaults.TEXT_ERRORS
     overwrite: bool = False
+    lang: str | None = None  # the text's language: an encoder that routes languages picks its part by it
 
     def batch_tokens_for(self, device: str) -> int:
         if self.batch_tokens is not None:
@@ -265,7 +266,7 @@ def _embed_locked(sources: list[str], out_dir: Path, cfg: EmbedConfig, devices: 
     devices = devices or resolve_devices(cfg.device)
     if STDIN in sources:
         devices = devices[:1]  # standard input can be read by one process only
-    encoder = load_encoder(cfg.encoder, device=devices[0], precision=cfg.precision)
+    encoder = load_encoder(cfg.encoder, device=devices[0], precision=cfg.precision).for_language(cfg.lang)
     emb_set = _open_set(out_dir, encoder, cfg)
     _embed_missing(emb_set, sources, encoder, cfg, devices, progress)
     # manifest order follows the command line, whatever order the workers finished in

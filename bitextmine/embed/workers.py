@@ -29,7 +29,7 @@ def _worker(device: str, out_dir: str, cfg, todo, results, threads: int) -> None
         torch.set_num_threads(threads)
         if device.startswith("cuda"):
             torch.cuda.set_device(torch.device(device))
-        encoder = load_encoder(cfg.encoder, device=device, precision=cfg.precision)
+        encoder = load_encoder(cfg.encoder, device=device, precision=cfg.precision).for_language(cfg.lang)
         while (task := todo.get()) is not None:
             source, file = task
             entry = embed_shard(encoder, source, Path(out_dir), file, cfg,

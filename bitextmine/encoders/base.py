@@ -77,6 +77,15 @@ class Encoder:
     def identity(self) -> EncoderIdentity:
         raise NotImplementedError
 
+    def for_language(self, lang: str | None) -> Encoder:
+        """The encoder that embeds text in ``lang`` (an ISO 639 code; None: not known).
+
+        Most encoders embed every language themselves. A checkpoint trained to add
+        languages (``--route-known``) hands the languages its teacher knows, English
+        included, to the teacher, whose space it shares: it cannot have forgotten them.
+        """
+        return self
+
     def tokenize(self, texts: list[str]) -> list[list[int]]:
         raise NotImplementedError
 

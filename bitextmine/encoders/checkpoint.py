@@ -127,11 +127,36 @@ class CheckpointEncoder(Encoder):
         return EncoderIdentity(name=self.name, version=f"bitextmine=={__version__}", dim=self.dim,
                                weights_sha256=digest, compatible_with=self.config.get("compatible_with"))
 
+    def for_language(self, lang: str | None) -> Encoder:
+        routed = self.config.get("teacher_languages")
+        if not lang or not routed or not speaks(routed, lang):
+            return self
+        return self.teacher
+
+    @cached_property
+    def teacher(self) -> Encoder:
+        """The teacher of a checkpoint that routes its languages to it, opened on first use."""
+        from bitextmine.encoders import load_encoder
+
+        teacher = load_encoder(self.config["teacher"], device=self.device, precision=self.precision)
+        if teacher.identity.space() != self.identity.space():
+            raise BitextmineError(f"the teacher {self.config['teacher']} is not the encoder this checkpoint learned "
+                                  "from (another embedding space)", path=self.directory / CONFIG)
+        return teacher
+
     def truncate(self, ids: list[int], max_tokens: int) -> list[int]:
         return ids[: max_tokens - 1] + ids[-1:]  # keep EOS
 
     def tokenize_truncated(self, texts: list[str], max_tokens: int) -> tuple[list[list[int]], int]:
         return super().tokenize_truncated(texts, min(max_tokens, self.max_tokens_model or max_tokens))
+
+
+def speaks(languages: list[str], lang: str) -> bool:
+    """Whether ``lang`` (``ces``, ``cs``, ``zh-tw``) is one of ``languages``, compared as ISO 639 languages."""
+    from bitextmine.filter.langid import find_language_key
+
+    key = find_language_key(lang.replace("_", "-").split("-")[0])
+    return key is not None and key in {find_language_key(code.split("-")[0]) for code in languages}
 
 
 ARCHITECTURES: dict[str, type[CheckpointEncoder]] = {}

@@ -90,6 +90,7 @@ def evaluate_bucc_files(src: str | Path, tgt: str | Path, gold: str | Path, enco
     from bitextmine.devices import resolve_device
     from bitextmine.encoders import load_encoder
     from bitextmine.evaluate import signature
+    from bitextmine.filter.langid import language_suffix
     from bitextmine.mine.thresholds import mine_and_choose
     from bitextmine.progress import encode_with_progress
 
@@ -98,10 +99,13 @@ def evaluate_bucc_files(src: str | Path, tgt: str | Path, gold: str | Path, enco
     cfg = replace(cfg, device=resolve_device(cfg.device))
     encoder = load_encoder(encoder_name, device=cfg.device)
     src_unique, tgt_unique = list(dict.fromkeys(src_s.texts)), list(dict.fromkeys(tgt_s.texts))
-    x = encode_with_progress(encoder, src_unique, "encode src", progress)
-    y = encode_with_progress(encoder, tgt_unique, "encode tgt", progress)
+    # each side by the encoder for its language (named by the file: de-en.training.de)
+    src_encoder, tgt_encoder = encoder.for_language(language_suffix(src)), encoder.for_language(language_suffix(tgt))
+    x = encode_with_progress(src_encoder, src_unique, "encode src", progress)
+    y = encode_with_progress(tgt_encoder, tgt_unique, "encode tgt", progress)
     # every pair (the sweep needs them), and the threshold `mine` would use for them
-    pairs, choice = mine_and_choose(x, y, cfg, (encoder.identity,), device=cfg.device, progress=progress)
+    pairs, choice = mine_and_choose(x, y, cfg, (src_encoder.identity, tgt_encoder.identity), device=cfg.device,
+                                    progress=progress)
     cfg = replace(cfg, threshold=choice.threshold)
     log.info("threshold %g (%s)", cfg.threshold, choice.reason)
     metrics = evaluate_mined(src_s, tgt_s, src_unique, tgt_unique, pairs, gold_pairs, cfg.threshold)

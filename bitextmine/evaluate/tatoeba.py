@@ -59,6 +59,7 @@ def evaluate_aligned_files(sets: list[tuple[str, Path, Path]], encoder_name: str
     from bitextmine.devices import resolve_device
     from bitextmine.encoders import load_encoder
     from bitextmine.evaluate import signature
+    from bitextmine.filter.langid import language_suffix
     from bitextmine.io.text import read_shard
     from bitextmine.progress import encode_with_progress
 
@@ -74,8 +75,9 @@ def evaluate_aligned_files(sets: list[tuple[str, Path, Path]], encoder_name: str
         if len(src_lines) != len(tgt_lines):
             raise BitextmineError(f"{len(src_lines)} lines, but {tgt} has {len(tgt_lines)}: files must be aligned",
                                   path=src)
-        x = encode_with_progress(encoder, src_lines, f"encode {name}", progress)
-        y = encode_with_progress(encoder, tgt_lines, f"encode {name}", progress)
+        # each side by the encoder for its language, as `embed --lang` would (named by the file)
+        x = encode_with_progress(encoder.for_language(language_suffix(src)), src_lines, f"encode {name}", progress)
+        y = encode_with_progress(encoder.for_language(language_suffix(tgt)), tgt_lines, f"encode {name}", progress)
         metrics.update(evaluate_aligned(x, y, name, cfg.score, cfg.device, cfg.k))
         metrics[f"{name}_pairs"] = float(len(src_lines))
     return {"metrics": metrics, "primary_metric": "p@1_mean",

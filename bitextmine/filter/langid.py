@@ -54,6 +54,17 @@ def find_language_key(code: str) -> str | None:
     return (_key(lang) or None) if lang is not None else None
 
 
+def language_suffix(path) -> str | None:
+    """The language code a file's name ends with (``tatoeba.ces-eng.ces``, ``news.de.gz``), or None."""
+    from pathlib import PurePath
+
+    name = PurePath(str(path)).name
+    for suffix in (".gz", ".zst", ".xz", ".bz2", ".txt", ".tsv", ".csv"):  # compression, then format
+        name = name.removesuffix(suffix)
+    code = name.rpartition(".")[2]
+    return code if "." in name and 2 <= len(code) <= 3 and find_language_key(code) else None
+
+
 def language_key(value: str, option: str = "language") -> str:
     """The language a code names, as the filter compares it (``deu`` -> ``de``, ``yue`` ->
     ``zh``). An unknown code is an error that names ``option``."""

@@ -130,7 +130,7 @@ def embed_tasks(cfg: PipelineConfig) -> list[Task]:
         for shard, out in zip(cfg.languages[lang], embed_dirs(cfg, lang), strict=True):
             inputs = [_digest(shard)]
             tasks.append(Task("embed", f"{lang}/{out.name}", out, "run_embed",
-                              {"shard": shard, "output": str(out), "encoder": cfg.encoder, **settings},
+                              {"shard": shard, "output": str(out), "encoder": cfg.encoder, "lang": lang, **settings},
                               cache_key("embed", params, inputs), inputs))
     return tasks
 
@@ -214,7 +214,7 @@ STAGE_TASKS = {"embed": embed_tasks, "index": index_tasks, "mine": mine_tasks, "
 # Each returns the paths it wrote, which the marker records with their checksums.
 
 def run_embed(shard: str, output: str, encoder: str, max_tokens: int, batch_tokens: int | None, precision: str,
-              errors: str, device: str) -> list[str]:
+              errors: str, device: str, lang: str | None = None) -> list[str]:
     from bitextmine.embed import EmbedConfig, embed_shards
     from bitextmine.embed.embedding_set import MANIFEST_NAME, EmbeddingSet
 
@@ -227,7 +227,7 @@ def run_embed(shard: str, output: str, encoder: str, max_tokens: int, batch_toke
             manifest.unlink()
     embed_shards([shard], output, EmbedConfig(encoder=encoder, device=device, max_tokens=max_tokens,
                                               batch_tokens=batch_tokens, precision=precision, errors=errors,
-                                              overwrite=True), progress=False)
+                                              overwrite=True, lang=lang), progress=False)
     return [output]
 
 

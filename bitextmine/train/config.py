@@ -58,6 +58,7 @@ class TrainConfig:
     guard_known: float = D.TRAIN_GUARD_KNOWN
     guard_weight: float = D.TRAIN_GUARD_WEIGHT
     guard_sentences: int = D.TRAIN_GUARD_SENTENCES
+    route_known: bool = D.TRAIN_ROUTE_KNOWN  # the checkpoint hands the teacher's languages to the teacher
     # optimisation
     batch_size: int = D.TRAIN_BATCH_SIZE
     accumulation: int = D.TRAIN_ACCUMULATION
@@ -101,6 +102,8 @@ class TrainConfig:
             raise BitextmineError("--student-sides target learns a teacher's vectors: give --teacher")
         if self.student_sides == "target" and self.hard_negatives:
             raise BitextmineError("--hard-negatives works with --student-sides both (with target: --negative-bank)")
+        if self.route_known and self.teacher is None:
+            raise BitextmineError("--route-known hands the teacher's languages to the teacher: give --teacher")
         if self.embedding_lr is not None and self.lr <= 0:
             raise BitextmineError("--embedding-lr follows the schedule of --lr: give --lr > 0")
         for name, least in AT_LEAST.items():

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -176,9 +177,13 @@ def prepare_target_objective(model: TrainableEncoder, data: ParallelData, cfg: T
     if world()[0] != 0:
         cache_dir = None  # one process keeps the teacher's vectors
     known = known_languages(data, teacher)
+    if cfg.route_known:  # the teacher embeds English and its own languages: nothing to guard
+        cfg = replace(cfg, guard_english=0.0, guard_known=0.0)
     for lang in sorted(known):
         log.info("%s: a language the teacher knows, %s", lang,
-                 "a guard (held on the teacher's vectors)" if cfg.guard_known > 0 else "left out (no --guard-known)")
+                 "embedded by the teacher (--route-known): left out" if cfg.route_known
+                 else "a guard (held on the teacher's vectors)" if cfg.guard_known > 0
+                 else "left out (no --guard-known)")
     targets = TeacherTargets(model, data, known, cfg, teacher, cache_dir)
     log.info("new languages: %s", ", ".join(f"{lang} ({len(rows):,})" for lang, rows in targets.languages.items()))
     return TargetSideObjective(model, targets, cfg, device)

@@ -107,6 +107,16 @@ def cut_log(out_dir: Path, step: int) -> None:
                 tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
 
 
+def routed_languages(cfg: TrainConfig, teacher: Encoder | None) -> list[str] | None:
+    """The languages the checkpoint hands to its teacher (``--route-known``), or None."""
+    if not cfg.route_known:
+        return None
+    languages = sorted(getattr(teacher, "languages", ()) or ())
+    if not languages:
+        raise BitextmineError(f"--route-known: the teacher {cfg.teacher} declares no languages to hand it")
+    return languages
+
+
 class Checkpoints:
     """What one run writes into ``out_dir``; only the ``writer`` process (rank 0) writes."""
 
@@ -114,7 +124,8 @@ class Checkpoints:
                  teacher: Encoder | None = None, writer: bool = True, tasks: list[dict] | None = None):
         self.out_dir, self.model, self.optimizer, self.cfg, self.writer = out_dir, model, optimizer, cfg, writer
         self.description = {**model.config(), "compatible_with": teacher.identity.space() if teacher else None,
-                            "teacher": cfg.teacher, "recipe": cfg.recipe, "train_config": asdict(cfg),
+                            "teacher": cfg.teacher, "teacher_languages": routed_languages(cfg, teacher),
+                            "recipe": cfg.recipe, "train_config": asdict(cfg),
                             "tasks": tasks or [], "bitextmine_version": __version__}
         # what --resume must find again: each task's name, size and weight (files may move)
         self.tasks_signature = [{k: t[k] for k in ("name", "size", "weight")} for t in tasks or []]
