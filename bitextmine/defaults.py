@@ -70,6 +70,12 @@ INDEX_QUERY_ROWS = 65_536
 # vectors) choose the k neighbours, so the codes' ranking errors cost nothing. 64 = 16 k:
 # 4-bit codes rank coarsely; re-ranking them is most of the search time on a CPU.
 INDEX_CANDIDATES = 64
+# Through indexes a row can miss some of its k nearest: its neighbourhood mean comes out low and
+# its margins high. With EXACT_MARGINS the rows of the kept pairs are searched exactly (those rows
+# only, against the whole other side) and the pairs selected again at the same threshold, so every
+# written margin is exact; the cost grows with the pairs kept, not with the pools.
+EXACT_MARGINS = True
+EXACT_MARGIN_ROUNDS = 8  # reselections at most: each brings the rows of pairs a corrected row let in
 RERANK_GATHER_ROWS = 65536  # vectors gathered at once to re-rank candidates (128 MB in fp32 at 512-d)
 
 # --- mine -----------------------------------------------------------------------------

@@ -120,7 +120,12 @@ def test_mining_through_indexes_matches_exact_search(cli, tmp_path):
     want, got = read_tsv(exact), read_tsv(indexed)
     assert [r[1:] for r in got] == [r[1:] for r in want]
     np.testing.assert_allclose([float(r[0]) for r in got], [float(r[0]) for r in want], atol=2e-6)
-    assert json.loads((tmp_path / "indexed.tsv.json").read_text())["parameters"]["search"] == "index"
+    parameters = json.loads((tmp_path / "indexed.tsv.json").read_text())["parameters"]
+    assert parameters["search"] == "index" and parameters["exact_margins"] is True
+    result = cli("mine", "--src", de, "--tgt", en, "-o", tmp_path / "fast.tsv", "--src-index", tmp_path / "de.idx",
+                 "--tgt-index", tmp_path / "en.idx", "--index-margins", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads((tmp_path / "fast.tsv.json").read_text())["parameters"]["exact_margins"] is False
 
 
 def test_block_size_does_not_change_the_pairs(tmp_path, monkeypatch):

@@ -61,6 +61,11 @@ def mine(
                                               help="Keep only the N best pairs.")] = None,
     nprobe: Annotated[int | None, typer.Option(metavar="N", min=1, rich_help_panel=SEARCH, show_default=False,
                                                help="IVF lists per query (default: the index's).")] = None,
+    exact_margins: Annotated[bool, typer.Option(
+        "--exact-margins/--index-margins", rich_help_panel=SEARCH,
+        help="Through indexes: search the rows of kept pairs exactly, so every margin written is exact "
+             "(an index can miss neighbours, which raises margins); --index-margins skips it.")]
+    = defaults.EXACT_MARGINS,
     device: device_option("Exact search on auto (a GPU when there is one), cpu or cuda:N.",
                           rich_help_panel=SEARCH) = defaults.DEVICE,
     with_ids: Annotated[bool, typer.Option("--ids", help="Add src_id and tgt_id columns (shard:line).")] = False,
@@ -102,7 +107,8 @@ def mine(
         raise usage_error("the pairs already go to standard output: give --json a file", "--json")
     setup_logging(quiet)
     cfg = MineConfig(k=k, score=score_of(score, margin), retrieval=retrieval.value, threshold=threshold,
-                     top_n=top_n, nprobe=nprobe, device=device, target_precision=target_precision)
+                     top_n=top_n, nprobe=nprobe, device=device, target_precision=target_precision,
+                     exact_margins=exact_margins)
     target = PairsOutput(output=output, meta=json_out, with_ids=with_ids,
                          filter=filter_cfg if filter_pairs else None, rejects=rejects)
     mined = mine_to_files(src, tgt, cfg, target, src_index=src_index, tgt_index=tgt_index, progress=not quiet)

@@ -8,7 +8,7 @@
     pairs: [[de, en]]
     embed:    {max_tokens: 256, batch_tokens: null, precision: auto, errors: strict}
     index:    {type: auto, nprobe: 128, max_rows: 10000000}   # larger languages: several indexes
-    mine:     {k: 4, score: ratio, retrieval: max, threshold: null, top_n: null}
+    mine:     {k: 4, score: ratio, retrieval: max, threshold: null, top_n: null, exact_margins: true}
     filter:   {enabled: true, lang_id: true, skip: [], dedup: both, max_score: null, rejects: false}
     resources:                      # per stage: what a task asks of Slurm (or the local machine)
       embed: {cpus: 4, gpus: 1, mem_gb: 16, timeout_min: 240}
@@ -88,6 +88,7 @@ class MineStage(Model):
     threshold: Float | None = None
     top_n: NonNegative | None = None
     nprobe: Positive | None = None
+    exact_margins: Bool = defaults.EXACT_MARGINS  # through indexes: the kept pairs' rows searched exactly
     device: Device = defaults.DEVICE
 
     @model_validator(mode="before")

@@ -23,7 +23,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bitextmine import __version__
+from bitextmine import __version__, defaults
 from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import save_json
 from bitextmine.launch.config import PipelineConfig
@@ -242,14 +242,14 @@ def run_index(embeddings: list[str], output: str, type: str, nprobe: int, train_
 
 def run_mine(src: list[str], tgt: list[str], src_index: list[str], tgt_index: list[str], output: str, k: int,
              score: str, retrieval: str, threshold: float | None, top_n: int | None, nprobe: int | None,
-             device: str) -> list[str]:
+             device: str, exact_margins: bool = defaults.EXACT_MARGINS) -> list[str]:
     from bitextmine.mine import MineConfig
     from bitextmine.mine.output import PairsOutput, mine_to_files
 
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     target = PairsOutput(output=output, with_ids=True)
     mine_to_files(src, tgt, MineConfig(k=k, score=score, retrieval=retrieval, threshold=threshold, top_n=top_n,
-                                       nprobe=nprobe, device=device),
+                                       nprobe=nprobe, device=device, exact_margins=exact_margins),
                   target, src_index=src_index or None, tgt_index=tgt_index or None)
     return target.files()
 

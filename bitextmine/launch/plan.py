@@ -310,6 +310,12 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], text_byte
                                                             .code_bytes + 8) for x in (src, tgt))
             searched = held + defaults.INDEX_QUERY_ROWS * defaults.INDEX_CANDIDATES * 24 \
                 + 2 * defaults.RERANK_GATHER_ROWS * dim * 4
+            if cfg.mine.exact_margins and cfg.mine.score not in ("cosine", "absolute"):
+                # the kept pairs' rows searched again exactly, each against the other side
+                rate = m.get("knn_one_way_pairs_per_second", m["knn_pairs_per_second"])
+                work[-1] += MINED_SHARE * min(n, mm) * (n + mm) / rate
+                basis.add(f"exact margins: {MINED_SHARE:.0%} of the smaller side's rows kept in pairs, each side's "
+                          "searched exactly against the other")
         if cfg.mine.threshold is None:  # the threshold is chosen on the pools: the decoy search
             rate = m.get("knn_one_way_pairs_per_second", m["knn_pairs_per_second"])
             work[-1] += (_decoy_queries(n, k) * n + _decoy_queries(mm, k) * mm) / rate

@@ -19,6 +19,7 @@ from bitextmine import __version__, defaults
 from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
 from bitextmine.errors import BitextmineError
 from bitextmine.mine.knn import Neighbours, best_distinct, exact_knn_both_ways, index_knn
+from bitextmine.mine.rescore import select_with_exact_margins
 from bitextmine.mine.scoring import RETRIEVALS, SCORE_ALIASES, SCORES, Pairs, candidates, retrieve
 from bitextmine.mine.thresholds import select_pairs, threshold_record
 
@@ -34,6 +35,7 @@ class MineConfig:
     target_precision: float = defaults.TARGET_PRECISION  # what a chosen threshold aims for
     top_n: int | None = None  # keep only the best N pairs
     nprobe: int | None = None  # None: the index's own
+    exact_margins: bool = defaults.EXACT_MARGINS  # through indexes: the kept pairs' rows searched exactly
     device: str = defaults.DEVICE  # for exact search: a GPU when torch sees one
     block_rows: int = defaults.KNN_BLOCK_ROWS
 
@@ -216,7 +218,11 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
     elif src_index is not None or tgt_index is not None:
         log.warning("one index given: exact search computes both directions at once, so it is used for both")
     knn_started = time.time()
-    selection = select_pairs(x, y, cfg, (src.encoder, tgt.encoder), fwd, bwd, device=cfg.device, progress=progress)
+    if search == "index" and cfg.exact_margins:
+        selection = select_with_exact_margins(x, y, cfg, (src.encoder, tgt.encoder), fwd, bwd, device=cfg.device)
+    else:
+        selection = select_pairs(x, y, cfg, (src.encoder, tgt.encoder), fwd, bwd, device=cfg.device,
+                                 progress=progress)
     pairs, cfg = selection.pairs, replace(cfg, threshold=selection.choice.threshold)
     log.info("threshold %g (%s)", cfg.threshold, selection.choice.reason)
     knn_seconds = time.time() - knn_started

@@ -1,4 +1,5 @@
-"""Rescore an existing bitext against large monolingual pools (``bitextmine score-pairs``).
+"""Exact margins: for pairs mined through indexes, and for an existing bitext scored against
+large monolingual pools (``bitextmine score-pairs``).
 
 A margin needs neighbourhoods: avg(x, y) averages x's k nearest targets and y's k
 nearest sources. A crawled bitext alone does not have them (which is why scoring it
@@ -9,6 +10,8 @@ the opposite pool, and scored with the same formula as ``bitextmine mine``.
 
 from __future__ import annotations
 
+import logging
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -17,12 +20,54 @@ from bitextmine import defaults
 from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
 from bitextmine.errors import BitextmineError
 from bitextmine.io.pairs import Pair
-from bitextmine.mine.knn import exact_knn
+from bitextmine.mine.knn import Neighbours, exact_knn
 from bitextmine.mine.scoring import margin_scores
+from bitextmine.mine.thresholds import Selection, select_pairs
+
+log = logging.getLogger(__name__)
 
 
 def _non_blank(corpus: EmbeddingCorpus) -> SelectedRows:
     return SelectedRows(corpus, corpus.non_blank_ids())
+
+
+def select_with_exact_margins(x, y, cfg, identities, fwd: Neighbours, bwd: Neighbours,
+                              device: str = "cpu") -> Selection:
+    """``select_pairs`` on neighbours found through indexes, with every kept pair's margin exact.
+
+    An index can miss some of a row's k nearest, and the k it finds are never nearer than
+    the true k: the neighbourhood mean comes out low and the margin high, never low. So the
+    threshold is chosen once on the index's lists; then the rows of the kept pairs get their
+    exact k nearest (an exact search of those rows only) and the pairs are selected again at
+    that threshold, until every kept pair's rows are exact: a pair that a corrected row lets
+    in brings its own rows. ``fwd`` and ``bwd`` are corrected in place.
+    """
+    selection = select_pairs(x, y, cfg, identities, fwd, bwd, device=device)
+    if cfg.score == "cosine":  # the index's cosines are exact already
+        return selection
+    choice, at_threshold = selection.choice, replace(cfg, threshold=selection.choice.threshold)
+    exact_src, exact_tgt = np.zeros(len(x), dtype=bool), np.zeros(len(y), dtype=bool)
+    for _ in range(defaults.EXACT_MARGIN_ROUNDS):
+        src_rows = np.unique(selection.pairs.src[~exact_src[selection.pairs.src]])
+        tgt_rows = np.unique(selection.pairs.tgt[~exact_tgt[selection.pairs.tgt]])
+        if not len(src_rows) and not len(tgt_rows):
+            break
+        log.info("exact neighbourhoods of %d source and %d target rows of kept pairs", len(src_rows), len(tgt_rows))
+        _correct(fwd, src_rows, x, y, device)
+        _correct(bwd, tgt_rows, y, x, device)
+        exact_src[src_rows], exact_tgt[tgt_rows] = True, True
+        selection = select_pairs(x, y, at_threshold, identities, fwd, bwd, device=device)
+    else:
+        log.warning("after %d rounds some kept pairs still have margins from the index's neighbours",
+                    defaults.EXACT_MARGIN_ROUNDS)
+    return replace(selection, choice=choice)
+
+
+def _correct(neighbours: Neighbours, rows: np.ndarray, queries, database, device: str) -> None:
+    """Replace the lists of ``rows`` by their exact nearest rows of ``database``."""
+    if len(rows):
+        exact = exact_knn(np.asarray(queries[rows], dtype=np.float32), database, neighbours.k, device=device)
+        neighbours.sims[rows], neighbours.ids[rows] = exact.sims, exact.ids
 
 
 def neighbourhood_means(queries: np.ndarray, pool, k: int, device: str = "cpu",
