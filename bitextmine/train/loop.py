@@ -30,7 +30,7 @@ from bitextmine.train import run_state
 from bitextmine.train.config import TrainConfig, get_lr
 from bitextmine.train.data import ParallelData
 from bitextmine.train.distributed import average_gradients, init_from_environment, share_from_rank0, world
-from bitextmine.train.objective import prepare_objective
+from bitextmine.train.objective import known_languages, prepare_objective
 from bitextmine.train.optim import clip_gradients
 from bitextmine.train.run_state import Checkpoints, Deadline, Interrupts, Meter, RunState
 from bitextmine.train.tasks import TaskBatches, TrainingTask, as_tasks, split_dev, vocabulary_data
@@ -74,6 +74,7 @@ def train(data: ParallelData | list[TrainingTask], out_dir: str | Path, cfg: Tra
         with checkpoints.finished_on_interrupt(state), interrupts.immediate():
             cache_dir = out_dir / run_state.STATE_DIR
             objectives = [prepare_objective(model, t.data, cfg, device, teacher, cache_dir) for t in tasks]
+            dev, dev_english = routed_dev(dev, cfg, teacher)
             dev_ids = model.tokenize(dev.src), model.tokenize(dev.tgt)
         # until timed: an evaluation embeds 2 x dev sentences forward only, cheaper than dev / batch steps
         deadline.expect_final_work(eval_steps=len(dev) / cfg.batch_size, save_bytes=checkpoints.bytes_to_save())
@@ -107,7 +108,8 @@ def train(data: ParallelData | list[TrainingTask], out_dir: str | Path, cfg: Tra
                 out_of_time = deadline.exhausted()
                 if rank == 0 and (state.step % cfg.eval_every == 0 or state.step >= cfg.max_steps or out_of_time):
                     with deadline.final_work("eval"):
-                        checkpoints.record_evaluation(state, dev_p_at_1(model, *dev_ids, device), loss, lr, meter)
+                        checkpoints.record_evaluation(state, dev_p_at_1(model, *dev_ids, device, dev_english),
+                                                      loss, lr, meter)
                 stop = stop_reason(state, cfg, out_of_time, interrupts.requested)
                 stop = STOPS[share_from_rank0(STOPS.index(stop))]  # rank 0 decides for every process
                 if state.step % cfg.save_every == 0 and not stop:
@@ -172,9 +174,30 @@ def amp_dtype(cfg: TrainConfig, device: str) -> torch.dtype | None:
     return torch.bfloat16 if cpu_has_native_bf16() else None
 
 
+def routed_dev(dev: ParallelData, cfg: TrainConfig, teacher) -> tuple[ParallelData, np.ndarray | None]:
+    """The dev pairs as the checkpoint will be used, and the English side's fixed vectors.
+
+    Routed (``--route-known`` with ``--student-sides target``), the student embeds only the
+    new languages and the teacher the English side, so the dev slice leaves out files in the
+    teacher's languages and scores the student's X against the teacher's English.
+    """
+    if not (cfg.route_known and cfg.student_sides == "target" and teacher is not None):
+        return dev, None
+    known = known_languages(dev, teacher)
+    rows = [i for i, lang in enumerate(dev.language or [""] * len(dev)) if lang not in known]
+    if not rows:  # a dev file of known languages only: scored as given
+        return dev, None
+    dev = dev.subset(rows)
+    return dev, teacher.encode(dev.src, max_tokens=cfg.max_tokens)
+
+
 @torch.no_grad()
-def dev_p_at_1(model: TrainableEncoder, dev_src: list[list[int]], dev_tgt: list[list[int]], device) -> float:
-    """Mean P@1 of both directions on the dev pairs, in % (the model in eval mode, no gradient)."""
+def dev_p_at_1(model: TrainableEncoder, dev_src: list[list[int]], dev_tgt: list[list[int]], device,
+               src_vectors: np.ndarray | None = None) -> float:
+    """Mean P@1 of both directions on the dev pairs, in % (the model in eval mode, no gradient).
+
+    ``src_vectors``: the source side's vectors, fixed (the teacher's), instead of the model's.
+    """
     from bitextmine.mine.knn import exact_knn_both_ways
 
     def encode(ids: list[list[int]]) -> np.ndarray:
@@ -182,7 +205,8 @@ def dev_p_at_1(model: TrainableEncoder, dev_src: list[list[int]], dev_tgt: list[
                                for start in range(0, len(ids), EVAL_BATCH)])
 
     model.module.eval()
-    x, y = encode(dev_src), encode(dev_tgt)
+    x = src_vectors if src_vectors is not None else encode(dev_src)
+    y = encode(dev_tgt)
     model.module.train()
     fwd, bwd = exact_knn_both_ways(x, y, 1)
     hits = (fwd.ids[:, 0] == np.arange(len(x))).mean() + (bwd.ids[:, 0] == np.arange(len(y))).mean()
