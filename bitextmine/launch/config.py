@@ -7,7 +7,7 @@
       en: corpus/en.txt
     pairs: [[de, en]]
     embed:    {max_tokens: 256, batch_tokens: null, precision: auto, errors: strict}
-    index:    {type: auto, nprobe: 128, max_rows: 10000000}   # larger languages: several indexes
+    index:    {type: auto, nprobe: 32, max_rows: 10000000}    # larger languages: several indexes
     mine:     {k: 4, score: ratio, retrieval: max, threshold: null, top_n: null, exact_margins: true}
     filter:   {enabled: true, lang_id: true, skip: [], dedup: both, max_score: null, rejects: false}
     resources:                      # per stage: what a task asks of Slurm (or the local machine)
