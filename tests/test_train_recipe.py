@@ -435,7 +435,7 @@ def test_ctrl_c_then_resume_continues_the_same_run_and_embeds_nothing_twice(tmp_
     monkeypatch.setattr(USEm3Encoder, "encode", counting_encode)
     full = train(recipe_data, tmp_path / "full", cfg, progress=False)
     uninterrupted = list(embedded)
-    assert len(set(uninterrupted)) == len(uninterrupted) > 100  # the teacher embeds each text once
+    assert len(set(uninterrupted)) == len(uninterrupted) > 60  # the teacher embeds each text once
 
     embedded.clear()
     saved = interrupted_at_step(4, recipe_data, tmp_path / "part", cfg, monkeypatch)

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -74,7 +75,7 @@ def train(data: ParallelData | list[TrainingTask], out_dir: str | Path, cfg: Tra
         with checkpoints.finished_on_interrupt(state), interrupts.immediate():
             cache_dir = out_dir / run_state.STATE_DIR
             objectives = [prepare_objective(model, t.data, cfg, device, teacher, cache_dir) for t in tasks]
-            dev, dev_english = routed_dev(dev, cfg, teacher)
+            dev, dev_english = routed_dev(dev, cfg, teacher, cache_dir if rank == 0 else None)
             dev_ids = model.tokenize(dev.src), model.tokenize(dev.tgt)
         # until timed: an evaluation embeds 2 x dev sentences forward only, cheaper than dev / batch steps
         deadline.expect_final_work(eval_steps=len(dev) / cfg.batch_size, save_bytes=checkpoints.bytes_to_save())
@@ -174,12 +175,14 @@ def amp_dtype(cfg: TrainConfig, device: str) -> torch.dtype | None:
     return torch.bfloat16 if cpu_has_native_bf16() else None
 
 
-def routed_dev(dev: ParallelData, cfg: TrainConfig, teacher) -> tuple[ParallelData, np.ndarray | None]:
+def routed_dev(dev: ParallelData, cfg: TrainConfig, teacher,
+               cache_dir: Path | None = None) -> tuple[ParallelData, np.ndarray | None]:
     """The dev pairs as the checkpoint will be used, and the English side's fixed vectors.
 
     Routed (``--route-known`` with ``--student-sides target``), the student embeds only the
     new languages and the teacher the English side, so the dev slice leaves out files in the
-    teacher's languages and scores the student's X against the teacher's English.
+    teacher's languages and scores the student's X against the teacher's English. The
+    teacher's vectors are kept in ``cache_dir`` for a resumed run.
     """
     if not (cfg.route_known and cfg.student_sides == "target" and teacher is not None):
         return dev, None
@@ -188,7 +191,18 @@ def routed_dev(dev: ParallelData, cfg: TrainConfig, teacher) -> tuple[ParallelDa
     if not rows:  # a dev file of known languages only: scored as given
         return dev, None
     dev = dev.subset(rows)
-    return dev, teacher.encode(dev.src, max_tokens=cfg.max_tokens)
+    digest = hashlib.sha256("\n".join(dev.src).encode("utf-8")).hexdigest()[:16]
+    cached = None if cache_dir is None else cache_dir / f"dev-teacher-{digest}.npy"
+    if cached is not None and cached.is_file():
+        return dev, np.load(cached)
+    vectors = teacher.encode(dev.src, max_tokens=cfg.max_tokens)
+    if cached is not None:
+        from bitextmine.io.atomic import atomic_path
+
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        with atomic_path(cached) as tmp, open(tmp, "wb") as f:
+            np.save(f, vectors)
+    return dev, vectors
 
 
 @torch.no_grad()
