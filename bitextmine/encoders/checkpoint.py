@@ -128,6 +128,8 @@ class CheckpointEncoder(Encoder):
                                weights_sha256=digest, compatible_with=self.config.get("compatible_with"))
 
     def for_language(self, lang: str | None) -> Encoder:
+        from bitextmine.filter.langid import speaks
+
         routed = self.config.get("teacher_languages")
         if not lang or not routed or not speaks(routed, lang):
             return self
@@ -149,14 +151,6 @@ class CheckpointEncoder(Encoder):
 
     def tokenize_truncated(self, texts: list[str], max_tokens: int) -> tuple[list[list[int]], int]:
         return super().tokenize_truncated(texts, min(max_tokens, self.max_tokens_model or max_tokens))
-
-
-def speaks(languages: list[str], lang: str) -> bool:
-    """Whether ``lang`` (``ces``, ``cs``, ``zh-tw``) is one of ``languages``, compared as ISO 639 languages."""
-    from bitextmine.filter.langid import find_language_key
-
-    key = find_language_key(lang.replace("_", "-").split("-")[0])
-    return key is not None and key in {find_language_key(code.split("-")[0]) for code in languages}
 
 
 ARCHITECTURES: dict[str, type[CheckpointEncoder]] = {}

@@ -56,13 +56,17 @@ def find_language_key(code: str) -> str | None:
 
 def language_suffix(path) -> str | None:
     """The language code a file's name ends with (``tatoeba.ces-eng.ces``, ``news.de.gz``), or None."""
-    from pathlib import PurePath
+    from bitextmine.io.paths import data_stem
 
-    name = PurePath(str(path)).name
-    for suffix in (".gz", ".zst", ".xz", ".bz2", ".txt", ".tsv", ".csv"):  # compression, then format
-        name = name.removesuffix(suffix)
+    name = data_stem(path)
     code = name.rpartition(".")[2]
     return code if "." in name and 2 <= len(code) <= 3 and find_language_key(code) else None
+
+
+def speaks(languages: Iterable[str], lang: str) -> bool:
+    """Whether ``lang`` (``ces``, ``cs``, ``zh-tw``) is one of ``languages``, compared as ISO 639 languages."""
+    key = find_language_key(lang.replace("_", "-").split("-")[0])
+    return key is not None and key in {find_language_key(code.split("-")[0]) for code in languages}
 
 
 def language_key(value: str, option: str = "language") -> str:

@@ -54,3 +54,15 @@ def check_name(name: str, what: str, artifact: str | Path) -> str:
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise BitextmineError(f"{what} {name!r} must be a plain name (letters, digits, _ + - .)", path=artifact)
     return name
+
+
+DATA_SUFFIXES = ("gz", "xz", "zst", "bz2", "tsv", "txt", "csv")  # compression and text formats
+
+
+def data_stem(name: str | Path) -> str:
+    """A data file's name without its directory and its compression and format suffixes
+    (``/d/train.eng-ces.tsv.gz`` -> ``train.eng-ces``, ``news.de.txt`` -> ``news.de``)."""
+    parts = Path(name).name.split(".")
+    while len(parts) > 1 and parts[-1].lower() in DATA_SUFFIXES:
+        parts.pop()
+    return ".".join(parts)

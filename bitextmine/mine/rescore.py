@@ -20,7 +20,7 @@ from bitextmine import defaults
 from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
 from bitextmine.errors import BitextmineError
 from bitextmine.io.pairs import Pair
-from bitextmine.mine.knn import Neighbours, exact_knn
+from bitextmine.mine.knn import Neighbours, as_float32, exact_knn
 from bitextmine.mine.scoring import margin_scores
 from bitextmine.mine.thresholds import Selection, select_pairs
 
@@ -66,7 +66,7 @@ def select_with_exact_margins(x, y, cfg, identities, fwd: Neighbours, bwd: Neigh
 def _correct(neighbours: Neighbours, rows: np.ndarray, queries, database, device: str) -> None:
     """Replace the lists of ``rows`` by their exact nearest rows of ``database``."""
     if len(rows):
-        exact = exact_knn(np.asarray(queries[rows], dtype=np.float32), database, neighbours.k, device=device)
+        exact = exact_knn(as_float32(queries[rows]), database, neighbours.k, device=device)
         neighbours.sims[rows], neighbours.ids[rows] = exact.sims, exact.ids
 
 

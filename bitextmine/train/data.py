@@ -78,15 +78,9 @@ def language_of_file(path: str) -> str:
     the directory and the compression and format suffixes (``train.eng-ces.tsv.gz`` ->
     ``train.eng-ces``); for two aligned files, both names. Codes in it name the language
     (``language_codes``)."""
-    from pathlib import PurePath
+    from bitextmine.io.paths import data_stem
 
-    def stem(name: str) -> str:
-        parts = PurePath(name).name.split(".")
-        while len(parts) > 1 and parts[-1].lower() in ("gz", "xz", "zst", "bz2", "tsv", "txt", "csv"):
-            parts.pop()
-        return ".".join(parts)
-
-    return ",".join(stem(name) for name in path.split(","))
+    return ",".join(data_stem(name) for name in path.split(","))
 
 
 def language_codes(language: str) -> list[str]:

@@ -163,10 +163,11 @@ def guard_sentences(data: ParallelData, groups: dict[str, list[int]], known: set
 
 def known_languages(data: ParallelData, teacher: Encoder) -> set[str]:
     """The training files whose names name a language the teacher knows (``train.eng-deu``)."""
-    from bitextmine.filter.langid import find_language_key
+    from bitextmine.filter.langid import speaks
 
-    teacher_keys = {find_language_key(code.split("-")[0]) for code in getattr(teacher, "languages", ())} - {None}
-    return {lang for lang in set(data.language or ()) if set(language_codes(lang)) - {"en"} & teacher_keys}
+    teacher_languages = getattr(teacher, "languages", ())
+    return {lang for lang in set(data.language or ())
+            if any(speaks(teacher_languages, code) for code in language_codes(lang) if code != "en")}
 
 
 def prepare_target_objective(model: TrainableEncoder, data: ParallelData, cfg: TrainConfig, device,
