@@ -83,7 +83,7 @@ class EmbeddingCorpus:
                 block = np.asarray(array[start : start + block_rows])
                 keep = np.flatnonzero(~row_is_blank(block))
                 yield keep + start + offsets[s], block[keep]
-            _release_pages(array)
+            release_pages(array)
 
     def non_blank_ids(self) -> np.ndarray:
         """Global ids of the rows that are not blank lines."""
@@ -130,16 +130,23 @@ class SelectedRows:
         ids = self.global_ids[key]
         scalar = np.ndim(ids) == 0
         ids = np.atleast_1d(ids)
-        out = np.empty((len(ids), self.dim), dtype=self.dtype)
+        if not len(ids):
+            return np.empty((0, self.dim), dtype=self.dtype)
         shard_of = np.searchsorted(self.offsets, ids, side="right") - 1
-        for s in np.unique(shard_of):
-            mask = shard_of == s
-            out[mask] = self.arrays[s][ids[mask] - self.offsets[s]]
-            _release_pages(self.arrays[s])
+        first = int(shard_of[0])
+        if (shard_of == first).all():  # one shard (most blocks): no masked copies
+            out = np.asarray(self.arrays[first][ids - self.offsets[first]])
+            release_pages(self.arrays[first])
+        else:
+            out = np.empty((len(ids), self.dim), dtype=self.dtype)
+            for s in np.unique(shard_of):
+                mask = shard_of == s
+                out[mask] = self.arrays[s][ids[mask] - self.offsets[s]]
+                release_pages(self.arrays[s])
         return out[0] if scalar else out
 
 
-def _release_pages(array: np.ndarray) -> None:
+def release_pages(array: np.ndarray) -> None:
     """Drop the mapped pages of a memory-mapped shard from this process's resident set.
 
     The data stays in the page cache, so a later read is a cheap minor fault; without

@@ -174,6 +174,7 @@ def _build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConf
             index = _on_gpu(index, cfg.device)
             faiss.omp_set_num_threads(faiss.omp_get_max_threads())
             index.train(sample)
+            del sample  # not held while every row is added: the peak is the larger of the two phases
             index = _to_cpu(index)
     if ivf_lists(index) is None and not isinstance(index, faiss.IndexIDMap):
         index = faiss.IndexIDMap2(index)  # flat-like indexes need an id map for global ids

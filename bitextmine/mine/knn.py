@@ -190,12 +190,21 @@ def exact_knn(
     return found
 
 
-def as_float32(rows: np.ndarray) -> np.ndarray:
-    """Contiguous fp32 rows; fp16 converted by torch (vectorised: 5x numpy's ``astype``)."""
+def as_float32(rows: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Contiguous fp32 rows; fp16 converted by torch (vectorised: 5x numpy's ``astype``).
+
+    ``out``: a fp32 buffer of at least len(rows) rows to convert into. Reused across
+    blocks, it spares the first-touch page faults of a fresh array, which cost 5x the
+    conversion itself.
+    """
     if rows.dtype == np.float16:
         import torch
 
-        return torch.from_numpy(np.ascontiguousarray(rows)).float().numpy()
+        if out is None:
+            return torch.from_numpy(np.ascontiguousarray(rows)).float().numpy()
+        target = out[: len(rows)]
+        torch.from_numpy(target).copy_(torch.from_numpy(np.ascontiguousarray(rows)))
+        return target
     return np.ascontiguousarray(rows, dtype=np.float32)
 
 
@@ -214,12 +223,13 @@ def exact_sims(queries: np.ndarray, database: np.ndarray, ids: np.ndarray,
 
     out = np.full(ids.shape, -np.inf, dtype=np.float32)
     step = max(1, gathered_rows // max(1, ids.shape[1]))
+    widened = np.empty((min(step * ids.shape[1], ids.size), queries.shape[1]), dtype=np.float32)
     for start in range(0, len(ids), step):
         block_ids = ids[start : start + step]
         valid = block_ids >= 0
         wanted, where = np.unique(np.where(valid, block_ids, 0) if not valid.all() else block_ids,
                                   return_inverse=True)
-        vectors = as_float32(database[wanted])
+        vectors = as_float32(database[wanted], out=widened)
         q = as_float32(queries[start : start + step])
         local = np.ascontiguousarray(where.reshape(block_ids.shape), dtype=np.int64)
         sims = np.empty(block_ids.shape, dtype=np.float32)
