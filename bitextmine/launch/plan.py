@@ -33,8 +33,14 @@ GB = 1024**3
 LAUNCH_SECONDS = 1.5
 PROCESS_GB = 0.25  # Python, numpy and faiss before any data (mine, index and filter tasks)
 TEXT_BYTES_PER_LINE = 190  # a distinct sentence held by mine: the str, its dict entry, list slots, row arrays
+# per candidate of a block of index queries: the index's scores and ids, the ids mapped to rows,
+# their exact cosines and best_distinct's sorting temporaries (counted from the code: ~70 bytes)
+CANDIDATE_BYTES = 70
 PAIR_BYTES = 700  # a mined pair held by filter: the two texts, their normal forms, the Pair object
-MINED_SHARE = 0.1  # pairs mined per sentence of the smaller side, for the filter's estimate (see basis)
+# pairs mined per sentence of the smaller side, which the exact margins' and the filter's
+# estimates need before any mining: an assumption, stated in their basis. Measured: 2.5-3.4 %
+# on the scaling benchmark's pools (a tenth planted), 7 % on 250k real Tatoeba-rich pools.
+MINED_SHARE = 0.05
 
 
 @dataclass
@@ -76,6 +82,7 @@ def measure(cfg: PipelineConfig, device: str, sample_lines: int = 400, progress:
         m.update(_index_rates(cfg, m["dim"], m["knn_gflops"]))
         bar.update(1)
         m.update(_filter_rate(cfg, sample_lines))
+        m.update(_text_rate(cfg))
         bar.update(1)
     return m
 
@@ -143,39 +150,116 @@ def _exact_knn(device: str, dim: int, rows: int = 4096) -> dict:
             "knn_gflops": gflops}
 
 
-def _index_rates(cfg: PipelineConfig, dim: int, gflops: float, rows: int = 32768, lists: int = 64) -> dict:
-    """A small index of the configured codes: vectors encoded/s, codes scanned/s, candidates re-ranked/s."""
+def _index_rates(cfg: PipelineConfig, dim: int, gflops: float, rows: int = 32768) -> dict:
+    """Small indexes of the configured codes: vectors encoded/s; per query, the cost of each
+    probed list and of each code scanned; and the stored vectors' rates (``_stored_rows_rates``)."""
     import faiss
 
     from bitextmine.index import choose_index_type
-    from bitextmine.mine.knn import exact_sims
 
     factory = choose_index_type(2 * defaults.FLAT_MAX_ROWS, dim) if cfg.index.type == "auto" else cfg.index.type
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((rows, dim), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    queries = vectors[:4096]
+    stored = _stored_rows_rates(queries, dim)
     if "IVF" not in factory:
         return {"encode_vectors_per_second": math.inf, "scan_codes_per_second": math.inf,
-                "rerank_per_second": math.inf}
-    small = re.sub(r"IVF\d+", f"IVF{lists}", factory)
-    rng = np.random.default_rng(0)
-    centres = rng.standard_normal((lists, dim), dtype=np.float32)
-    vectors = centres[rng.integers(0, lists, rows)] + rng.standard_normal((rows, dim), dtype=np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    index = faiss.index_factory(dim, small, faiss.METRIC_INNER_PRODUCT)
-    index.train(vectors[: 64 * lists])
+                "probe_seconds": 0.0, **stored}
+    # two list counts over the same rows, nprobe 16: many codes a list, then few. A list
+    # probed costs its look-up tables and a pass of the kernel whatever its length, so the
+    # two searches separate that cost from the codes' (lists of 100-500 codes at 1-10M rows)
+    seconds, encode = {}, math.inf
+    for lists in (64, 512):
+        index = faiss.index_factory(dim, re.sub(r"IVF\d+", f"IVF{lists}", factory), faiss.METRIC_INNER_PRODUCT)
+        faiss.extract_index_ivf(index).cp.niter = 4  # the lists' quality does not matter here
+        index.train(vectors[: max(64 * lists, defaults.PQ_MIN_TRAIN_ROWS)])
+        start = time.perf_counter()
+        index.add(vectors)
+        assign = rows * lists * dim * 2 / (gflops * 1e9)  # the coarse assignment's share
+        if lists == 64:
+            encode = rows / max(time.perf_counter() - start - assign, 1e-6)
+        faiss.extract_index_ivf(index).nprobe = 16
+        start = time.perf_counter()
+        index.search(queries, defaults.INDEX_CANDIDATES)
+        seconds[lists] = max(time.perf_counter() - start - len(queries) * lists * dim * 2 / (gflops * 1e9), 1e-6)
+    codes = {lists: rows * 16 / lists for lists in seconds}  # scanned a query
+    per_code = max((seconds[64] - seconds[512]) / len(queries) / (codes[64] - codes[512]), 1e-12)
+    per_probe = max((seconds[512] / len(queries) - codes[512] * per_code) / 16, 0.0)
+    return {"encode_vectors_per_second": encode, "scan_codes_per_second": 1 / per_code, "probe_seconds": per_probe,
+            **stored}
+
+
+def _stored_rows_rates(queries: np.ndarray, dim: int, rows: int = 131_072) -> dict:
+    """Rates of work on stored fp16 vectors, measured on a memory-mapped file of ``rows``:
+    reading it block by block to fp32 with the blank-row check (an index adds every row),
+    gathering a sorted random half (its training sample), hashing it (sets are verified
+    when loaded), and re-ranking candidates as mine meets them: rows gathered at random,
+    pages released after each gather as ``SelectedRows`` does."""
+    import tempfile
+
+    from bitextmine.embed.corpus import release_pages
+    from bitextmine.embed.embedding_set import row_is_blank
+    from bitextmine.io.text import file_sha256
+    from bitextmine.mine.knn import exact_sims
+
+    class MappedRows:
+        def __init__(self, array):
+            self.array, self.shape = array, array.shape
+
+        def __getitem__(self, ids):
+            out = np.asarray(self.array[ids])
+            release_pages(self.array)
+            return out
+
+    rng = np.random.default_rng(1)
+    with tempfile.TemporaryDirectory(prefix="bitextmine-plan-") as tmp:
+        path = f"{tmp}/rows.npy"
+        array = np.lib.format.open_memmap(path, mode="w+", dtype=np.float16, shape=(rows, dim))
+        for start in range(0, rows, 16_384):
+            block = rng.standard_normal((min(16_384, rows - start), dim), dtype=np.float32)
+            array[start : start + len(block)] = block / np.linalg.norm(block, axis=1, keepdims=True)
+        array.flush()
+        del array
+        array = np.load(path, mmap_mode="r")
+        start = time.perf_counter()
+        for first in range(0, rows, defaults.SHARD_BLOCK_ROWS):
+            block = np.asarray(array[first : first + defaults.SHARD_BLOCK_ROWS])
+            np.ascontiguousarray(block[~row_is_blank(block)], dtype=np.float32)
+        release_pages(array)
+        read = rows / max(time.perf_counter() - start, 1e-6)
+        picked = np.sort(rng.choice(rows, rows // 2, replace=False))
+        start = time.perf_counter()
+        sample = np.asarray(array[picked], dtype=np.float32)
+        sample[~row_is_blank(sample)]
+        release_pages(array)
+        gather = len(picked) / max(time.perf_counter() - start, 1e-6)
+        start = time.perf_counter()
+        file_sha256(path)
+        hashing = rows * dim * 2 / max(time.perf_counter() - start, 1e-6)
+        database = MappedRows(array)
+        ids = rng.integers(0, rows, (len(queries), defaults.INDEX_CANDIDATES))
+        exact_sims(queries[:256], database, ids[:256])  # warm-up
+        start = time.perf_counter()
+        exact_sims(queries, database, ids)
+        rerank = ids.size / max(time.perf_counter() - start, 1e-6)
+    return {"read_rows_per_second": read, "sample_rows_per_second": gather, "hash_bytes_per_second": hashing,
+            "rerank_per_second": rerank}
+
+
+def _text_rate(cfg: PipelineConfig) -> dict:
+    """Lines/s of reading a shard's text and keeping its distinct sentences, as mine does
+    (``mine.unique_sentences``), on the first shard of the first language."""
+    from bitextmine.io.text import read_lines
+
     start = time.perf_counter()
-    index.add(vectors)
-    assign = rows * lists * dim * 2 / (gflops * 1e9)  # the coarse assignment's share
-    encode = rows / max(time.perf_counter() - start - assign, 1e-6)
-    ivf = faiss.extract_index_ivf(index)
-    ivf.nprobe = 16
-    queries = vectors[:4096]
-    start = time.perf_counter()
-    _, ids = index.search(queries, defaults.INDEX_CANDIDATES)
-    scan = len(queries) * rows * ivf.nprobe / lists / max(time.perf_counter() - start, 1e-6)
-    database = vectors.astype(np.float16)
-    start = time.perf_counter()
-    exact_sims(queries, database, ids)
-    rerank = ids.size / max(time.perf_counter() - start, 1e-6)
-    return {"encode_vectors_per_second": encode, "scan_codes_per_second": scan, "rerank_per_second": rerank}
+    lines = read_lines(next(iter(cfg.languages.values()))[0], errors="replace")
+    first: dict[str, int] = {}
+    for i, line in enumerate(lines):
+        key = line.strip()
+        if key and key not in first:
+            first[key] = i
+    return {"text_lines_per_second": max(len(lines), 1) / max(time.perf_counter() - start, 1e-6)}
 
 
 def _filter_rate(cfg: PipelineConfig, sample_lines: int) -> dict:
@@ -259,10 +343,16 @@ def _index_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], launcher
             shape = index_shape(part, dim, cfg)
             shapes.add(shape.factory)
             add = part * shape.lists * dim * 2 / (m["knn_gflops"] * 1e9) + part / m["encode_vectors_per_second"]
-            work.append(_train_seconds(shape, dim, m) + add if shape.lists else part * dim * 4 / 2e9)
+            read = part / m["read_rows_per_second"] + part * dim * 2 / m["hash_bytes_per_second"]
+            if shape.lists:
+                work.append(_train_seconds(shape, dim, m) + shape.train_sample / m["sample_rows_per_second"]
+                            + add + read)
+            else:
+                work.append(read)
             held = part * (shape.code_bytes + 8) + shape.lists * dim * 4
-            ram = max(ram, m["task_base_ram_gb"] + (held + shape.train_sample * dim * 4 * 2
-                                                    + 2 * defaults.INDEX_QUERY_ROWS * dim * 4) / GB)
+            # training holds the sample and its residuals; adding, a block read and widened
+            phase = max(2 * shape.train_sample * dim * 4, defaults.SHARD_BLOCK_ROWS * dim * (2 + 4))
+            ram = max(ram, m["task_base_ram_gb"] + (held + phase) / GB)
             disk += held / GB
     together, share = _share(cfg, "index", len(work), m, launcher)
     start = m["task_startup_seconds"] + LAUNCH_SECONDS
@@ -278,9 +368,10 @@ def _search_seconds(queries: int, rows: int, shape: IndexShape, cfg: PipelineCon
     nprobe = cfg.mine.nprobe or cfg.index.nprobe
     if not shape.lists:  # a Flat index: FAISS brute force
         return queries * rows * dim * 2 / (m["knn_gflops"] * 1e9)
-    scanned = rows * min(1.0, nprobe / shape.lists)
-    return (queries * shape.lists * dim * 2 / (m["knn_gflops"] * 1e9) + queries * scanned / m["scan_codes_per_second"]
-            + queries * defaults.INDEX_CANDIDATES / m["rerank_per_second"])
+    probed = min(nprobe, shape.lists)
+    scanned = rows * probed / shape.lists
+    return queries * (shape.lists * dim * 2 / (m["knn_gflops"] * 1e9) + probed * m.get("probe_seconds", 0.0)
+                      + scanned / m["scan_codes_per_second"] + defaults.INDEX_CANDIDATES / m["rerank_per_second"])
 
 
 def _mine_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], text_bytes: dict[str, int],
@@ -296,21 +387,18 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], text_byte
             basis.add(f"exact: N x M / {m['knn_pairs_per_second']:.3g} vector pairs/s")
             searched = 2 * defaults.KNN_BLOCK_ROWS**2 * 4
         else:
-            seconds = 0.0
-            for queries, lang in ((n, tgt), (mm, src)):
-                part = min(rows[lang], cfg.index.max_rows)
-                shape = index_shape(part, dim, cfg)
-                seconds += sum(_search_seconds(queries, min(part, rows[lang] - p), shape, cfg, m)
-                               for p in range(0, rows[lang], part))
-            work.append(seconds)
+            work.append(_through_indexes(n, rows[tgt], cfg, m) + _through_indexes(mm, rows[src], cfg, m))
             basis.add(f"through the indexes: coarse assignment, {cfg.mine.nprobe or cfg.index.nprobe} lists "
                       f"scanned ({m['scan_codes_per_second']:.3g} codes/s), {defaults.INDEX_CANDIDATES} candidates "
                       f"a query re-ranked ({m['rerank_per_second']:.3g}/s)")
             held = max(min(rows[x], cfg.index.max_rows) * (index_shape(min(rows[x], cfg.index.max_rows), dim, cfg)
                                                             .code_bytes + 8) for x in (src, tgt))
-            searched = held + defaults.INDEX_QUERY_ROWS * defaults.INDEX_CANDIDATES * 24 \
-                + 2 * defaults.RERANK_GATHER_ROWS * dim * 4
+            # a block of queries read (fp16) and widened (fp32), its candidates' lists and their
+            # temporaries, the rows gathered to re-rank them (fp16) and their fp32 buffer
+            searched = held + defaults.INDEX_QUERY_ROWS * (dim * 6 + defaults.INDEX_CANDIDATES * CANDIDATE_BYTES) \
+                + defaults.RERANK_GATHER_ROWS * dim * 6
             if cfg.mine.exact_margins and cfg.mine.score not in ("cosine", "absolute"):
+                searched = max(searched, 2 * defaults.KNN_BLOCK_ROWS**2 * 4)  # after the search: exact blocks
                 # the kept pairs' rows searched again exactly, each against the other side
                 rate = m.get("knn_one_way_pairs_per_second", m["knn_pairs_per_second"])
                 work[-1] += MINED_SHARE * min(n, mm) * (n + mm) / rate
@@ -320,6 +408,7 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], text_byte
             rate = m.get("knn_one_way_pairs_per_second", m["knn_pairs_per_second"])
             work[-1] += (_decoy_queries(n, k) * n + _decoy_queries(mm, k) * mm) / rate
             basis.add("no threshold given: each side's decoy searched exactly within its language")
+        work[-1] += (n + mm) / m["text_lines_per_second"]  # the text, read and its distinct sentences kept
         held_text = (n + mm) * TEXT_BYTES_PER_LINE + text_bytes[src] + text_bytes[tgt]
         ram = max(ram, m["task_base_ram_gb"] + (held_text + (n + mm) * k * 12 * 2 + searched) / GB)
     together, share = _share(cfg, "mine", len(work), m, launcher)
@@ -329,11 +418,21 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], text_byte
                          _stage_seconds(work, start, together, share), "; ".join(sorted(basis)))
 
 
+def _through_indexes(queries: int, rows: int, cfg: PipelineConfig, m: dict) -> float:
+    """``queries`` searched through the indexes of a side of ``rows`` (one per ``index.max_rows``)."""
+    part = min(rows, cfg.index.max_rows)
+    shape = index_shape(part, m["dim"], cfg)
+    return sum(_search_seconds(queries, min(part, rows - p), shape, cfg, m) for p in range(0, rows, part))
+
+
 def _decoy_queries(rows: int, k: int) -> int:
     """Rows of one side searched against that side when mine chooses the threshold: a sample,
-    then the neighbours of the sample (see mine/thresholds.py decoy_best_scores)."""
+    then the distinct neighbours of the sample outside it (see mine/thresholds.py
+    decoy_best_scores), counted as if the sample's k x sample neighbours fell at random."""
     sample = min(rows, defaults.DECOY_QUERIES)
-    return sample + min(rows - sample, sample * k)
+    if sample == rows:
+        return rows
+    return sample + round((rows - sample) * -math.expm1(-sample * k / rows))
 
 
 def estimate_from(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], text_bytes: dict[str, int],
@@ -363,7 +462,8 @@ def estimate_from(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], tex
         "filter", len(cfg.pairs), m["task_base_ram_gb"] + max(pairs) * PAIR_BYTES / GB, 0.0,
         sum(pairs) * 200 / GB,
         _stage_seconds([p / m["filter_pairs_per_second"] for p in pairs], start, together, share),
-        f"{sum(pairs):,.0f} pairs (a tenth of the smaller side) at {m['filter_pairs_per_second']:,.0f} pairs/s"))
+        f"{sum(pairs):,.0f} pairs ({MINED_SHARE:.0%} of the smaller side, assumed) at "
+        f"{m['filter_pairs_per_second']:,.0f} pairs/s"))
     return out
 
 
