@@ -242,3 +242,16 @@ def test_plan_estimates_every_stage(cli, tmp_path):
     assert plan["measured"]["lines"] == {"de": 500, "en": 500}
     assert all(s["seconds"] > 0 and s["ram_gb"] > 0 for s in plan["stages"])
     assert not (tmp_path / "run").exists()  # planning runs nothing
+
+
+def test_local_tasks_share_the_cores_out():
+    """Tasks run at once locally get an equal share of the cores, never more threads than cores."""
+    import os
+
+    from bitextmine.launch.runner import local_threads
+
+    cores = len(os.sched_getaffinity(0))
+    assert local_threads(cpus=4, together=1) == min(4, cores)
+    assert local_threads(cpus=cores, together=2) == max(1, cores // 2)
+    assert local_threads(cpus=1, together=1) == 1
+    assert local_threads(cpus=8, together=4 * cores) == 1  # never zero

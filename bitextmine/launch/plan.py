@@ -351,7 +351,7 @@ def _index_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], launcher
                 work.append(read)
             held = part * (shape.code_bytes + 8) + shape.lists * dim * 4
             # training holds the sample and its residuals; adding, a block read and widened
-            phase = max(2 * shape.train_sample * dim * 4, defaults.SHARD_BLOCK_ROWS * dim * (2 + 4))
+            phase = max(2 * shape.train_sample * dim * 4, min(defaults.SHARD_BLOCK_ROWS, part) * dim * (2 + 4))
             ram = max(ram, m["task_base_ram_gb"] + (held + phase) / GB)
             disk += held / GB
     together, share = _share(cfg, "index", len(work), m, launcher)
@@ -385,7 +385,7 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], text_byte
         if cfg.index.exact:
             work.append(n * mm / m["knn_pairs_per_second"])
             basis.add(f"exact: N x M / {m['knn_pairs_per_second']:.3g} vector pairs/s")
-            searched = 2 * defaults.KNN_BLOCK_ROWS**2 * 4
+            searched = _exact_block_bytes(n, mm)
         else:
             work.append(_through_indexes(n, rows[tgt], cfg, m) + _through_indexes(mm, rows[src], cfg, m))
             basis.add(f"through the indexes: coarse assignment, {cfg.mine.nprobe or cfg.index.nprobe} lists "
@@ -395,10 +395,12 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], text_byte
                                                             .code_bytes + 8) for x in (src, tgt))
             # a block of queries read (fp16) and widened (fp32), its candidates' lists and their
             # temporaries, the rows gathered to re-rank them (fp16) and their fp32 buffer
-            searched = held + defaults.INDEX_QUERY_ROWS * (dim * 6 + defaults.INDEX_CANDIDATES * CANDIDATE_BYTES) \
-                + defaults.RERANK_GATHER_ROWS * dim * 6
+            queries = min(defaults.INDEX_QUERY_ROWS, max(n, mm))
+            gathered = min(defaults.RERANK_GATHER_ROWS, queries * defaults.INDEX_CANDIDATES, max(n, mm))
+            searched = held + queries * (dim * 6 + defaults.INDEX_CANDIDATES * CANDIDATE_BYTES) + gathered * dim * 6
             if cfg.mine.exact_margins and cfg.mine.score not in ("cosine", "absolute"):
-                searched = max(searched, 2 * defaults.KNN_BLOCK_ROWS**2 * 4)  # after the search: exact blocks
+                # after the search, the exact blocks of the kept pairs' rows
+                searched = max(searched, _exact_block_bytes(round(MINED_SHARE * min(n, mm)), max(n, mm)))
                 # the kept pairs' rows searched again exactly, each against the other side
                 rate = m.get("knn_one_way_pairs_per_second", m["knn_pairs_per_second"])
                 work[-1] += MINED_SHARE * min(n, mm) * (n + mm) / rate
@@ -408,6 +410,7 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], text_byte
             rate = m.get("knn_one_way_pairs_per_second", m["knn_pairs_per_second"])
             work[-1] += (_decoy_queries(n, k) * n + _decoy_queries(mm, k) * mm) / rate
             basis.add("no threshold given: each side's decoy searched exactly within its language")
+            searched = max(searched, _exact_block_bytes(max(n, mm), max(n, mm)))
         work[-1] += (n + mm) / m["text_lines_per_second"]  # the text, read and its distinct sentences kept
         held_text = (n + mm) * TEXT_BYTES_PER_LINE + text_bytes[src] + text_bytes[tgt]
         ram = max(ram, m["task_base_ram_gb"] + (held_text + (n + mm) * k * 12 * 2 + searched) / GB)
@@ -416,6 +419,11 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], text_byte
     pairs = sum(min(rows[s], rows[t]) for s, t in cfg.pairs)
     return StageEstimate("mine", len(cfg.pairs), ram, 0.0, pairs * MINED_SHARE * 200 / GB,
                          _stage_seconds(work, start, together, share), "; ".join(sorted(basis)))
+
+
+def _exact_block_bytes(queries: int, rows: int) -> int:
+    """Exact search's similarity block and its top-k temporaries (about twice the block)."""
+    return 2 * min(defaults.KNN_BLOCK_ROWS, queries) * min(defaults.KNN_BLOCK_ROWS, rows) * 4
 
 
 def _through_indexes(queries: int, rows: int, cfg: PipelineConfig, m: dict) -> float:
