@@ -75,14 +75,39 @@ def fresh_directory(path: Path) -> Path:
 
 
 def plan_and_run(n: int, config: Path, stages: list[str]) -> list[dict]:
-    """Rows of `plan`'s estimate and the measured run of each stage, printed as they come."""
+    """Rows of `plan`'s estimate and the measured run of each stage, printed as they come.
+
+    Mine and filter also get plan's figure at the share of rows the run mined (plan assumes
+    ``defaults.PLAN_MINED_SHARE``): the same rates and arithmetic, the assumption replaced
+    by what the run found.
+    """
     plan = plan_of(config)
     rows = []
     for stage, (seconds, rss, load) in run_stages(config, stages).items():
         rows.append({"n": n, "stage": stage, "seconds": seconds, "rss_gb": rss, "load": load,
                      "plan_seconds": plan[stage]["seconds"], "plan_rss_gb": plan[stage]["ram_gb"]})
+        if stage in ("mine", "filter"):
+            share, at_share = plan_at_mined_share(config)
+            rows[-1].update(mined_share=share, plan_seconds_at_share=at_share[stage].seconds,
+                            plan_rss_gb_at_share=at_share[stage].ram_gb)
         print_row(rows[-1])
     return rows
+
+
+def plan_at_mined_share(config: Path) -> tuple[float, dict]:
+    """(the share of the smaller side's rows the run mined, plan's estimates at that share)."""
+    from bitextmine.io.text import count_lines
+    from bitextmine.launch.config import load_config
+    from bitextmine.launch.plan import estimate_from
+
+    cfg = load_config(config)
+    measured = json.loads((config.parent / "plan.json").read_text())["measured"]
+    (src, tgt), = cfg.pairs
+    sidecar = json.loads((cfg.output / "mine" / f"{src}-{tgt}.tsv.json").read_text())
+    share = sidecar["pairs"] / min(sidecar["src"]["rows"], sidecar["tgt"]["rows"])
+    lines = {lang: [count_lines(s) for s in shards] for lang, shards in cfg.languages.items()}
+    text_bytes = {lang: sum(os.path.getsize(s) for s in shards) for lang, shards in cfg.languages.items()}
+    return share, {e.stage: e for e in estimate_from(cfg, measured, lines, text_bytes, mined_share=share)}
 
 
 def run_stages(config: Path, stages: list[str]) -> dict[str, tuple[float, float, float]]:
@@ -235,14 +260,17 @@ def project(plan_json: Path, cache: Path) -> None:
 
 
 def print_header() -> None:
-    print("| N a side | stage | run: s | plan: s | plan/run | run: peak RSS GB | plan: GB | plan/run | load |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|", flush=True)
+    print("| N a side | stage | run: s | plan: s | plan/run | run: peak RSS GB | plan: GB | plan/run | load "
+          "| mined share | plan/run at that share: s, GB |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|", flush=True)
 
 
 def print_row(r: dict) -> None:
+    at_share = (f"{r['mined_share']:.1%} | {r['plan_seconds_at_share'] / r['seconds']:.2f}, "
+                f"{r['plan_rss_gb_at_share'] / r['rss_gb']:.2f}") if "mined_share" in r else "| "
     print(f"| {r['n']:,} | {r['stage']} | {r['seconds']:.1f} | {r['plan_seconds']:.1f} | "
           f"{r['plan_seconds'] / r['seconds']:.2f} | {r['rss_gb']:.2f} | {r['plan_rss_gb']:.2f} | "
-          f"{r['plan_rss_gb'] / r['rss_gb']:.2f} | {r['load']:.1f} |", flush=True)
+          f"{r['plan_rss_gb'] / r['rss_gb']:.2f} | {r['load']:.1f} | {at_share} |", flush=True)
 
 
 def main() -> None:

@@ -230,6 +230,11 @@ def test_plan_arithmetic_from_given_measurements(tmp_path, monkeypatch):
     # the sample's 4 x 20,000 neighbours: nearly all distinct in a large pool, overlapping in a small one
     assert 0.9 * 5 * 20_000 < plan._decoy_queries(1_000_000, 4) < 5 * 20_000
     assert 20_000 < plan._decoy_queries(60_000, 4) < 0.9 * 60_000
+    # the share of rows mined is an assumption: more pairs, more exact margins and filtering
+    more, _ = plan.estimate(load_config(config), mined_share=0.5)
+    more = {s.stage: s for s in more}
+    assert "50.0% of the smaller side, assumed" in more["filter"].basis
+    assert more["filter"].seconds > by_stage["filter"].seconds and more["mine"].seconds >= by_stage["mine"].seconds
 
 
 @pytest.mark.slow

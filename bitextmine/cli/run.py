@@ -87,6 +87,10 @@ def plan(
     launcher: LauncherOption = Launcher(defaults.LAUNCHER),
     settings: Settings = None,
     json_out: json_option("The estimates as JSON (- for standard output).") = None,
+    mined_share: Annotated[float, typer.Option(
+        "--mined-share", min=0.0, max=1.0,
+        help="Pairs mined per sentence of the smaller side, assumed: mine's exact margins and the filter "
+             "grow with it. A previous run's: pairs / rows in its mine sidecar.")] = defaults.PLAN_MINED_SHARE,
     quiet: Quiet = False,
 ) -> None:
     """Estimate RAM, GPU memory, disk and time per stage before anything runs.
@@ -109,7 +113,7 @@ def plan(
     setup_logging(quiet)
     cfg = load_config(pipeline, settings or ())
     partition = _slurm_partition(cfg) if launcher == Launcher.slurm else None
-    estimates, measured = estimate(cfg, device, progress=not quiet)
+    estimates, measured = estimate(cfg, device, progress=not quiet, mined_share=mined_share)
     aside = json_to_stdout(json_out)
     typer.echo(f"measured on this machine: {measured['embed_sentences_per_second']:.0f} sentences/s embedding, "
                f"{measured['knn_gflops']:.0f} GFLOP/s exact search", err=aside)

@@ -37,10 +37,6 @@ TEXT_BYTES_PER_LINE = 190  # a distinct sentence held by mine: the str, its dict
 # their exact cosines and best_distinct's sorting temporaries (counted from the code: ~70 bytes)
 CANDIDATE_BYTES = 70
 PAIR_BYTES = 700  # a mined pair held by filter: the two texts, their normal forms, the Pair object
-# pairs mined per sentence of the smaller side, which the exact margins' and the filter's
-# estimates need before any mining: an assumption, stated in their basis. Measured: 2.5-3.4 %
-# on the scaling benchmark's pools (a tenth planted), 7 % on 250k real Tatoeba-rich pools.
-MINED_SHARE = 0.05
 
 
 @dataclass
@@ -115,7 +111,8 @@ def _embedding(cfg: PipelineConfig, device: str, sample_lines: int) -> dict:
     before = _rss_gb()
     start = time.perf_counter()
     encoder = load_encoder(cfg.encoder, device=device, precision=cfg.embed.precision)
-    lines = next(iter(_sample_lines(cfg, sample_lines).values()))
+    # by length, as embed sorts a shard's lines: batches of like lengths, little padding
+    lines = sorted(next(iter(_sample_lines(cfg, sample_lines).values())), key=len)
     encoder.encode(lines[:32])
     model_load = time.perf_counter() - start
     encoder.encode(lines)  # warm-up: the kernels of these batch shapes
@@ -273,10 +270,13 @@ def _filter_rate(cfg: PipelineConfig, sample_lines: int) -> dict:
              for i in range(4 * count)]
     lang_id = cfg.filter.lang_id and cfg.filter.enabled
     filter_cfg = FilterConfig(src_lang=src if lang_id else None, tgt_lang=tgt if lang_id else None)
-    list(PairFilter(filter_cfg).run(pairs[:50]))  # warm-up: the language model loads once
+    start = time.perf_counter()
+    list(PairFilter(filter_cfg).run(pairs[:50]))  # warm-up: the language model loads once, as in a task
+    load = time.perf_counter() - start
     start = time.perf_counter()
     list(PairFilter(filter_cfg).run(pairs))
-    return {"filter_pairs_per_second": len(pairs) / max(time.perf_counter() - start, 1e-6)}
+    return {"filter_pairs_per_second": len(pairs) / max(time.perf_counter() - start, 1e-6),
+            "filter_load_seconds": load}
 
 
 # --- the arithmetic ---------------------------------------------------------------------------
@@ -375,7 +375,7 @@ def _search_seconds(queries: int, rows: int, shape: IndexShape, cfg: PipelineCon
 
 
 def _mine_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], text_bytes: dict[str, int],
-                   launcher: str) -> StageEstimate:
+                   launcher: str, mined_share: float = defaults.PLAN_MINED_SHARE) -> StageEstimate:
     """One task per pair: read both sides' text, search both ways (exactly or through the indexes), score."""
     dim, k = m["dim"], cfg.mine.k
     work, ram = [], 0.0
@@ -400,11 +400,12 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], text_byte
             searched = held + queries * (dim * 6 + defaults.INDEX_CANDIDATES * CANDIDATE_BYTES) + gathered * dim * 6
             if cfg.mine.exact_margins and cfg.mine.score not in ("cosine", "absolute"):
                 # after the search, the exact blocks of the kept pairs' rows
-                searched = max(searched, _exact_block_bytes(round(MINED_SHARE * min(n, mm)), max(n, mm)))
+                searched = max(searched, _exact_block_bytes(round(mined_share * min(n, mm)), max(n, mm)))
                 # the kept pairs' rows searched again exactly, each against the other side
                 rate = m.get("knn_one_way_pairs_per_second", m["knn_pairs_per_second"])
-                work[-1] += MINED_SHARE * min(n, mm) * (n + mm) / rate
-                basis.add(f"exact margins: {MINED_SHARE:.0%} of the smaller side's rows kept in pairs, each side's "
+                work[-1] += mined_share * min(n, mm) * (n + mm) / rate
+                basis.add(f"exact margins: {mined_share:.1%} of the smaller side's rows kept in pairs (assumed), "
+                          "each side's "
                           "searched exactly against the other")
         if cfg.mine.threshold is None:  # the threshold is chosen on the pools: the decoy search
             rate = m.get("knn_one_way_pairs_per_second", m["knn_pairs_per_second"])
@@ -417,7 +418,7 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], text_byte
     together, share = _share(cfg, "mine", len(work), m, launcher)
     start = m["task_startup_seconds"] + LAUNCH_SECONDS
     pairs = sum(min(rows[s], rows[t]) for s, t in cfg.pairs)
-    return StageEstimate("mine", len(cfg.pairs), ram, 0.0, pairs * MINED_SHARE * 200 / GB,
+    return StageEstimate("mine", len(cfg.pairs), ram, 0.0, pairs * mined_share * 200 / GB,
                          _stage_seconds(work, start, together, share), "; ".join(sorted(basis)))
 
 
@@ -444,7 +445,7 @@ def _decoy_queries(rows: int, k: int) -> int:
 
 
 def estimate_from(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], text_bytes: dict[str, int],
-                  launcher: str = "local") -> list[StageEstimate]:
+                  launcher: str = "local", mined_share: float = defaults.PLAN_MINED_SHARE) -> list[StageEstimate]:
     """Per-stage estimates from rates ``m`` (as ``measure`` returns) and the shards' line counts."""
     dim, gpu = m["dim"], m["device"].startswith("cuda")
     rows = {lang: sum(v) for lang, v in lines.items()}
@@ -463,27 +464,28 @@ def estimate_from(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], tex
               f"at once with {share:.0%} of the rate each, {start + m['model_load_seconds']:.1f} s start-up a task")]
     if not cfg.index.exact:
         out.append(_index_estimate(cfg, m, rows, launcher))
-    out.append(_mine_estimate(cfg, m, rows, text_bytes, launcher))
-    pairs = [min(rows[s], rows[t]) * MINED_SHARE for s, t in cfg.pairs]
+    out.append(_mine_estimate(cfg, m, rows, text_bytes, launcher, mined_share))
+    pairs = [min(rows[s], rows[t]) * mined_share for s, t in cfg.pairs]
     together, share = _share(cfg, "filter", len(pairs), m, launcher)
     out.append(StageEstimate(
         "filter", len(cfg.pairs), m["task_base_ram_gb"] + max(pairs) * PAIR_BYTES / GB, 0.0,
         sum(pairs) * 200 / GB,
-        _stage_seconds([p / m["filter_pairs_per_second"] for p in pairs], start, together, share),
-        f"{sum(pairs):,.0f} pairs ({MINED_SHARE:.0%} of the smaller side, assumed) at "
+        _stage_seconds([p / m["filter_pairs_per_second"] for p in pairs], start + m.get("filter_load_seconds", 0.0),
+                       together, share),
+        f"{sum(pairs):,.0f} pairs ({mined_share:.1%} of the smaller side, assumed) at "
         f"{m['filter_pairs_per_second']:,.0f} pairs/s"))
     return out
 
 
-def estimate(cfg: PipelineConfig, device: str = "auto", progress: bool = False,
-             launcher: str = "local") -> tuple[list[StageEstimate], dict]:
+def estimate(cfg: PipelineConfig, device: str = "auto", progress: bool = False, launcher: str = "local",
+             mined_share: float = defaults.PLAN_MINED_SHARE) -> tuple[list[StageEstimate], dict]:
     from bitextmine.io.text import count_lines
 
     m = measure(cfg, device, progress=progress)
     lines = {lang: [count_lines(s) for s in shards] for lang, shards in cfg.languages.items()}
     text_bytes = {lang: sum(os.path.getsize(s) for s in shards) for lang, shards in cfg.languages.items()}
     m["lines"] = {lang: int(np.sum(v)) for lang, v in lines.items()}
-    return estimate_from(cfg, m, lines, text_bytes, launcher), m
+    return estimate_from(cfg, m, lines, text_bytes, launcher, mined_share), m
 
 
 # --- on Slurm ---------------------------------------------------------------------------------
