@@ -36,6 +36,10 @@ TEXT_BYTES_PER_LINE = 190  # a distinct sentence held by mine: the str, its dict
 # per candidate of a block of index queries: the index's scores and ids, the ids mapped to rows,
 # their exact cosines and best_distinct's sorting temporaries (counted from the code: ~70 bytes)
 CANDIDATE_BYTES = 70
+# per candidate pair (k a row of each side) in mine's one-to-one selection: the scored
+# candidates of both directions, their union, sorted by score, and the greedy walk's Python
+# ints and sets (counted from mine/scoring.py: ~150 bytes; at 1M a side it is mine's peak)
+SELECTION_BYTES = 150
 PAIR_BYTES = 700  # a mined pair held by filter: the two texts, their normal forms, the Pair object
 
 
@@ -405,8 +409,7 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], text_byte
                 rate = m.get("knn_one_way_pairs_per_second", m["knn_pairs_per_second"])
                 work[-1] += mined_share * min(n, mm) * (n + mm) / rate
                 basis.add(f"exact margins: {mined_share:.1%} of the smaller side's rows kept in pairs (assumed), "
-                          "each side's "
-                          "searched exactly against the other")
+                          "each side's searched exactly against the other")
         if cfg.mine.threshold is None:  # the threshold is chosen on the pools: the decoy search
             rate = m.get("knn_one_way_pairs_per_second", m["knn_pairs_per_second"])
             work[-1] += (_decoy_queries(n, k) * n + _decoy_queries(mm, k) * mm) / rate
@@ -414,7 +417,9 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], text_byte
             searched = max(searched, _exact_block_bytes(max(n, mm), max(n, mm)))
         work[-1] += (n + mm) / m["text_lines_per_second"]  # the text, read and its distinct sentences kept
         held_text = (n + mm) * TEXT_BYTES_PER_LINE + text_bytes[src] + text_bytes[tgt]
-        ram = max(ram, m["task_base_ram_gb"] + (held_text + (n + mm) * k * 12 * 2 + searched) / GB)
+        # after the search, the one-to-one selection over every candidate pair
+        selecting = (n + mm) * k * SELECTION_BYTES
+        ram = max(ram, m["task_base_ram_gb"] + (held_text + (n + mm) * k * 12 * 2 + max(searched, selecting)) / GB)
     together, share = _share(cfg, "mine", len(work), m, launcher)
     start = m["task_startup_seconds"] + LAUNCH_SECONDS
     pairs = sum(min(rows[s], rows[t]) for s, t in cfg.pairs)
