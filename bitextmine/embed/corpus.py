@@ -82,8 +82,9 @@ class EmbeddingCorpus:
             for start in range(0, len(array), block_rows):
                 block = np.asarray(array[start : start + block_rows])
                 keep = np.flatnonzero(~row_is_blank(block))
-                yield keep + start + offsets[s], block[keep]
-            release_pages(array)
+                rows = block[keep]  # a copy: the block's mapped pages can go
+                release_pages(array)  # per block: a 10M-row shard would otherwise count 10 GB resident
+                yield keep + start + offsets[s], rows
 
     def non_blank_ids(self) -> np.ndarray:
         """Global ids of the rows that are not blank lines."""

@@ -23,7 +23,7 @@ import numpy as np
 from pydantic import ConfigDict
 
 from bitextmine import __version__, defaults
-from bitextmine.embed.corpus import EmbeddingCorpus
+from bitextmine.embed.corpus import EmbeddingCorpus, release_pages
 from bitextmine.embed.embedding_set import row_is_blank
 from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import atomic_path, prepare_output_dir, refuse_overwriting_inputs, save_json
@@ -100,9 +100,13 @@ def _training_sample(corpus: EmbeddingCorpus, size: int, seed: int) -> np.ndarra
     parts = []
     for s in np.unique(shard_of):
         rows = picked[shard_of == s] - offsets[s]
-        parts.append(np.asarray(corpus.open_shard(s)[rows], dtype=np.float32))
+        shard = corpus.open_shard(s)
+        parts.append(np.asarray(shard[rows], dtype=np.float32))
+        release_pages(shard)  # the rows are copied: the pages they touched need not stay resident
     sample = np.concatenate(parts)
-    return np.ascontiguousarray(sample[~row_is_blank(sample)])
+    del parts
+    blank = row_is_blank(sample)
+    return sample if not blank.any() else np.ascontiguousarray(sample[~blank])
 
 
 def _trained_sha256(index) -> str:
