@@ -354,9 +354,9 @@ def _index_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], launcher
             else:
                 work.append(read)
             held = part * (shape.code_bytes + 8) + shape.lists * dim * 4
-            # training holds the sample and its residuals; adding, a block read (fp16, its mapped
-            # pages and a copy), widened (fp32) and its residuals
-            phase = max(2 * shape.train_sample * dim * 4, min(defaults.SHARD_BLOCK_ROWS, part) * dim * (2 + 2 + 4 + 4))
+            # sampling and training hold the sample (fp32; FAISS subsamples for the codebooks) and
+            # the pages of a block being gathered; adding, a block read (fp16) and widened (fp32)
+            phase = max(shape.train_sample * dim * 4 + 2**26, min(defaults.SHARD_BLOCK_ROWS, part) * dim * (2 + 4))
             ram = max(ram, m["task_base_ram_gb"] + (held + phase) / GB)
             disk += held / GB
     together, share = _share(cfg, "index", len(work), m, launcher)
