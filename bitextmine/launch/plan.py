@@ -88,15 +88,17 @@ def measure(cfg: PipelineConfig, device: str, sample_lines: int = 400, progress:
 
 
 def _startup() -> dict:
-    """A fresh process importing what a task imports: its wall time and resident memory."""
+    """A fresh process importing what a task imports: its wall time and resident memory, and
+    the memory before torch (an index task uses FAISS alone)."""
     import subprocess
     import sys
 
-    probe = ("import resource, torch, faiss, numpy, bitextmine.cli; "
-             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    probe = ("import resource, faiss, numpy, bitextmine.cli; rss = resource.getrusage(resource.RUSAGE_SELF); "
+             "import torch; print(rss.ru_maxrss, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout
-    return {"task_startup_seconds": time.perf_counter() - start, "task_base_ram_gb": int(out.split()[-1]) / 2**20}
+    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout.split()
+    return {"task_startup_seconds": time.perf_counter() - start, "task_base_ram_gb": int(out[-1]) / 2**20,
+            "index_task_base_ram_gb": int(out[-2]) / 2**20}
 
 
 def _sample_lines(cfg: PipelineConfig, count: int) -> dict[str, list[str]]:
@@ -355,9 +357,11 @@ def _index_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], launcher
                 work.append(read)
             held = part * (shape.code_bytes + 8) + shape.lists * dim * 4
             # sampling and training hold the sample (fp32; FAISS subsamples for the codebooks) and
-            # the pages of a block being gathered; adding, a block read (fp16) and widened (fp32)
-            phase = max(shape.train_sample * dim * 4 + 2**26, min(defaults.SHARD_BLOCK_ROWS, part) * dim * (2 + 4))
-            ram = max(ram, m["task_base_ram_gb"] + (held + phase) / GB)
+            # the pages of a block being gathered; adding, a block's mapped pages, its copy (fp16)
+            # and its fp32 rows
+            phase = max(shape.train_sample * dim * 4 + 2**26,
+                        min(defaults.SHARD_BLOCK_ROWS, part) * dim * (2 + 2 + 4))
+            ram = max(ram, m.get("index_task_base_ram_gb", m["task_base_ram_gb"]) + (held + phase) / GB)
             disk += held / GB
     together, share = _share(cfg, "index", len(work), m, launcher)
     start = m["task_startup_seconds"] + LAUNCH_SECONDS
