@@ -88,7 +88,7 @@ def plan(
     settings: Settings = None,
     json_out: json_option("The estimates as JSON (- for standard output).") = None,
     mined_share: Annotated[float, typer.Option(
-        "--mined-share", min=0.0, max=1.0,
+        "--mined-share", min=0.0, max=1.0, metavar="SHARE",
         help="Pairs mined per sentence of the smaller side, assumed: mine's exact margins and the filter "
              "grow with it. A previous run's: pairs / rows in its mine sidecar.")] = defaults.PLAN_MINED_SHARE,
     quiet: Quiet = False,

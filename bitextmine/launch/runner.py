@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -27,6 +28,7 @@ from bitextmine.launch.config import PipelineConfig, Resources
 from bitextmine.launch.pipeline import STAGE_TASKS, Task, execute
 
 log = logging.getLogger(__name__)
+_STOPPING = threading.Event()  # set by SIGINT / SIGTERM to `run` (see _signals_stop_the_run)
 STOP_GRACE_SECONDS = 15  # for cancelled jobs to end (the local executor sends SIGINT, then SIGKILL)
 RESULT_GRACE_SECONDS = 15  # for an ended job's result file to show (submitit's own wait, for shared file systems)
 POLL_SECONDS = 0.5  # between looks at a wave's jobs (Slurm's state is asked through sacct at submitit's pace)
@@ -228,6 +230,8 @@ class Launcher:
             wave = tasks[start : start + wave_size]
             jobs = []
             try:
+                if _STOPPING.is_set():
+                    raise KeyboardInterrupt
                 if self.kind == "slurm":
                     jobs = _submit_array(executor, stage, wave, resources.cpus)
                     _record_jobs(self.cfg.output, jobs)
@@ -253,6 +257,8 @@ class Launcher:
         waiting = dict(enumerate(jobs))
         ended_without_result: dict[int, float] = {}
         while waiting:
+            if _STOPPING.is_set():
+                raise KeyboardInterrupt
             for i, job in list(waiting.items()):
                 if not job.done():
                     continue
@@ -383,12 +389,20 @@ def _signals_stop_the_run() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    _STOPPING.clear()
+    previous = {sig: signal.signal(sig, _stop_requested) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _stop_requested(signum, frame):
+    """Remembered as well as raised: a library that swallows the KeyboardInterrupt (it can land
+    anywhere, inside submitit's polling too) does not keep the run going; the wait checks."""
+    _STOPPING.set()
+    raise KeyboardInterrupt
 
 
 def run_pipeline(cfg: PipelineConfig, launcher: str = defaults.LAUNCHER, stages: tuple[str, ...] = STAGES,
