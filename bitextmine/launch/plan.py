@@ -31,7 +31,6 @@ GB = 1024**3
 # submitit's own job set-up beyond the process start (pickling, the job's folder and
 # logs, polling), measured with the local executor; Slurm's queueing is not counted
 LAUNCH_SECONDS = 1.5
-PROCESS_GB = 0.25  # Python, numpy and faiss before any data (mine, index and filter tasks)
 TEXT_BYTES_PER_LINE = 190  # a distinct sentence held by mine: the str, its dict entry, list slots, row arrays
 # per candidate of a block of index queries: the index's scores and ids, the ids mapped to rows,
 # their exact cosines and best_distinct's sorting temporaries (counted from the code: ~70 bytes)
