@@ -36,9 +36,10 @@ TEXT_BYTES_PER_LINE = 190  # a distinct sentence held by mine: the str, its dict
 # their exact cosines and best_distinct's sorting temporaries (counted from the code: ~70 bytes)
 CANDIDATE_BYTES = 70
 # per candidate pair (k a row of each side) in mine's one-to-one selection: the scored
-# candidates of both directions, their union, sorted by score, and the greedy walk's Python
-# ints and sets (counted from mine/scoring.py: ~150 bytes; at 1M a side it is mine's peak)
-SELECTION_BYTES = 150
+# candidates of both directions, their union, its sort keys and order, the pairs by score
+# (measured by benchmarks/selection.py: 106-118 bytes at 1M-10M a side; from 1M a side it
+# is mine's peak)
+SELECTION_BYTES = 120
 PAIR_BYTES = 700  # a mined pair held by filter: the two texts, their normal forms, the Pair object
 
 
