@@ -238,3 +238,25 @@ def test_top_level_help_does_not_import_torch():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "embed" in result.stdout
+
+
+def test_rows_across_blocks_and_batches_are_the_encoders_rows_in_line_order(monkeypatch, usem3):
+    """Blocks tokenized ahead in a thread, batches read one behind: every row still lands on
+    its line (blank lines zero), across block and batch boundaries."""
+    from bitextmine import defaults
+    from bitextmine.embed import embed_texts
+
+    monkeypatch.setattr(defaults, "EMBED_SORT_CHUNK_LINES", 7)
+    lines = read_lines(EXAMPLES / "de.txt")[:40]
+    lines[3] = lines[20] = "  "
+    blank = [not x.strip() for x in lines]
+    blocks: list[np.ndarray] = []
+    done: list[int] = []
+    embed_texts(usem3, lines, blank, blocks.append, batch_tokens=64, max_tokens=defaults.MAX_TOKENS,
+                on_progress=done.append)
+    rows = np.concatenate(blocks)
+    assert [len(b) for b in blocks] == [7, 7, 7, 7, 7, 5] and sum(done) == 40
+    assert not rows[[3, 20]].any()
+    expected = usem3.encode([x for x in lines if x.strip()])
+    got = rows[[i for i, b in enumerate(blank) if not b]].astype(np.float32)
+    assert ((got * expected).sum(axis=1) > 0.999).all()

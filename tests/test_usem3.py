@@ -73,3 +73,13 @@ def test_token_budget_batches_cover_every_sentence_within_budget():
     assert batches[0] == [500]  # longest first
     firsts = [max(lengths[i] for i in b) for b in batches]
     assert firsts == sorted(firsts, reverse=True)
+    # the batches of a sentence-by-sentence walk: longest first (ties in input order), a
+    # sentence added while the padded batch stays within the budget
+    expected, batch, longest = [], [], 0
+    for i in sorted(range(len(lengths)), key=lengths.__getitem__, reverse=True):
+        if batch and max(longest, lengths[i]) * (len(batch) + 1) > 256:
+            expected.append(batch)
+            batch, longest = [], 0
+        batch.append(i)
+        longest = max(longest, lengths[i])
+    assert batches == [*expected, batch]

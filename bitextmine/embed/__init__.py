@@ -12,7 +12,9 @@ import hashlib
 import logging
 import os
 import re
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,22 +79,45 @@ def embed_texts(
 ) -> int:
     """Embed ``lines``, handing ``write`` their rows in order, a block at a time.
 
-    Blank lines get zero rows. Returns the number of truncated sentences.
+    Blank lines get zero rows. Returns the number of truncated sentences. The next block
+    is tokenized in a thread while this one is embedded (SentencePiece releases the
+    interpreter while it works), so that a GPU does not wait for its tokens.
     """
-    truncated = 0
-    for start in range(0, len(lines), defaults.EMBED_SORT_CHUNK_LINES):
+    import torch
+
+    def tokenized(start: int) -> tuple[int, int, list[int], list[list[int]], int]:
         stop = min(start + defaults.EMBED_SORT_CHUNK_LINES, len(lines))
-        block = np.zeros((stop - start, encoder.dim), dtype=defaults.EMBEDDING_DTYPE)
         todo = [i for i in range(start, stop) if not blank[i]]
-        if todo:
-            ids, cut = encoder.tokenize_truncated([lines[i] for i in todo], max_tokens)
+        ids, cut = encoder.tokenize_truncated([lines[i] for i in todo], max_tokens) if todo else ([], 0)
+        return start, stop, todo, ids, cut
+
+    narrow = getattr(torch, defaults.EMBEDDING_DTYPE)
+    truncated = 0
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenize") as ahead:
+        following = ahead.submit(tokenized, 0) if lines else None
+        while following is not None:
+            start, stop, todo, ids, cut = following.result()
+            following = ahead.submit(tokenized, stop) if stop < len(lines) else None
             truncated += cut
+            block = np.zeros((stop - start, encoder.dim), dtype=defaults.EMBEDDING_DTYPE)
+            # a batch's rows are read once the next batch is under way: on a GPU, its forward
+            # pass runs while the host packs the next batch's tokens
+            pending: deque = deque()
             for batch in token_budget_batches([len(x) for x in ids], batch_tokens):
-                block[[todo[j] - start for j in batch]] = encoder.embed_token_batch([ids[j] for j in batch])
-                on_progress(len(batch))
-        on_progress(stop - start - len(todo))
-        write(block)
+                rows = encoder.embed_token_batch_on_device([ids[j] for j in batch])
+                pending.append(([todo[j] - start for j in batch], rows.to(narrow)))  # narrowed by torch: 3x numpy
+                if len(pending) > 1:
+                    _read_rows(block, *pending.popleft(), on_progress)
+            while pending:
+                _read_rows(block, *pending.popleft(), on_progress)
+            on_progress(stop - start - len(todo))
+            write(block)
     return truncated
+
+
+def _read_rows(block: np.ndarray, positions: list[int], rows, on_progress) -> None:
+    block[positions] = rows.cpu().numpy()
+    on_progress(len(positions))
 
 
 def _check_free_space(directory: Path, needed: int, target: Path) -> None:

@@ -42,20 +42,17 @@ def token_budget_batches(lengths: list[int], batch_tokens: int) -> Iterator[list
     Sentences are sorted longest first, so that padding is minimal and the most
     memory-hungry batch runs first (an out-of-memory error shows up at once). The
     budget counts padded tokens (batch size x longest sentence), which is what a padded
-    transformer pays; a sentence longer than the budget forms a batch of its own.
+    transformer pays; a sentence longer than the budget forms a batch of its own. Sorted
+    longest first, a batch's first sentence is its longest, so its size follows from that
+    length alone: one step a batch, not a sentence (on a GPU this loop is host time).
     """
-    order = sorted(range(len(lengths)), key=lengths.__getitem__, reverse=True)
-    batch: list[int] = []
-    longest = 0
-    for i in order:
-        longest_if_added = max(longest, lengths[i])
-        if batch and longest_if_added * (len(batch) + 1) > batch_tokens:
-            yield batch
-            batch, longest_if_added = [], lengths[i]
-        batch.append(i)
-        longest = longest_if_added
-    if batch:
-        yield batch
+    order = np.argsort(-np.asarray(lengths, dtype=np.int64), kind="stable")  # ties keep their order
+    longest = np.asarray(lengths, dtype=np.int64)[order]
+    start = 0
+    while start < len(order):
+        size = max(1, batch_tokens // max(int(longest[start]), 1))
+        yield order[start : start + size].tolist()
+        start += size
 
 
 class Encoder:
@@ -94,6 +91,15 @@ class Encoder:
 
     def embed_token_batch(self, batch: list[list[int]]) -> np.ndarray:
         raise NotImplementedError
+
+    def embed_token_batch_on_device(self, batch: list[list[int]]):
+        """The rows of ``embed_token_batch`` as a torch tensor, which may still be being
+        computed on the encoder's device: reading it (``.cpu()``) waits for it. An encoder
+        whose forward pass runs asynchronously on a GPU returns before it is done, so that
+        the caller prepares the next batch meanwhile."""
+        import torch
+
+        return torch.from_numpy(self.embed_token_batch(batch))
 
     def encode(
         self,

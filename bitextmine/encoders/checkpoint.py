@@ -230,14 +230,14 @@ class USEm3CheckpointEncoder(CheckpointEncoder):
         return self.base.tokenize(texts)
 
     def embed_token_batch(self, batch: list[list[int]]) -> np.ndarray:
-        from bitextmine.encoders.usem3 import pad_to_token_bucket
+        return self.embed_token_batch_on_device(batch).cpu().numpy()
 
-        n_sentences = len(batch)
-        batch = pad_to_token_bucket(batch)  # the default encoder's shapes: fewer kernels, the same vectors
+    def embed_token_batch_on_device(self, batch: list[list[int]]) -> torch.Tensor:
+        from bitextmine.encoders.usem3 import packed_tokens
+
+        flat, lengths = packed_tokens(batch, self.device)  # the default encoder's shapes and input path
         with torch.inference_mode():
-            lengths = torch.tensor([len(x) for x in batch], dtype=torch.int64, device=self.device)
-            flat = torch.tensor([i for x in batch for i in x], dtype=torch.int64, device=self.device)
-            return self.module(flat, lengths)[:n_sentences].float().cpu().numpy()
+            return self.module(flat, lengths)[: len(batch)].float()
 
 
 def open_checkpoint(directory: str | Path, device: str = "cpu",
