@@ -374,3 +374,21 @@ def test_the_default_threshold_on_long_real_lines_with_2_percent_translations(us
     assert choice.source == "adaptive" and precision >= 0.9, choice.reason
     best = best_threshold(pairs.score, correct, translations)
     assert 2 * precision * recall / (precision + recall) >= best["f1"] - 0.03
+
+
+def test_a_sentence_among_near_duplicates_gives_the_decoy_no_outlier():
+    """The decoy's neighbourhood means count near-duplicates (as the margin across languages
+    does); left out, a row with only duplicates nearby had a mean of 0, and a sentence near it
+    a ratio margin near 2, as if it had a sure partner in its own language."""
+    from bitextmine.mine.thresholds import decoy_best_scores
+
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(300, 32))
+    centre = z[0] / np.linalg.norm(z[0])
+    z[1:9] = centre + rng.normal(scale=0.01, size=(8, 32))  # rows 0-8: one sentence written 9 ways
+    z[9] = 0.8 * centre + 0.6 * np.linalg.qr(np.stack([centre, rng.normal(size=32)], 1))[0][:, 1]  # cosine 0.8
+    z = (z / np.linalg.norm(z, axis=1, keepdims=True)).astype(np.float32)
+    scores = decoy_best_scores(z, k=4, score="ratio", queries=1000, seed=0)
+    assert np.isneginf(scores[:9]).all()  # only duplicates nearby: no false partner to score
+    assert 0.85 < scores[9] < 1.1  # 0.8 against the cluster's mean (~0.99) and its own (~0.8)
+    assert scores[np.isfinite(scores)].max() < 1.5

@@ -83,17 +83,26 @@ def fixed_threshold(score: str, *identities) -> tuple[float, str]:
 
 # --- the decoy ---------------------------------------------------------------------------
 
-def _own_language_neighbours(z, rows: np.ndarray, k: int, device: str) -> Neighbours:
-    """The k nearest other rows of ``z`` for ``rows`` (the row itself and duplicates left out)."""
+def _own_language_neighbours(z, rows: np.ndarray, k: int, device: str) -> tuple[np.ndarray, Neighbours]:
+    """For ``rows`` of ``z``: the mean cosine to their k nearest other rows (the margin's
+    neighbourhood term, as mining computes it across languages), and their k nearest other
+    rows that are not near-duplicates of them (the candidates for a false pair)."""
     n = len(z)
     q = z if len(rows) == n else np.asarray(z[rows], dtype=np.float32)
     # k + 2: the row itself and one near-duplicate can be dropped without running short
-    fwd = exact_knn(q, z, min(k + 2, n), device=device)
-    keep = (fwd.ids != rows[:, None]) & (fwd.sims < defaults.DECOY_DUPLICATE_COSINE) & (fwd.ids >= 0)
-    order = np.argsort(~keep, axis=1, kind="stable")[:, :k]
-    valid = np.take_along_axis(keep, order, 1)
-    return Neighbours(np.where(valid, np.take_along_axis(fwd.sims, order, 1), -np.inf).astype(np.float32),
-                      np.where(valid, np.take_along_axis(fwd.ids, order, 1), -1))
+    found = exact_knn(q, z, min(k + 2, n), device=device)
+    other = (found.ids != rows[:, None]) & (found.ids >= 0)
+
+    def first_k(keep: np.ndarray) -> Neighbours:
+        order = np.argsort(~keep, axis=1, kind="stable")[:, :k]
+        valid = np.take_along_axis(keep, order, 1)
+        return Neighbours(np.where(valid, np.take_along_axis(found.sims, order, 1), -np.inf).astype(np.float32),
+                          np.where(valid, np.take_along_axis(found.ids, order, 1), -1))
+
+    # the mean keeps the near-duplicates: across languages they are in a sentence's
+    # neighbourhood too (left out, a row among duplicates only had a mean of 0, and its
+    # pairs a ratio margin near 2)
+    return first_k(other).mean_sim(), first_k(other & (found.sims < defaults.DECOY_DUPLICATE_COSINE))
 
 
 def decoy_best_scores(z, k: int, score: str, queries: int, seed: int, device: str = "cpu") -> np.ndarray:
@@ -101,16 +110,16 @@ def decoy_best_scores(z, k: int, score: str, queries: int, seed: int, device: st
 
     Every row is a query when there are at most ``queries``; otherwise a seeded sample,
     and the neighbourhoods of the sample's neighbours are searched too (the margin needs
-    both sides' means).
+    both sides' means). A row whose nearest others are all near-duplicates has no score
+    (-inf).
     """
     n = len(z)
     rows = np.arange(n) if n <= queries else np.sort(np.random.default_rng(seed).choice(n, queries, replace=False))
-    nb = _own_language_neighbours(z, rows, k, device)
     means = np.zeros(n, dtype=np.float32)
-    means[rows] = nb.mean_sim()
+    means[rows], nb = _own_language_neighbours(z, rows, k, device)
     others = np.setdiff1d(np.unique(nb.ids[nb.ids >= 0]), rows)
     if len(others):
-        means[others] = _own_language_neighbours(z, others, k, device).mean_sim()
+        means[others] = _own_language_neighbours(z, others, k, device)[0]
     scores = margin_scores(nb.sims, means[rows][:, None], means[np.maximum(nb.ids, 0)], score)
     return np.where(nb.ids >= 0, scores, -np.inf).max(axis=1)
 
