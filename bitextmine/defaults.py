@@ -109,6 +109,12 @@ SIDECAR_CURVE_POINTS = 80  # points of the precision estimate kept in the sideca
 # Exact kNN works on blocks of this many query and database rows: the similarity block
 # (rows x rows fp32) bounds memory whatever the corpus size.
 KNN_BLOCK_ROWS = 8192
+# On a GPU, tiles as large as free memory allows up to this many rows a side (65,536^2 fp16
+# is 8.6 GB): per-tile launches and merges, not the products, bound small tiles there.
+GPU_KNN_BLOCK_ROWS = 65_536
+# A GPU multiplies in fp16: each list keeps k + this many candidates, whose cosines are then
+# recomputed in fp32 to pick the k (fp16 rounding, ~5e-4, may swap near-ties).
+KNN_RECHECK_EXTRA = 4
 
 # --- filter ---------------------------------------------------------------------------
 FILTER_MIN_CHARS = 3

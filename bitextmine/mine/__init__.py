@@ -37,7 +37,7 @@ class MineConfig:
     nprobe: int | None = None  # None: the index's own
     exact_margins: bool = defaults.EXACT_MARGINS  # through indexes: the kept pairs' rows searched exactly
     device: str = defaults.DEVICE  # for exact search: a GPU when torch sees one
-    block_rows: int = defaults.KNN_BLOCK_ROWS
+    block_rows: int | None = None  # exact search's tiles; None: by device (mine/knn.py knn_block_rows)
 
     def __post_init__(self):
         score = SCORE_ALIASES.get(self.score, self.score)

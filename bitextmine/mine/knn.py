@@ -87,29 +87,45 @@ def _merge_columns_above(run_s, run_i, block, row_offset, k):
     return all_vals[chosen].view(n_cols, k), all_ids[chosen].view(n_cols, k)
 
 
+def knn_block_rows(device: str) -> int:
+    """Rows a side of an exact-search tile: ``KNN_BLOCK_ROWS`` on CPU; on a GPU the largest
+    power of two up to ``GPU_KNN_BLOCK_ROWS`` whose fp16 tile and top-k work (~3x the tile)
+    fit in half the free memory."""
+    if not device.startswith("cuda"):
+        return defaults.KNN_BLOCK_ROWS
+    import torch
+
+    free, _ = torch.cuda.mem_get_info(torch.device(device))
+    rows = defaults.GPU_KNN_BLOCK_ROWS
+    while rows > defaults.KNN_BLOCK_ROWS and rows * rows * 2 * 3 > free / 2:
+        rows //= 2
+    return rows
+
+
 def exact_knn_both_ways(
     x: np.ndarray,
     y: np.ndarray,
     k: int,
     device: str = "cpu",
-    block_rows: int = defaults.KNN_BLOCK_ROWS,
+    block_rows: int | None = None,
     progress: bool = False,
 ) -> tuple[Neighbours, Neighbours]:
     """Exact k-NN of every x among y (forward) and of every y among x (backward).
 
     ``x`` (n, d) and ``y`` (m, d) may be fp16 or fp32, in memory or memory-mapped; they
-    are converted block by block. On CUDA the blocks are multiplied in fp16 with fp32
-    accumulation and the kept cosines are recomputed exactly afterwards. ``progress``:
-    a bar on stderr counting compared pairs of vectors.
+    are converted block by block (``block_rows``: by default, ``knn_block_rows``). On CUDA
+    the tiles are multiplied in fp16 (``_low_precision_knn``). ``progress``: a bar on
+    stderr counting compared pairs of vectors.
     """
     import torch
 
     from bitextmine.progress import progress_bar
 
+    block_rows = block_rows or knn_block_rows(device)
+    if device.startswith("cuda"):
+        return _low_precision_knn(x, y, k, device, torch.float16, block_rows, both_ways=True, progress=progress)
     n, m = len(x), len(y)
     kf, kb = min(k, m), min(k, n)
-    cuda = device.startswith("cuda")
-    dtype = torch.float16 if cuda else torch.float32
     neg = float("-inf")
     fwd_s = torch.full((n, kf), neg, device=device)
     fwd_i = torch.full((n, kf), -1, dtype=torch.int64, device=device)
@@ -120,18 +136,12 @@ def exact_knn_both_ways(
     with torch.inference_mode(), progress_bar(total=n * m, desc="search", unit="pair",
                                               disable=not progress) as bar:
         for j in range(0, m, block_rows):
-            yb = _as_tensor(y[j : j + block_rows], device, dtype)
+            yb = _as_tensor(y[j : j + block_rows], device, torch.float32)
             for i in range(0, n, block_rows):
-                xb = _as_tensor(x[i : i + block_rows], device, dtype)
-                sims = (xb @ yb.T).float()  # (bi, bj)
+                xb = _as_tensor(x[i : i + block_rows], device, torch.float32)
+                sims = xb @ yb.T  # (bi, bj)
                 rows, cols = slice(i, i + len(xb)), slice(j, j + len(yb))
                 bar.update(len(xb) * len(yb))
-                if cuda:  # top-k is cheap on GPU in both directions
-                    s, idx = sims.topk(min(kf, sims.shape[1]), dim=1)
-                    fwd_s[rows], fwd_i[rows] = _merge_topk(fwd_s[rows], fwd_i[rows], s, idx + j, kf)
-                    s, idx = sims.topk(min(kb, sims.shape[0]), dim=0)
-                    bwd_s[cols], bwd_i[cols] = _merge_topk(bwd_s[cols], bwd_i[cols], s.T, idx.T + i, kb)
-                    continue
                 s, idx = sims.topk(min(kf, sims.shape[1]), dim=1)  # contiguous: fast
                 fwd_s[rows], fwd_i[rows] = _merge_topk(fwd_s[rows], fwd_i[rows], s, idx + j, kf)
                 seed = 0
@@ -142,12 +152,7 @@ def exact_knn_both_ways(
                 if seed < sims.shape[0]:
                     bwd_s[cols], bwd_i[cols] = _merge_columns_above(bwd_s[cols], bwd_i[cols], sims[seed:],
                                                                     i + seed, kb)
-    fwd = Neighbours(fwd_s.cpu().numpy(), fwd_i.cpu().numpy())
-    bwd = Neighbours(bwd_s.cpu().numpy(), bwd_i.cpu().numpy())
-    if cuda:  # fp16 products: make the kept cosines exact
-        fwd.sims = exact_sims(x, y, fwd.ids)
-        bwd.sims = exact_sims(y, x, bwd.ids)
-    return fwd, bwd
+    return Neighbours(fwd_s.numpy(), fwd_i.numpy()), Neighbours(bwd_s.numpy(), bwd_i.numpy())
 
 
 def exact_knn(
@@ -155,7 +160,7 @@ def exact_knn(
     database: np.ndarray,
     k: int,
     device: str = "cpu",
-    block_rows: int = defaults.KNN_BLOCK_ROWS,
+    block_rows: int | None = None,
     progress: bool = False,
 ) -> Neighbours:
     """Exact k-NN of every query row among the database rows, best first.
@@ -167,27 +172,75 @@ def exact_knn(
 
     from bitextmine.progress import progress_bar
 
+    block_rows = block_rows or knn_block_rows(device)
+    if device.startswith("cuda"):
+        return _low_precision_knn(queries, database, k, device, torch.float16, block_rows, both_ways=False,
+                                  progress=progress)[0]
     n, m = len(queries), len(database)
     k = min(k, m)
-    cuda = device.startswith("cuda")
-    dtype = torch.float16 if cuda else torch.float32
     best_s = torch.full((n, k), float("-inf"), device=device)
     best_i = torch.full((n, k), -1, dtype=torch.int64, device=device)
     with torch.inference_mode(), progress_bar(total=n * m, desc="search", unit="pair",
                                               disable=not progress) as bar:
         for j in range(0, m, block_rows):  # each database block is read and converted once
-            db = _as_tensor(database[j : j + block_rows], device, dtype)
+            db = _as_tensor(database[j : j + block_rows], device, torch.float32)
             for i in range(0, n, block_rows):
-                q = _as_tensor(queries[i : i + block_rows], device, dtype)
-                sims = (q @ db.T).float()  # (bi, bj)
+                q = _as_tensor(queries[i : i + block_rows], device, torch.float32)
+                sims = q @ db.T  # (bi, bj)
                 bar.update(len(q) * len(db))
                 s, idx = sims.topk(min(k, sims.shape[1]), dim=1)
                 rows = slice(i, i + len(q))
                 best_s[rows], best_i[rows] = _merge_topk(best_s[rows], best_i[rows], s, idx + j, k)
-    found = Neighbours(best_s.cpu().numpy(), best_i.cpu().numpy())
-    if cuda:  # fp16 products: make the kept cosines exact
-        found.sims = exact_sims(queries, database, found.ids)
+    return Neighbours(best_s.numpy(), best_i.numpy())
+
+
+def _low_precision_knn(x, y, k: int, device: str, dtype, block_rows: int, both_ways: bool,
+                       extra: int = defaults.KNN_RECHECK_EXTRA, progress: bool = False) -> list[Neighbours]:
+    """Exact k-NN from low-precision tiles: [forward] or [forward, backward].
+
+    Each tile of products stays in ``dtype`` (fp16 on a GPU: tensor cores, half the
+    memory traffic of the top-k passes, which bound the search there), and its top
+    ``k + extra`` along rows (and columns) are merged into running lists. The candidates'
+    cosines are then recomputed in fp32 from the vectors and the best k kept, so the
+    result is exact unless more than ``extra`` candidates fall within fp16's rounding of
+    the k-th (measured against the CPU path in tests/test_gpu.py and tests/test_knn.py).
+    Runs on any device; a GPU is where it pays.
+    """
+    import torch
+
+    from bitextmine.progress import progress_bar
+
+    n, m = len(x), len(y)
+    kf, kb = min(k + extra, m), min(k + extra, n)
+    fwd_s = torch.full((n, kf), float("-inf"), dtype=dtype, device=device)
+    fwd_i = torch.full((n, kf), -1, dtype=torch.int64, device=device)
+    if both_ways:
+        bwd_s = torch.full((m, kb), float("-inf"), dtype=dtype, device=device)
+        bwd_i = torch.full((m, kb), -1, dtype=torch.int64, device=device)
+    log.debug("kNN in %s tiles of %d rows, %d x %d, k=%d (+%d re-checked)", dtype, block_rows, n, m, k, extra)
+    with torch.inference_mode(), progress_bar(total=n * m, desc="search", unit="pair",
+                                              disable=not progress) as bar:
+        for j in range(0, m, block_rows):
+            yb = _as_tensor(y[j : j + block_rows], device, dtype)
+            for i in range(0, n, block_rows):
+                xb = _as_tensor(x[i : i + block_rows], device, dtype)
+                sims = xb @ yb.T  # (bi, bj) in dtype, accumulated in fp32 by the tensor cores
+                rows, cols = slice(i, i + len(xb)), slice(j, j + len(yb))
+                s, idx = sims.topk(min(kf, sims.shape[1]), dim=1)
+                fwd_s[rows], fwd_i[rows] = _merge_topk(fwd_s[rows], fwd_i[rows], s, idx + j, kf)
+                if both_ways:
+                    s, idx = sims.topk(min(kb, sims.shape[0]), dim=0)
+                    bwd_s[cols], bwd_i[cols] = _merge_topk(bwd_s[cols], bwd_i[cols], s.T, idx.T + i, kb)
+                bar.update(len(xb) * len(yb))
+    found = [_rechecked(x, y, fwd_i.cpu().numpy(), min(k, m))]
+    if both_ways:
+        found.append(_rechecked(y, x, bwd_i.cpu().numpy(), min(k, n)))
     return found
+
+
+def _rechecked(queries, database, candidates: np.ndarray, k: int) -> Neighbours:
+    """The best k of each row's candidates by their fp32 cosines."""
+    return best_distinct(exact_sims(queries, database, candidates), candidates, k)
 
 
 def as_float32(rows: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
