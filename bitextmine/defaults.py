@@ -249,7 +249,13 @@ TASK_TIMEOUT_MIN = 120
 
 # --- plan -----------------------------------------------------------------------------
 # Pairs mined per sentence of the smaller side: mine's exact margins and the filter grow with
-# it, and nothing has been mined when `plan` runs, so it is an assumption (`plan --mined-share`),
-# stated in the estimate's basis. Measured: 2.5-3.4 % on the scaling benchmark's synthetic
+# it. Before anything is embedded `plan` cannot measure it, so it assumes this (`plan
+# --mined-share` gives another), stated in the estimate's basis. Measured: 2.5-3.4 % on the scaling benchmark's synthetic
 # pools (a tenth of the rows planted), 7 % on 250k x 250k real Tatoeba-rich pools.
 PLAN_MINED_SHARE = 0.05
+# When a pair's embedding sets exist, plan measures the share instead: a sample of source
+# rows searched exactly against the target side and their nearest targets against the source
+# side, scored as mine scores. Sampled rows: as many as this many vector pairs allow (20 s of
+# exact search on 2 CPU cores), within these bounds.
+PLAN_SHARE_SAMPLE_PAIRS = 2_000_000_000
+PLAN_SHARE_SAMPLE_ROWS = (500, 4000)

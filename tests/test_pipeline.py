@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import pytest
 
 from bitextmine.errors import BitextmineError
 from bitextmine.launch.config import load_config
-from tests.conftest import EXAMPLES, REPO, read_lines
+from tests.conftest import EXAMPLES, REPO, example_like_sets, read_lines
 
 pytest.importorskip("submitit")
 pytest.importorskip("yaml")
@@ -230,11 +231,37 @@ def test_plan_arithmetic_from_given_measurements(tmp_path, monkeypatch):
     # the sample's 4 x 20,000 neighbours: nearly all distinct in a large pool, overlapping in a small one
     assert 0.9 * 5 * 20_000 < plan._decoy_queries(1_000_000, 4) < 5 * 20_000
     assert 20_000 < plan._decoy_queries(60_000, 4) < 0.9 * 60_000
-    # the share of rows mined is an assumption: more pairs, more exact margins and filtering
+    # nothing embedded yet: the share of rows mined is assumed; given, more pairs mean more
+    # exact margins and filtering
+    assert "5.0% of the smaller side, assumed" in by_stage["filter"].basis
     more, _ = plan.estimate(load_config(config), mined_share=0.5)
     more = {s.stage: s for s in more}
-    assert "50.0% of the smaller side, assumed" in more["filter"].basis
+    assert "50.0% of the smaller side, given" in more["filter"].basis
     assert more["filter"].seconds > by_stage["filter"].seconds and more["mine"].seconds >= by_stage["mine"].seconds
+
+
+def test_plan_measures_the_mined_share_where_both_sides_are_embedded(tmp_path):
+    """Where run's embedding sets exist, plan samples rows, searches them exactly and scores
+    them as mine does: its share is the one mine then keeps, not the assumed 5 %."""
+    from bitextmine.embed.corpus import EmbeddingCorpus
+    from bitextmine.launch import plan
+    from bitextmine.launch.pipeline import embed_dirs
+    from bitextmine.mine import MineConfig, mine_corpora
+
+    config = write_config(tmp_path / "p.yaml", tmp_path / "run", [EXAMPLES / "de.txt"], [EXAMPLES / "en.txt"],
+                          "mine: {threshold: 1.05}\n")
+    cfg = load_config(config)
+    assert plan.mined_shares(cfg, "cpu")[("de", "en")] == plan.MinedShare(0.05, "assumed")
+    de, en = example_like_sets(tmp_path / "sets")
+    for lang, made in (("de", de), ("en", en)):
+        target = embed_dirs(cfg, lang)[0]
+        target.parent.mkdir(parents=True)
+        shutil.copytree(made, target)
+    sampled = plan.mined_shares(cfg, "cpu")[("de", "en")]
+    assert sampled.how.startswith("sampled: 500 rows at threshold 1.05")
+    src, tgt = (EmbeddingCorpus.load(embed_dirs(cfg, lang)) for lang in ("de", "en"))
+    mined = len(mine_corpora(src, tgt, MineConfig(threshold=1.05))) / 500
+    assert 0.4 < mined < 0.8 and abs(sampled.share - mined) < 0.05
 
 
 @pytest.mark.slow

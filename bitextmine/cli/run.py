@@ -87,10 +87,11 @@ def plan(
     launcher: LauncherOption = Launcher(defaults.LAUNCHER),
     settings: Settings = None,
     json_out: json_option("The estimates as JSON (- for standard output).") = None,
-    mined_share: Annotated[float, typer.Option(
+    mined_share: Annotated[float | None, typer.Option(
         "--mined-share", min=0.0, max=1.0, metavar="SHARE",
-        help="Pairs mined per sentence of the smaller side, assumed: mine's exact margins and the filter "
-             "grow with it. A previous run's: pairs / rows in its mine sidecar.")] = defaults.PLAN_MINED_SHARE,
+        help="Pairs mined per sentence of the smaller side: mine's exact margins and the filter grow with it. "
+             "By default measured on a sample where both sides are embedded, else assumed "
+             f"({defaults.PLAN_MINED_SHARE:g}). A previous run's: pairs / rows in its mine sidecar.")] = None,
     quiet: Quiet = False,
 ) -> None:
     """Estimate RAM, GPU memory, disk and time per stage before anything runs.

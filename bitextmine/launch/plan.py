@@ -392,13 +392,14 @@ def _search_seconds(queries: int, rows: int, shape: IndexShape, cfg: PipelineCon
 
 
 def _mine_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], text_bytes: dict[str, int],
-                   launcher: str, mined_share: float = defaults.PLAN_MINED_SHARE) -> StageEstimate:
+                   launcher: str, shares: dict[tuple[str, str], MinedShare]) -> StageEstimate:
     """One task per pair: read both sides' text, search both ways (exactly or through the indexes), score."""
     dim, k = m["dim"], cfg.mine.k
     work, ram = [], 0.0
     basis = set()
     for src, tgt in cfg.pairs:
         n, mm = rows[src], rows[tgt]
+        mined = shares[(src, tgt)]
         if cfg.index.exact:
             work.append(n * mm / m["knn_pairs_per_second"])
             basis.add(f"exact: N x M / {m['knn_pairs_per_second']:.3g} vector pairs/s")
@@ -417,11 +418,11 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], text_byte
             searched = held + queries * (dim * 6 + defaults.INDEX_CANDIDATES * CANDIDATE_BYTES) + gathered * dim * 6
             if cfg.mine.exact_margins and cfg.mine.score not in ("cosine", "absolute"):
                 # after the search, the exact blocks of the kept pairs' rows
-                searched = max(searched, _exact_block_bytes(round(mined_share * min(n, mm)), max(n, mm)))
+                searched = max(searched, _exact_block_bytes(round(mined.share * min(n, mm)), max(n, mm)))
                 # the kept pairs' rows searched again exactly, each against the other side
                 rate = m.get("knn_one_way_pairs_per_second", m["knn_pairs_per_second"])
-                work[-1] += mined_share * min(n, mm) * (n + mm) / rate
-                basis.add(f"exact margins: {mined_share:.1%} of the smaller side's rows kept in pairs (assumed), "
+                work[-1] += mined.share * min(n, mm) * (n + mm) / rate
+                basis.add(f"exact margins: {mined.share:.1%} of the smaller side's rows kept in pairs ({mined.how}), "
                           "each side's searched exactly against the other")
         if cfg.mine.threshold is None:  # the threshold is chosen on the pools: the decoy search
             rate = m.get("knn_one_way_pairs_per_second", m["knn_pairs_per_second"])
@@ -435,8 +436,8 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], text_byte
         ram = max(ram, m["task_base_ram_gb"] + (held_text + (n + mm) * k * 12 * 2 + max(searched, selecting)) / GB)
     together, share = _share(cfg, "mine", len(work), m, launcher)
     start = m["task_startup_seconds"] + LAUNCH_SECONDS
-    pairs = sum(min(rows[s], rows[t]) for s, t in cfg.pairs)
-    return StageEstimate("mine", len(cfg.pairs), ram, 0.0, pairs * mined_share * 200 / GB,
+    pairs = sum(min(rows[s], rows[t]) * shares[(s, t)].share for s, t in cfg.pairs)
+    return StageEstimate("mine", len(cfg.pairs), ram, 0.0, pairs * 200 / GB,
                          _stage_seconds(work, start, together, share), "; ".join(sorted(basis)))
 
 
@@ -462,9 +463,81 @@ def _decoy_queries(rows: int, k: int) -> int:
     return sample + round((rows - sample) * -math.expm1(-sample * k / rows))
 
 
+@dataclass(frozen=True)
+class MinedShare:
+    """Pairs mine keeps per row of a language pair's smaller side, and where the figure comes from."""
+
+    share: float
+    how: str  # "assumed", "given", or how it was sampled
+
+
+def sampled_mined_share(cfg: PipelineConfig, pair: tuple[str, str], device: str,
+                        budget_pairs: int = defaults.PLAN_SHARE_SAMPLE_PAIRS) -> MinedShare | None:
+    """The share of ``pair``'s smaller side that mine will keep, measured on a sample when
+    both sides' embedding sets exist (None when they do not).
+
+    Sampled source rows are searched exactly against the target side, their nearest targets
+    against the source side, and each such pair scored as mine scores it, against the
+    pipeline's threshold (when mine is to choose one, the encoder's fixed threshold stands in
+    for it). The share falls as pools grow (nearer neighbours, lower margins), so it is
+    measured on the whole target side, not on a smaller pool. Its sampling error is about
+    1 / sqrt(rows kept in the sample); mine's exact margins and the filter scale with it.
+    """
+    from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
+    from bitextmine.errors import BitextmineError
+    from bitextmine.launch.pipeline import embed_dirs
+    from bitextmine.mine.knn import as_float32, exact_knn
+    from bitextmine.mine.scoring import margin_scores
+    from bitextmine.mine.thresholds import fixed_threshold
+
+    try:
+        corpora = [EmbeddingCorpus.load(embed_dirs(cfg, lang), verify=False) for lang in pair]
+    except (BitextmineError, OSError):  # not embedded yet (or not all of it)
+        return None
+    x, y = (SelectedRows(c, c.non_blank_ids()) for c in corpora)
+    n, m = len(x), len(y)
+    if not n or not m:
+        return None
+    fewest, most = defaults.PLAN_SHARE_SAMPLE_ROWS
+    sample = min(n, most, max(fewest, budget_pairs // (n + m)))
+    rows = np.sort(np.random.default_rng(defaults.SEED).choice(n, sample, replace=False))
+    fwd = exact_knn(as_float32(x[rows]), y, cfg.mine.k, device=device)
+    targets, where = np.unique(fwd.ids[:, 0], return_inverse=True)
+    bwd = exact_knn(as_float32(y[targets]), x, cfg.mine.k, device=device)
+    score = margin_scores(fwd.sims[:, 0], fwd.mean_sim(), bwd.mean_sim()[where], cfg.mine.score)
+    threshold = cfg.mine.threshold
+    if threshold is None:
+        threshold = fixed_threshold(cfg.mine.score, corpora[0].encoder, corpora[1].encoder)[0]
+    smaller = min(n, m)
+    share = min(float((score >= threshold).mean()) * n, smaller) / smaller
+    return MinedShare(share, f"sampled: {sample:,} rows at threshold {threshold:g}")
+
+
+def mined_shares(cfg: PipelineConfig, device: str, given: float | None = None) -> dict[tuple[str, str], MinedShare]:
+    """Each pair's share: ``given``; else sampled where its embedding sets exist; else assumed."""
+    shares = {}
+    for pair in map(tuple, cfg.pairs):
+        if given is not None:
+            shares[pair] = MinedShare(given, "given")
+        else:
+            shares[pair] = sampled_mined_share(cfg, pair, device) or MinedShare(defaults.PLAN_MINED_SHARE, "assumed")
+    return shares
+
+
+def _shares_by_pair(cfg: PipelineConfig, mined_share) -> dict[tuple[str, str], MinedShare]:
+    if isinstance(mined_share, dict):
+        return mined_share
+    return {tuple(pair): MinedShare(mined_share, "assumed") for pair in cfg.pairs}
+
+
 def estimate_from(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], text_bytes: dict[str, int],
-                  launcher: str = "local", mined_share: float = defaults.PLAN_MINED_SHARE) -> list[StageEstimate]:
-    """Per-stage estimates from rates ``m`` (as ``measure`` returns) and the shards' line counts."""
+                  launcher: str = "local", mined_share: float | dict = defaults.PLAN_MINED_SHARE
+                  ) -> list[StageEstimate]:
+    """Per-stage estimates from rates ``m`` (as ``measure`` returns) and the shards' line counts.
+
+    ``mined_share``: one share for every pair (assumed), or ``mined_shares``' figures.
+    """
+    shares = _shares_by_pair(cfg, mined_share)
     dim, gpu = m["dim"], m["device"].startswith("cuda")
     rows = {lang: sum(v) for lang, v in lines.items()}
     start = m["task_startup_seconds"] + LAUNCH_SECONDS
@@ -482,28 +555,33 @@ def estimate_from(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], tex
               f"at once with {share:.0%} of the rate each, {start + m['model_load_seconds']:.1f} s start-up a task")]
     if not cfg.index.exact:
         out.append(_index_estimate(cfg, m, rows, launcher))
-    out.append(_mine_estimate(cfg, m, rows, text_bytes, launcher, mined_share))
-    pairs = [min(rows[s], rows[t]) * mined_share for s, t in cfg.pairs]
+    out.append(_mine_estimate(cfg, m, rows, text_bytes, launcher, shares))
+    pairs = [min(rows[s], rows[t]) * shares[(s, t)].share for s, t in cfg.pairs]
+    how = sorted({f"{x.share:.1%} of the smaller side, {x.how}" for x in shares.values()})
     together, share = _share(cfg, "filter", len(pairs), m, launcher)
     out.append(StageEstimate(
         "filter", len(cfg.pairs), m["task_base_ram_gb"] + max(pairs) * PAIR_BYTES / GB, 0.0,
         sum(pairs) * 200 / GB,
         _stage_seconds([p / m["filter_pairs_per_second"] for p in pairs], start + m.get("filter_load_seconds", 0.0),
                        together, share),
-        f"{sum(pairs):,.0f} pairs ({mined_share:.1%} of the smaller side, assumed) at "
+        f"{sum(pairs):,.0f} pairs ({'; '.join(how)}) at "
         f"{m['filter_pairs_per_second']:,.0f} pairs/s"))
     return out
 
 
 def estimate(cfg: PipelineConfig, device: str = "auto", progress: bool = False, launcher: str = "local",
-             mined_share: float = defaults.PLAN_MINED_SHARE) -> tuple[list[StageEstimate], dict]:
+             mined_share: float | None = None) -> tuple[list[StageEstimate], dict]:
+    """Calibrate, count the lines, and estimate every stage. ``mined_share``: given for every
+    pair; None: sampled where the embedding sets exist, else ``defaults.PLAN_MINED_SHARE``."""
     from bitextmine.io.text import count_lines
 
     m = measure(cfg, device, progress=progress)
+    shares = mined_shares(cfg, m["device"], mined_share)
+    m["mined_share"] = {f"{s}-{t}": {"share": v.share, "how": v.how} for (s, t), v in shares.items()}
     lines = {lang: [count_lines(s) for s in shards] for lang, shards in cfg.languages.items()}
     text_bytes = {lang: sum(os.path.getsize(s) for s in shards) for lang, shards in cfg.languages.items()}
     m["lines"] = {lang: int(np.sum(v)) for lang, v in lines.items()}
-    return estimate_from(cfg, m, lines, text_bytes, launcher, mined_share), m
+    return estimate_from(cfg, m, lines, text_bytes, launcher, shares), m
 
 
 # --- on Slurm ---------------------------------------------------------------------------------
