@@ -61,11 +61,14 @@ def write_pipeline(path: Path, languages: dict[str, str], pair: tuple[str, str],
 
 
 def plan_of(config: Path) -> dict:
-    """`bitextmine plan --json` in its own process: {stage: estimate}."""
+    """`bitextmine plan --json` in its own process: {stage: estimate}, and under "share" the
+    share of rows mined it used (sampled where the embeddings exist, else assumed)."""
     out = config.parent / "plan.json"
     subprocess.run([*CLI, "plan", str(config), "--device", "cpu", "--json", str(out), "-q"], check=True,
                    stdout=subprocess.DEVNULL)
-    return {s["stage"]: s for s in json.loads(out.read_text())["stages"]}
+    plan = json.loads(out.read_text())
+    (share,) = plan["measured"]["mined_share"].values()
+    return {**{s["stage"]: s for s in plan["stages"]}, "share": share}
 
 
 def fresh_directory(path: Path) -> Path:
@@ -90,7 +93,8 @@ def plan_and_run(n: int, config: Path, stages: list[str]) -> list[dict]:
         if stage in ("mine", "filter"):
             share, at_share = plan_at_mined_share(config)
             rows[-1].update(mined_share=share, plan_seconds_at_share=at_share[stage].seconds,
-                            plan_rss_gb_at_share=at_share[stage].ram_gb)
+                            plan_rss_gb_at_share=at_share[stage].ram_gb, plan_share=plan["share"]["share"],
+                            plan_share_how=plan["share"]["how"])
         print_row(rows[-1])
     return rows
 
@@ -264,13 +268,14 @@ def project(plan_json: Path, cache: Path) -> None:
 
 def print_header() -> None:
     print("| N a side | stage | run: s | plan: s | plan/run | run: peak RSS GB | plan: GB | plan/run | load "
-          "| mined share | plan/run at that share: s, GB |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|", flush=True)
+          "| mined share: plan, run | plan/run at the run's share: s, GB |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|", flush=True)
 
 
 def print_row(r: dict) -> None:
-    at_share = (f"{r['mined_share']:.1%} | {r['plan_seconds_at_share'] / r['seconds']:.2f}, "
-                f"{r['plan_rss_gb_at_share'] / r['rss_gb']:.2f}") if "mined_share" in r else "| "
+    at_share = (f"{r['plan_share']:.1%} ({r['plan_share_how'].split(':')[0]}), {r['mined_share']:.1%} | "
+                f"{r['plan_seconds_at_share'] / r['seconds']:.2f}, {r['plan_rss_gb_at_share'] / r['rss_gb']:.2f}"
+                ) if "mined_share" in r else "| "
     print(f"| {r['n']:,} | {r['stage']} | {r['seconds']:.1f} | {r['plan_seconds']:.1f} | "
           f"{r['plan_seconds'] / r['seconds']:.2f} | {r['rss_gb']:.2f} | {r['plan_rss_gb']:.2f} | "
           f"{r['plan_rss_gb'] / r['rss_gb']:.2f} | {r['load']:.1f} | {at_share} |", flush=True)
