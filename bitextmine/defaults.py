@@ -250,8 +250,9 @@ TASK_TIMEOUT_MIN = 120
 # --- plan -----------------------------------------------------------------------------
 # Pairs mined per sentence of the smaller side: mine's exact margins and the filter grow with
 # it. Before anything is embedded `plan` cannot measure it, so it assumes this (`plan
-# --mined-share` gives another), stated in the estimate's basis. Measured: 2.5-3.4 % on the scaling benchmark's synthetic
-# pools (a tenth of the rows planted), 7 % on 250k x 250k real Tatoeba-rich pools.
+# --mined-share` gives another), stated in the estimate's basis. Measured: 0.9-4.6 % on the
+# scaling benchmark's synthetic pools (100k-2M a side, a tenth of the rows planted), 7 % on
+# 250k x 250k real Tatoeba-rich pools.
 PLAN_MINED_SHARE = 0.05
 # When a pair's embedding sets exist, plan measures the share instead: a sample of source
 # rows searched exactly against the target side and their nearest targets against the source

@@ -392,3 +392,19 @@ def test_a_sentence_among_near_duplicates_gives_the_decoy_no_outlier():
     assert np.isneginf(scores[:9]).all()  # only duplicates nearby: no false partner to score
     assert 0.85 < scores[9] < 1.1  # 0.8 against the cluster's mean (~0.99) and its own (~0.8)
     assert scores[np.isfinite(scores)].max() < 1.5
+
+
+def test_distinct_sentences_are_found_by_digest_across_shards(tmp_path):
+    """Identical sentences (after trimming) share one entry, across sets; blank lines have
+    none; entries are numbered by first occurrence and read back from the shards."""
+    from bitextmine.mine import unique_sentences
+
+    first = ["b", "  a ", "", "b", "ü\u00a0x", "c"]
+    second = ["a", "d", "   ", "c ", "b\t"]
+    make_embedding_set(tmp_path / "one", np.eye(len(first), 8), first)
+    make_embedding_set(tmp_path / "two", np.eye(len(second), 8), second)
+    side = unique_sentences(EmbeddingCorpus.load([tmp_path / "one", tmp_path / "two"]))
+    assert len(side) == 5 and side.blank_rows == 2 and side.total_rows == 11
+    assert side.rows.tolist() == [0, 1, 4, 5, 7]  # b, a, "ü x", c, d
+    assert side.inverse.tolist() == [0, 1, -1, 0, 2, 3, 1, 4, -1, 3, 0]
+    assert side.texts(np.array([4, 0, 2, 1, 0])) == ["d", "b", "ü\u00a0x", "a", "b"]

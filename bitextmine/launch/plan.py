@@ -32,7 +32,12 @@ GB = 1024**3
 # submitit's own job set-up beyond the process start (pickling, the job's folder and
 # logs, polling), measured with the local executor; Slurm's queueing is not counted
 LAUNCH_SECONDS = 1.5
-TEXT_BYTES_PER_LINE = 190  # a distinct sentence held by mine: the str, its dict entry, list slots, row arrays
+# mine's text of a side (benchmarks/mine_text.py): while finding the distinct sentences, a
+# shard's lines as Python strings (their bytes and ~60 bytes a string) and the side's digests
+# and their sort (~80 bytes a line); kept for the rest of mine, two row arrays (16 bytes a line)
+STR_BYTES = 60
+DIGEST_BYTES_PER_LINE = 80
+DISTINCT_BYTES_PER_LINE = 16
 # per candidate of a block of index queries: the index's scores and ids, the ids mapped to rows,
 # their exact cosines and best_distinct's sorting temporaries (counted from the code: ~70 bytes)
 CANDIDATE_BYTES = 70
@@ -262,14 +267,13 @@ def _text_rate(cfg: PipelineConfig) -> dict:
     """Lines/s of reading a shard's text and keeping its distinct sentences, as mine does
     (``mine.unique_sentences``), on the first shard of the first language."""
     from bitextmine.io.text import read_lines
+    from bitextmine.mine import line_digests
 
     start = time.perf_counter()
     lines = read_lines(next(iter(cfg.languages.values()))[0], errors="replace")
-    first: dict[str, int] = {}
-    for i, line in enumerate(lines):
-        key = line.strip()
-        if key and key not in first:
-            first[key] = i
+    digests, blank = line_digests(lines)
+    present = digests[~blank]
+    np.lexsort((present[:, 1], present[:, 0]))
     return {"text_lines_per_second": max(len(lines), 1) / max(time.perf_counter() - start, 1e-6)}
 
 
@@ -391,10 +395,11 @@ def _search_seconds(queries: int, rows: int, shape: IndexShape, cfg: PipelineCon
                       + scanned / m["scan_codes_per_second"] + defaults.INDEX_CANDIDATES / m["rerank_per_second"])
 
 
-def _mine_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], text_bytes: dict[str, int],
+def _mine_estimate(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], text_bytes: dict[str, int],
                    launcher: str, shares: dict[tuple[str, str], MinedShare]) -> StageEstimate:
     """One task per pair: read both sides' text, search both ways (exactly or through the indexes), score."""
     dim, k = m["dim"], cfg.mine.k
+    rows = {lang: sum(count) for lang, count in lines.items()}
     work, ram = [], 0.0
     basis = set()
     for src, tgt in cfg.pairs:
@@ -430,10 +435,14 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], text_byte
             basis.add("no threshold given: each side's decoy searched exactly within its language")
             searched = max(searched, _exact_block_bytes(max(n, mm), max(n, mm)))
         work[-1] += (n + mm) / m["text_lines_per_second"]  # the text, read and its distinct sentences kept
-        held_text = (n + mm) * TEXT_BYTES_PER_LINE + text_bytes[src] + text_bytes[tgt]
-        # after the search, the one-to-one selection over every candidate pair
+        # reading the text: the largest shard as strings, the side's digests and their sort
+        reading = max(max(count) * (text_bytes[lang] / max(sum(count), 1) + STR_BYTES) + sum(count) *
+                      DIGEST_BYTES_PER_LINE for lang, count in ((src, lines[src]), (tgt, lines[tgt])))
+        # then the distinct sentences' rows, the neighbour lists, the search, and after it the
+        # one-to-one selection over every candidate pair
         selecting = (n + mm) * k * SELECTION_BYTES
-        ram = max(ram, m["task_base_ram_gb"] + (held_text + (n + mm) * k * 12 * 2 + max(searched, selecting)) / GB)
+        held = (n + mm) * DISTINCT_BYTES_PER_LINE + (n + mm) * k * 12 * 2 + max(searched, selecting)
+        ram = max(ram, m["task_base_ram_gb"] + max(reading, held) / GB)
     together, share = _share(cfg, "mine", len(work), m, launcher)
     start = m["task_startup_seconds"] + LAUNCH_SECONDS
     pairs = sum(min(rows[s], rows[t]) * shares[(s, t)].share for s, t in cfg.pairs)
@@ -555,7 +564,7 @@ def estimate_from(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], tex
               f"at once with {share:.0%} of the rate each, {start + m['model_load_seconds']:.1f} s start-up a task")]
     if not cfg.index.exact:
         out.append(_index_estimate(cfg, m, rows, launcher))
-    out.append(_mine_estimate(cfg, m, rows, text_bytes, launcher, shares))
+    out.append(_mine_estimate(cfg, m, lines, text_bytes, launcher, shares))
     pairs = [min(rows[s], rows[t]) * shares[(s, t)].share for s, t in cfg.pairs]
     how = sorted({f"{x.share:.1%} of the smaller side, {x.how}" for x in shares.values()})
     together, share = _share(cfg, "filter", len(pairs), m, launcher)
