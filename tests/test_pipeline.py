@@ -258,7 +258,7 @@ def test_plan_measures_the_mined_share_where_both_sides_are_embedded(tmp_path):
         target.parent.mkdir(parents=True)
         shutil.copytree(made, target)
     sampled = plan.mined_shares(cfg, "cpu")[("de", "en")]
-    assert sampled.how.startswith("sampled: 500 rows at threshold 1.05")
+    assert sampled.how.startswith("sampled: 500 + 500 rows at threshold 1.05")
     src, tgt = (EmbeddingCorpus.load(embed_dirs(cfg, lang)) for lang in ("de", "en"))
     mined = len(mine_corpora(src, tgt, MineConfig(threshold=1.05))) / 500
     assert 0.4 < mined < 0.8 and abs(sampled.share - mined) < 0.05

@@ -485,12 +485,14 @@ def sampled_mined_share(cfg: PipelineConfig, pair: tuple[str, str], device: str,
     """The share of ``pair``'s smaller side that mine will keep, measured on a sample when
     both sides' embedding sets exist (None when they do not).
 
-    Sampled source rows are searched exactly against the target side, their nearest targets
-    against the source side, and each such pair scored as mine scores it, against the
-    pipeline's threshold (when mine is to choose one, the encoder's fixed threshold stands in
-    for it). The share falls as pools grow (nearer neighbours, lower margins), so it is
-    measured on the whole target side, not on a smaller pool. Its sampling error is about
-    1 / sqrt(rows kept in the sample); mine's exact margins and the filter scale with it.
+    Rows sampled from each side are searched exactly against the other side, their k
+    candidates against the first side (for the candidates' neighbourhood means), and each
+    candidate pair scored as mine scores it, against the pipeline's threshold (when mine is
+    to choose one, the encoder's fixed threshold stands in for it). A row counts when one of
+    its candidates passes; the pairs are about the larger of the two sides' counts (the
+    one-to-one selection matches most rows that have a passing candidate). The share falls
+    as pools grow (nearer neighbours, lower margins), so it is measured against the whole
+    other side; its sampling error is about 1 / sqrt(rows counted).
     """
     from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
     from bitextmine.errors import BitextmineError
@@ -504,22 +506,30 @@ def sampled_mined_share(cfg: PipelineConfig, pair: tuple[str, str], device: str,
     except (BitextmineError, OSError):  # not embedded yet (or not all of it)
         return None
     x, y = (SelectedRows(c, c.non_blank_ids()) for c in corpora)
-    n, m = len(x), len(y)
+    n, m, k = len(x), len(y), cfg.mine.k
     if not n or not m:
         return None
-    fewest, most = defaults.PLAN_SHARE_SAMPLE_ROWS
-    sample = min(n, most, max(fewest, budget_pairs // (n + m)))
-    rows = np.sort(np.random.default_rng(defaults.SEED).choice(n, sample, replace=False))
-    fwd = exact_knn(as_float32(x[rows]), y, cfg.mine.k, device=device)
-    targets, where = np.unique(fwd.ids[:, 0], return_inverse=True)
-    bwd = exact_knn(as_float32(y[targets]), x, cfg.mine.k, device=device)
-    score = margin_scores(fwd.sims[:, 0], fwd.mean_sim(), bwd.mean_sim()[where], cfg.mine.score)
     threshold = cfg.mine.threshold
     if threshold is None:
         threshold = fixed_threshold(cfg.mine.score, corpora[0].encoder, corpora[1].encoder)[0]
+    fewest, most = defaults.PLAN_SHARE_SAMPLE_ROWS
+    sample = max(fewest, min(most, budget_pairs // ((1 + k) * (n + m))))
+    rng = np.random.default_rng(defaults.SEED)
+
+    def passing(a, b) -> tuple[float, int]:
+        """(share of sampled rows of ``a`` with a candidate in ``b`` at or above the threshold, rows)."""
+        rows = np.sort(rng.choice(len(a), min(sample, len(a)), replace=False))
+        found = exact_knn(as_float32(a[rows]), b, k, device=device)
+        candidates, where = np.unique(found.ids[found.ids >= 0], return_inverse=True)
+        their_means = np.zeros(found.ids.shape, dtype=np.float32)
+        their_means[found.ids >= 0] = exact_knn(as_float32(b[candidates]), a, k, device=device).mean_sim()[where]
+        scores = margin_scores(found.sims, found.mean_sim()[:, None], their_means, cfg.mine.score)
+        return float((np.where(found.ids >= 0, scores, -np.inf) >= threshold).any(axis=1).mean()), len(rows)
+
+    (from_src, rows_src), (from_tgt, rows_tgt) = passing(x, y), passing(y, x)
     smaller = min(n, m)
-    share = min(float((score >= threshold).mean()) * n, smaller) / smaller
-    return MinedShare(share, f"sampled: {sample:,} rows at threshold {threshold:g}")
+    share = min(max(from_src * n, from_tgt * m), smaller) / smaller
+    return MinedShare(share, f"sampled: {rows_src:,} + {rows_tgt:,} rows at threshold {threshold:g}")
 
 
 def mined_shares(cfg: PipelineConfig, device: str, given: float | None = None) -> dict[tuple[str, str], MinedShare]:
