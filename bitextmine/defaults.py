@@ -35,6 +35,10 @@ ENCODE_CHUNK_LINES = 8192
 # Rows read at once when a stage walks the memory-mapped shards of a set (blank-row scans,
 # filling an index): 65,536 x 512 fp32 is 128 MiB, whatever the corpus size.
 SHARD_BLOCK_ROWS = 65_536
+# Scattered reads of an embedding set (re-ranking) release its mapped pages once about this
+# much of it may be resident: a Slurm job's memory counts mapped pages, and releasing after
+# every read made the next read fault them in again.
+MAPPED_RESIDENT_BYTES = 1 << 30
 
 # --- index ----------------------------------------------------------------------------
 # `auto` index type by database size: exact search up to FLAT_MAX_ROWS, then IVF lists with

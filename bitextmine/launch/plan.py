@@ -420,7 +420,10 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], te
             # temporaries, the rows gathered to re-rank them (fp16) and their fp32 buffer
             queries = min(defaults.INDEX_QUERY_ROWS, max(n, mm))
             gathered = min(defaults.RERANK_GATHER_ROWS, queries * defaults.INDEX_CANDIDATES, max(n, mm))
-            searched = held + queries * (dim * 6 + defaults.INDEX_CANDIDATES * CANDIDATE_BYTES) + gathered * dim * 6
+            # ... and the mapped pages re-ranking may leave resident on each side until released
+            mapped = sum(min(rows[x] * dim * 2, defaults.MAPPED_RESIDENT_BYTES) for x in (src, tgt))
+            searched = (held + queries * (dim * 6 + defaults.INDEX_CANDIDATES * CANDIDATE_BYTES) + gathered * dim * 6
+                        + mapped)
             if cfg.mine.exact_margins and cfg.mine.score not in ("cosine", "absolute"):
                 # after the search, the exact blocks of the kept pairs' rows
                 searched = max(searched, _exact_block_bytes(round(mined.share * min(n, mm)), max(n, mm)))
