@@ -12,7 +12,6 @@ import hashlib
 import logging
 import os
 import re
-from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -102,14 +101,14 @@ def embed_texts(
             block = np.zeros((stop - start, encoder.dim), dtype=defaults.EMBEDDING_DTYPE)
             # a batch's rows are read once the next batch is under way: on a GPU, its forward
             # pass runs while the host packs the next batch's tokens
-            pending: deque = deque()
+            previous = None
             for batch in token_budget_batches([len(x) for x in ids], batch_tokens):
                 rows = encoder.embed_token_batch_on_device([ids[j] for j in batch])
-                pending.append(([todo[j] - start for j in batch], rows.to(narrow)))  # narrowed by torch: 3x numpy
-                if len(pending) > 1:
-                    _read_rows(block, *pending.popleft(), on_progress)
-            while pending:
-                _read_rows(block, *pending.popleft(), on_progress)
+                if previous is not None:
+                    _read_rows(block, *previous, on_progress)
+                previous = [todo[j] - start for j in batch], rows.to(narrow)  # narrowed by torch: 3x numpy
+            if previous is not None:
+                _read_rows(block, *previous, on_progress)
             on_progress(stop - start - len(todo))
             write(block)
     return truncated
