@@ -408,3 +408,39 @@ def test_distinct_sentences_are_found_by_digest_across_shards(tmp_path):
     assert side.rows.tolist() == [0, 1, 4, 5, 7]  # b, a, "ü x", c, d
     assert side.inverse.tolist() == [0, 1, -1, 0, 2, 3, 1, 4, -1, 3, 0]
     assert side.texts(np.array([4, 0, 2, 1, 0])) == ["d", "b", "ü\u00a0x", "a", "b"]
+
+
+def test_selected_rows_release_mapped_pages_once_the_budget_may_be_resident(tmp_path, monkeypatch):
+    """Gathers read the right rows across shards; pages are released only when the shards'
+    touched bytes (a row maps a whole page, a shard counts no more than its size) reach
+    the budget, and then from every shard touched: a shard smaller than the budget alone
+    is never released, so re-ranking does not fault its pages back in after each gather."""
+    import mmap
+
+    from bitextmine import defaults
+    from bitextmine.embed import corpus as corpus_module
+    from bitextmine.embed.corpus import SelectedRows
+
+    rng = np.random.default_rng(0)
+    dim = mmap.PAGESIZE // 2  # a row of fp16 fills a page
+    first, second = rng.standard_normal((600, dim)), rng.standard_normal((400, dim))
+    make_embedding_set(tmp_path / "one", first, [f"a{i}" for i in range(600)])
+    make_embedding_set(tmp_path / "two", second, [f"b{i}" for i in range(400)])
+    released = []
+    monkeypatch.setattr(corpus_module, "release_pages", lambda array: released.append(len(array)))
+    view = SelectedRows(EmbeddingCorpus.load([tmp_path / "one", tmp_path / "two"]), np.arange(1000))
+    stored = np.concatenate([first, second]).astype(np.float16)
+    sizes = [a.nbytes for a in view.arrays]
+    # the budget above both shards' sizes: nothing is ever released
+    monkeypatch.setattr(defaults, "MAPPED_RESIDENT_BYTES", sum(sizes) + 1)
+    for _ in range(20):
+        ids = np.sort(rng.choice(1000, 300, replace=False))
+        assert np.array_equal(view[ids], stored[ids])
+    assert released == [] and view._touched == sizes
+    # a budget of 10 pages: 6 rows of the first shard and 4 of the second reach it
+    view._touched = [0, 0]
+    monkeypatch.setattr(defaults, "MAPPED_RESIDENT_BYTES", 10 * mmap.PAGESIZE)
+    assert np.array_equal(view[np.arange(6)], stored[:6]) and released == []
+    assert np.array_equal(view[np.arange(600, 603)], stored[600:603]) and released == []
+    assert np.array_equal(view[np.arange(603, 604)], stored[603:604])
+    assert sorted(released) == [400, 600] and view._touched == [0, 0]
