@@ -177,16 +177,24 @@ def place_embeddings(config: Path, vectors: dict[str, np.ndarray]) -> None:
         task.mark_done([str(out)], 0.0)
 
 
-def curve(cache: Path, sizes: list[int], threshold: float | None = None) -> list[dict]:
+def curve(cache: Path, sizes: list[int], threshold: float | None = None, reuse: bool = False) -> list[dict]:
+    """``reuse``: keep a size's pools (text and vectors) from an earlier curve in ``cache``,
+    and run the stages after embed again."""
     rows = []
     for n in sizes:
-        directory = fresh_directory(cache / f"n{n}")
-        x, y, planted = synthetic_corpus(n, seed=1)
-        write_texts(directory, n, planted)
-        config = write_pipeline(directory / "pipeline.yaml", {"de": "de.txt", "en": "en.txt"}, ("de", "en"),
-                                threshold)
-        place_embeddings(config, {"de": x, "en": y})
-        del x, y
+        directory = cache / f"n{n}"
+        config = directory / "pipeline.yaml"
+        if reuse and config.is_file() and (directory / "out" / "embed").is_dir():
+            for stage in ("index", "mine", "pairs", "logs/index", "logs/mine", "logs/filter"):
+                shutil.rmtree(directory / "out" / stage, ignore_errors=True)
+            write_pipeline(config, {"de": "de.txt", "en": "en.txt"}, ("de", "en"), threshold)
+        else:
+            fresh_directory(directory)
+            x, y, planted = synthetic_corpus(n, seed=1)
+            write_texts(directory, n, planted)
+            write_pipeline(config, {"de": "de.txt", "en": "en.txt"}, ("de", "en"), threshold)
+            place_embeddings(config, {"de": x, "en": y})
+            del x, y
         rows += plan_and_run(n, config, ["index", "mine", "filter"])
     return rows
 
@@ -290,6 +298,7 @@ def main() -> None:
                                                                  "(index_recall's real pools)")
     parser.add_argument("--plan", type=Path, default=None, help="project: a plan.json measured here")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    parser.add_argument("--reuse", action="store_true", help="curve: keep the pools already in --cache")
     parser.add_argument("--threshold", type=float, default=None,
                         help="curve: mine at this threshold (default: chosen on the pools, the decoy searched)")
     args = parser.parse_args()
@@ -300,7 +309,7 @@ def main() -> None:
     print_header()
     if args.what == "curve":
         rows = curve(args.cache, [int(s) for s in (args.sizes or "100000,300000,1000000,2000000").split(",")],
-                     args.threshold)
+                     args.threshold, args.reuse)
     elif args.what == "embed":
         rows = embed_curve(args.cache, [int(s) for s in (args.sizes or "20000,100000").split(",")],
                            args.pools or args.cache)

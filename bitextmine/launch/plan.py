@@ -85,7 +85,7 @@ def measure(cfg: PipelineConfig, device: str, sample_lines: int = 400, progress:
         bar.update(1)
         m.update(_exact_knn(device, m["dim"]))
         bar.update(1)
-        m.update(_index_rates(cfg, m["dim"], m["knn_gflops"]))
+        m.update(_index_rates(cfg, m["dim"], m["knn_gflops"], device))
         bar.update(1)
         m.update(_filter_rate(cfg, sample_lines))
         m.update(_text_rate(cfg))
@@ -147,26 +147,24 @@ def _median_seconds(run, repeats: int = 3) -> float:
 
 
 def _exact_knn(device: str, dim: int, rows: int = 4096) -> dict:
-    """Exact kNN both ways (vector pairs/s) and FAISS's matrix products (GFLOP/s)."""
+    """Exact kNN both ways (vector pairs/s) and FAISS's matrix products (GFLOP/s); one way
+    against stored rows is measured with them (``_stored_rows_rates``)."""
     import faiss
 
-    from bitextmine.mine.knn import exact_knn, exact_knn_both_ways
+    from bitextmine.mine.knn import exact_knn_both_ways
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((rows, dim), dtype=np.float32)
     y = rng.standard_normal((2 * rows, dim), dtype=np.float32)
     exact_knn_both_ways(x[:256], y[:256], defaults.K, device=device)  # warm-up
     pairs_per_second = rows * 2 * rows / _median_seconds(lambda: exact_knn_both_ways(x, y, defaults.K, device=device))
-    # one way, as the decoy search of an adaptive threshold runs
-    one_way = rows * 2 * rows / _median_seconds(lambda: exact_knn(x, y, defaults.K + 2, device=device))
     faiss.knn(x[:256], y, 1, metric=faiss.METRIC_INNER_PRODUCT)
     seconds = _median_seconds(lambda: faiss.knn(x, y, 1, metric=faiss.METRIC_INNER_PRODUCT))
     gflops = 2 * rows * 2 * rows * dim / seconds / 1e9
-    return {"knn_pairs_per_second": pairs_per_second, "knn_one_way_pairs_per_second": one_way,
-            "knn_gflops": gflops}
+    return {"knn_pairs_per_second": pairs_per_second, "knn_gflops": gflops}
 
 
-def _index_rates(cfg: PipelineConfig, dim: int, gflops: float, rows: int = 32768) -> dict:
+def _index_rates(cfg: PipelineConfig, dim: int, gflops: float, device: str = "cpu", rows: int = 32768) -> dict:
     """Small indexes of the configured codes: vectors encoded/s; per query, the cost of each
     probed list and of each code scanned; and the stored vectors' rates (``_stored_rows_rates``)."""
     import faiss
@@ -178,7 +176,7 @@ def _index_rates(cfg: PipelineConfig, dim: int, gflops: float, rows: int = 32768
     vectors = rng.standard_normal((rows, dim), dtype=np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     queries = vectors[:4096]
-    stored = _stored_rows_rates(queries, dim)
+    stored = _stored_rows_rates(queries, dim, device)
     if "IVF" not in factory:
         return {"encode_vectors_per_second": math.inf, "scan_codes_per_second": math.inf,
                 "probe_seconds": 0.0, **stored}
@@ -206,27 +204,20 @@ def _index_rates(cfg: PipelineConfig, dim: int, gflops: float, rows: int = 32768
             **stored}
 
 
-def _stored_rows_rates(queries: np.ndarray, dim: int, rows: int = 131_072) -> dict:
+def _stored_rows_rates(queries: np.ndarray, dim: int, device: str = "cpu", rows: int = 131_072) -> dict:
     """Rates of work on stored fp16 vectors, measured on a memory-mapped file of ``rows``:
     reading it block by block to fp32 with the blank-row check (an index adds every row),
     gathering a sorted random half (its training sample), hashing it (sets are verified
-    when loaded), and re-ranking candidates as mine meets them: rows gathered at random,
-    pages released after each gather as ``SelectedRows`` does."""
+    when loaded); re-ranking candidates as mine meets them (rows gathered at random, their
+    cosines, the best k kept; a gather after the pages were released costs about the same:
+    they are still in the page cache); and exact search one way against the stored rows
+    (mine's exact margins and its decoy), a block of the file at a time."""
     import tempfile
 
     from bitextmine.embed.corpus import release_pages
     from bitextmine.embed.embedding_set import row_is_blank
     from bitextmine.io.text import file_sha256
-    from bitextmine.mine.knn import exact_sims
-
-    class MappedRows:
-        def __init__(self, array):
-            self.array, self.shape = array, array.shape
-
-        def __getitem__(self, ids):
-            out = np.asarray(self.array[ids])
-            release_pages(self.array)
-            return out
+    from bitextmine.mine.knn import exact_knn
 
     rng = np.random.default_rng(1)
     with tempfile.TemporaryDirectory(prefix="bitextmine-plan-") as tmp:
@@ -238,6 +229,7 @@ def _stored_rows_rates(queries: np.ndarray, dim: int, rows: int = 131_072) -> di
         array.flush()
         del array
         array = np.load(path, mmap_mode="r")
+        stored = _StoredRows(array)
         start = time.perf_counter()
         for first in range(0, rows, defaults.SHARD_BLOCK_ROWS):
             block = np.asarray(array[first : first + defaults.SHARD_BLOCK_ROWS])
@@ -253,24 +245,71 @@ def _stored_rows_rates(queries: np.ndarray, dim: int, rows: int = 131_072) -> di
         start = time.perf_counter()
         file_sha256(path)
         hashing = rows * dim * 2 / max(time.perf_counter() - start, 1e-6)
-        database = MappedRows(array)
-        ids = rng.integers(0, rows, (len(queries), defaults.INDEX_CANDIDATES))
-        exact_sims(queries[:256], database, ids[:256])  # warm-up
-        start = time.perf_counter()
-        exact_sims(queries, database, ids)
-        rerank = ids.size / max(time.perf_counter() - start, 1e-6)
+        rerank_rate = _rerank_rate(queries, stored)
+        # exact search one way against the stored rows (fp16, widened a block at a time)
+        x = np.ascontiguousarray(queries[:2048])
+        exact_knn(x[:256], stored[:8192], defaults.K + 2, device=device)  # warm-up
+        one_way = len(x) * rows / _median_seconds(lambda: exact_knn(x, stored, defaults.K + 2, device=device))
+        release_pages(array)
     return {"read_rows_per_second": read, "sample_rows_per_second": gather, "hash_bytes_per_second": hashing,
-            "rerank_per_second": rerank}
+            "rerank_per_second": rerank_rate, "knn_one_way_pairs_per_second": one_way}
+
+
+def _rerank_rate(queries: np.ndarray, database) -> float:
+    """Candidates/s re-ranked as ``index_knn`` does: rows gathered at random from
+    ``database``, their cosines, the best k kept (the first of three timings maps the pages in)."""
+    from bitextmine.mine.knn import best_distinct, exact_sims
+
+    ids = np.random.default_rng(2).integers(0, len(database), (len(queries), defaults.INDEX_CANDIDATES))
+    return ids.size / _median_seconds(lambda: best_distinct(exact_sims(queries, database, ids), ids, defaults.K))
+
+
+def rates_on_embedded_sets(cfg: PipelineConfig) -> dict:
+    """Re-ranking measured again against the largest side's own vectors, when its embedding
+    sets exist: gathering random rows slows as the mapping grows (at 1M rows 0.8x the rate
+    on the calibration's 128 MB file), and that side is what mine gathers from."""
+    from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
+    from bitextmine.errors import BitextmineError
+    from bitextmine.launch.pipeline import embed_dirs
+    from bitextmine.mine.knn import as_float32
+
+    sides = []
+    for lang in cfg.languages:
+        try:
+            sides.append((lang, EmbeddingCorpus.load(embed_dirs(cfg, lang), verify=False)))
+        except (BitextmineError, OSError):  # not embedded yet
+            return {}
+    lang, corpus = max(sides, key=lambda side: side[1].total_rows)
+    database = SelectedRows(corpus, corpus.non_blank_ids())
+    if len(database) < defaults.RERANK_GATHER_ROWS:
+        return {}
+    queries = as_float32(database[: 8192])
+    return {"rerank_per_second": _rerank_rate(queries, database),
+            "rerank_measured_on": f"{lang}: {len(database):,} rows"}
+
+
+class _StoredRows:
+    """A memory-mapped array read as mine reads a side (``SelectedRows``): every read,
+    a slice too, gathers its rows into a new array."""
+
+    def __init__(self, array: np.ndarray):
+        self.array, self.shape, self.rows = array, array.shape, np.arange(len(array))
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    def __getitem__(self, key) -> np.ndarray:
+        return self.array[self.rows[key]]
 
 
 def _text_rate(cfg: PipelineConfig) -> dict:
     """Lines/s of reading a shard's text and keeping its distinct sentences, as mine does
     (``mine.unique_sentences``), on the first shard of the first language."""
-    from bitextmine.io.text import read_lines
+    from bitextmine.io.text import read_shard
     from bitextmine.mine import line_digests
 
     start = time.perf_counter()
-    lines = read_lines(next(iter(cfg.languages.values()))[0], errors="replace")
+    lines = read_shard(next(iter(cfg.languages.values()))[0], errors="replace").lines  # checksummed, as mine reads
     digests, blank = line_digests(lines)
     present = digests[~blank]
     np.lexsort((present[:, 1], present[:, 0]))
@@ -428,16 +467,17 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], te
                 # after the search, the exact blocks of the kept pairs' rows
                 searched = max(searched, _exact_block_bytes(round(mined.share * min(n, mm)), max(n, mm)))
                 # the kept pairs' rows searched again exactly, each against the other side
-                rate = m.get("knn_one_way_pairs_per_second", m["knn_pairs_per_second"])
+                rate = m["knn_one_way_pairs_per_second"]
                 work[-1] += mined.share * min(n, mm) * (n + mm) / rate
                 basis.add(f"exact margins: {mined.share:.1%} of the smaller side's rows kept in pairs ({mined.how}), "
                           "each side's searched exactly against the other")
         if cfg.mine.threshold is None:  # the threshold is chosen on the pools: the decoy search
-            rate = m.get("knn_one_way_pairs_per_second", m["knn_pairs_per_second"])
+            rate = m["knn_one_way_pairs_per_second"]
             work[-1] += (_decoy_queries(n, k) * n + _decoy_queries(mm, k) * mm) / rate
             basis.add("no threshold given: each side's decoy searched exactly within its language")
             searched = max(searched, _exact_block_bytes(max(n, mm), max(n, mm)))
         work[-1] += (n + mm) / m["text_lines_per_second"]  # the text, read and its distinct sentences kept
+        work[-1] += (n + mm) * dim * 2 / m["hash_bytes_per_second"]  # the embedding sets verified when loaded
         # reading the text: the largest shard as strings, the side's digests and their sort
         reading = max(max(count) * (text_bytes[lang] / max(sum(count), 1) + STR_BYTES) + sum(count) *
                       DIGEST_BYTES_PER_LINE for lang, count in ((src, lines[src]), (tgt, lines[tgt])))
@@ -492,10 +532,13 @@ def sampled_mined_share(cfg: PipelineConfig, pair: tuple[str, str], device: str,
     candidates against the first side (for the candidates' neighbourhood means), and each
     candidate pair scored as mine scores it, against the pipeline's threshold (when mine is
     to choose one, the encoder's fixed threshold stands in for it). A row counts when one of
-    its candidates passes; the pairs are about the larger of the two sides' counts (the
-    one-to-one selection matches most rows that have a passing candidate). The share falls
-    as pools grow (nearer neighbours, lower margins), so it is measured against the whole
-    other side; its sampling error is about 1 / sqrt(rows counted).
+    its candidates passes. Mine pairs rows found from either side, so each side's counted
+    rows make pairs, except that a pair found from both sides (the row is among its best
+    candidate's own k nearest) is one pair: those count half from each side. The share
+    falls as pools grow (nearer neighbours, lower margins), so it is measured against the
+    whole other side. Rows are sampled in doubling rounds until ``PLAN_SHARE_SAMPLE_PASSING``
+    of them count or the budget of vector pairs is spent; the sampling error is about
+    1 / sqrt(rows counted), stated with the figure.
     """
     from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
     from bitextmine.errors import BitextmineError
@@ -516,23 +559,48 @@ def sampled_mined_share(cfg: PipelineConfig, pair: tuple[str, str], device: str,
     if threshold is None:
         threshold = fixed_threshold(cfg.mine.score, corpora[0].encoder, corpora[1].encoder)[0]
     fewest, most = defaults.PLAN_SHARE_SAMPLE_ROWS
-    sample = max(fewest, min(most, budget_pairs // ((1 + k) * (n + m))))
+    allowed = max(fewest, min(most, budget_pairs // ((1 + k) * (n + m))))
     rng = np.random.default_rng(defaults.SEED)
+    order = [rng.permutation(n)[: min(allowed, n)], rng.permutation(m)[: min(allowed, m)]]
 
-    def passing(a, b) -> tuple[float, int]:
-        """(share of sampled rows of ``a`` with a candidate in ``b`` at or above the threshold, rows)."""
-        rows = np.sort(rng.choice(len(a), min(sample, len(a)), replace=False))
+    def counted(a, b, rows: np.ndarray) -> np.ndarray:
+        """(rows with a passing candidate in ``b``, those whose best passing candidate has
+        the row among its own k nearest in ``a``) for sampled ``rows`` of ``a``."""
+        rows = np.sort(rows)
         found = exact_knn(as_float32(a[rows]), b, k, device=device)
-        candidates, where = np.unique(found.ids[found.ids >= 0], return_inverse=True)
+        valid = found.ids >= 0
+        candidates, where = np.unique(found.ids[valid], return_inverse=True)
+        back = exact_knn(as_float32(b[candidates]), a, k, device=device)
         their_means = np.zeros(found.ids.shape, dtype=np.float32)
-        their_means[found.ids >= 0] = exact_knn(as_float32(b[candidates]), a, k, device=device).mean_sim()[where]
-        scores = margin_scores(found.sims, found.mean_sim()[:, None], their_means, cfg.mine.score)
-        return float((np.where(found.ids >= 0, scores, -np.inf) >= threshold).any(axis=1).mean()), len(rows)
+        their_means[valid] = back.mean_sim()[where]
+        their_rows = np.full(found.ids.shape + (k,), -1, dtype=np.int64)
+        their_rows[valid] = back.ids[where]
+        scores = np.where(valid, margin_scores(found.sims, found.mean_sim()[:, None], their_means, cfg.mine.score),
+                          -np.inf)
+        passes = scores.max(axis=1) >= threshold
+        best = scores.argmax(axis=1)
+        mutual = (their_rows[np.arange(len(rows)), best] == rows[:, None]).any(axis=1)
+        return np.array([passes.sum(), (passes & mutual).sum()])
 
-    (from_src, rows_src), (from_tgt, rows_tgt) = passing(x, y), passing(y, x)
+    tally = [np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64)]  # per side: (passing, mutual)
+    taken = 0
+    while taken < max(len(o) for o in order):
+        step = max(fewest, taken)  # doubling rounds
+        for side, (a, b) in enumerate(((x, y), (y, x))):
+            if taken < len(order[side]):
+                tally[side] += counted(a, b, order[side][taken : taken + step])
+        taken += step
+        if tally[0][0] + tally[1][0] >= defaults.PLAN_SHARE_SAMPLE_PASSING:
+            break
+    sampled = [min(taken, len(o)) for o in order]
+    pairs = sum(size * t[0] * (1 - t[1] / max(t[0], 1) / 2) / rows
+                for size, t, rows in zip((n, m), tally, sampled, strict=True))
     smaller = min(n, m)
-    share = min(max(from_src * n, from_tgt * m), smaller) / smaller
-    return MinedShare(share, f"sampled: {rows_src:,} + {rows_tgt:,} rows at threshold {threshold:g}")
+    share = min(pairs, smaller) / smaller
+    passing = int(tally[0][0] + tally[1][0])
+    error = f"+-{100 / math.sqrt(passing):.0f}%" if passing else "none passed"
+    return MinedShare(share, f"sampled: {sampled[0]:,} + {sampled[1]:,} rows, {passing} with a passing candidate "
+                             f"({error}), at threshold {threshold:g}")
 
 
 def mined_shares(cfg: PipelineConfig, device: str, given: float | None = None) -> dict[tuple[str, str], MinedShare]:
@@ -598,6 +666,7 @@ def estimate(cfg: PipelineConfig, device: str = "auto", progress: bool = False, 
     from bitextmine.io.text import count_lines
 
     m = measure(cfg, device, progress=progress)
+    m.update(rates_on_embedded_sets(cfg))
     shares = mined_shares(cfg, m["device"], mined_share)
     m["mined_share"] = {f"{s}-{t}": {"share": v.share, "how": v.how} for (s, t), v in shares.items()}
     lines = {lang: [count_lines(s) for s in shards] for lang, shards in cfg.languages.items()}
