@@ -444,3 +444,8 @@ def test_selected_rows_release_mapped_pages_once_the_budget_may_be_resident(tmp_
     assert np.array_equal(view[np.arange(600, 603)], stored[600:603]) and released == []
     assert np.array_equal(view[np.arange(603, 604)], stored[603:604])
     assert sorted(released) == [400, 600] and view._touched == [0, 0]
+    # release() drops what is touched (mine calls it before its selection)
+    released.clear()
+    view[np.arange(599, 601)]
+    view.release()
+    assert sorted(released) == [400, 600] and view._touched == [0, 0]

@@ -158,10 +158,14 @@ class SelectedRows:
         page_bytes = max(array.shape[1] * array.itemsize, mmap.PAGESIZE)
         self._touched[shard] = min(self._touched[shard] + rows * page_bytes, array.nbytes)
         if sum(self._touched) >= defaults.MAPPED_RESIDENT_BYTES:
-            for s, touched in enumerate(self._touched):
-                if touched:
-                    release_pages(self.arrays[s])
-            self._touched = [0] * len(self.arrays)
+            self.release()
+
+    def release(self) -> None:
+        """Drop the view's mapped pages from the resident set (they stay in the page cache)."""
+        for s, touched in enumerate(self._touched):
+            if touched:
+                release_pages(self.arrays[s])
+        self._touched = [0] * len(self.arrays)
 
 
 def release_pages(array: np.ndarray) -> None:

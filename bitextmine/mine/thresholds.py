@@ -361,6 +361,10 @@ def mine_and_choose(x, y, cfg, identities, fwd: Neighbours | None = None, bwd: N
 
     if fwd is None or bwd is None:
         fwd, bwd = exact_knn_both_ways(x, y, cfg.k, device=device, block_rows=cfg.block_rows, progress=progress)
+    # the selection holds every candidate pair; the sides' mapped pages (up to
+    # MAPPED_RESIDENT_BYTES each, SelectedRows) need not stay resident beside it
+    for side in (x, y):
+        getattr(side, "release", lambda: None)()
     fwd_pairs, bwd_pairs = candidates(fwd, bwd, cfg.score)
     every = retrieve(fwd_pairs, bwd_pairs, cfg.retrieval, -np.inf)
     return every, choose_threshold(every, x, y, cfg, identities, fwd, bwd, device)
