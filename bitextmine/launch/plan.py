@@ -145,15 +145,15 @@ def _embedding(cfg: PipelineConfig, device: str, sample_lines: int) -> dict:
             "sample_lines": len(lines)}
 
 
-def _median_seconds(run, repeats: int = 3) -> float:
+def _median_seconds(run, repeats: int = 3, best: bool = False) -> float:
     """The median wall time of ``repeats`` calls: one timing of a fraction of a second
-    moved by half between calibrations on a shared machine."""
+    moved by half between calibrations on a shared machine. ``best``: the fastest call."""
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         run()
         times.append(time.perf_counter() - start)
-    return max(statistics.median(times), 1e-6)
+    return max(min(times) if best else statistics.median(times), 1e-6)
 
 
 def _exact_knn(device: str, dim: int, rows: int = 4096) -> dict:
@@ -169,7 +169,9 @@ def _exact_knn(device: str, dim: int, rows: int = 4096) -> dict:
     exact_knn_both_ways(x[:256], y[:256], defaults.K, device=device)  # warm-up
     pairs_per_second = rows * 2 * rows / _median_seconds(lambda: exact_knn_both_ways(x, y, defaults.K, device=device))
     faiss.knn(x[:256], y, 1, metric=faiss.METRIC_INNER_PRODUCT)
-    seconds = _median_seconds(lambda: faiss.knn(x, y, 1, metric=faiss.METRIC_INNER_PRODUCT))
+    # the fastest of five: the median moved 88-165 GFLOP/s between calibrations on this 2-core
+    # machine, and the index runs (minutes of FAISS alone in a process) matched the fastest
+    seconds = _median_seconds(lambda: faiss.knn(x, y, 1, metric=faiss.METRIC_INNER_PRODUCT), repeats=5, best=True)
     gflops = 2 * rows * 2 * rows * dim / seconds / 1e9
     return {"knn_pairs_per_second": pairs_per_second, "knn_gflops": gflops}
 
