@@ -95,26 +95,16 @@ def measure(cfg: PipelineConfig, device: str, sample_lines: int = 400, progress:
 
 def _startup() -> dict:
     """A fresh process importing what a task imports: its wall time and resident memory, and
-    what FAISS and torch add to them (a filter task imports neither, an index task FAISS alone)."""
+    the memory before torch (an index task uses FAISS alone)."""
     import subprocess
     import sys
 
-    probe = ("import resource, time, numpy, bitextmine.cli; t = time.perf_counter(); import faiss; "
-             "rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss; u = time.perf_counter(); import torch; "
-             "print(rss, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, u - t, time.perf_counter() - u)")
+    probe = ("import resource, faiss, numpy, bitextmine.cli; rss = resource.getrusage(resource.RUSAGE_SELF); "
+             "import torch; print(rss.ru_maxrss, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout.split()
-    seconds = time.perf_counter() - start
-    return {"task_startup_seconds": seconds, "task_base_ram_gb": int(out[1]) / 2**20,
-            "index_task_base_ram_gb": int(out[0]) / 2**20, "faiss_import_seconds": float(out[2]),
-            "torch_import_seconds": float(out[3])}
-
-
-def _task_start(m: dict, stage: str) -> float:
-    """Seconds before a task of ``stage`` starts working: launching it, the process and its
-    imports (torch only where the stage uses it, FAISS too)."""
-    unused = {"index": ("torch",), "filter": ("torch", "faiss")}.get(stage, ())
-    return m["task_startup_seconds"] + LAUNCH_SECONDS - sum(m.get(f"{lib}_import_seconds", 0.0) for lib in unused)
+    return {"task_startup_seconds": time.perf_counter() - start, "task_base_ram_gb": int(out[-1]) / 2**20,
+            "index_task_base_ram_gb": int(out[-2]) / 2**20}
 
 
 def _sample_lines(cfg: PipelineConfig, count: int) -> dict[str, list[str]]:
@@ -429,7 +419,7 @@ def _index_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], launcher
             ram = max(ram, m.get("index_task_base_ram_gb", m["task_base_ram_gb"]) + (held + phase) / GB)
             disk += held / GB
     together, share = _share(cfg, "index", len(work), m, launcher)
-    start = _task_start(m, "index")
+    start = m["task_startup_seconds"] + LAUNCH_SECONDS
     return StageEstimate("index", len(work), ram, 0.0, disk, _stage_seconds(work, start, together, share),
                          f"{', '.join(sorted(shapes))}: k-means (10 iterations) on the sample, then every row "
                          f"assigned ({m['knn_gflops']:.0f} GFLOP/s) and encoded "
@@ -501,7 +491,7 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], te
         held = (n + mm) * DISTINCT_BYTES_PER_LINE + (n + mm) * k * 12 * 2 + max(searched, selecting)
         ram = max(ram, m["task_base_ram_gb"] + max(reading, held) / GB)
     together, share = _share(cfg, "mine", len(work), m, launcher)
-    start = _task_start(m, "mine")
+    start = m["task_startup_seconds"] + LAUNCH_SECONDS
     pairs = sum(min(rows[s], rows[t]) * shares[(s, t)].share for s, t in cfg.pairs)
     return StageEstimate("mine", len(cfg.pairs), ram, 0.0, pairs * 200 / GB,
                          _stage_seconds(work, start, together, share), "; ".join(sorted(basis)))
@@ -644,7 +634,7 @@ def estimate_from(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], tex
     shares = _shares_by_pair(cfg, mined_share)
     dim, gpu = m["dim"], m["device"].startswith("cuda")
     rows = {lang: sum(v) for lang, v in lines.items()}
-    start = _task_start(m, "embed")
+    start = m["task_startup_seconds"] + LAUNCH_SECONDS
     shards = [n for v in lines.values() for n in v]
     together, share = _share(cfg, "embed", len(shards), m, launcher)
     sorted_rows = min(max(shards), defaults.EMBED_SORT_CHUNK_LINES)  # held at once: text and vectors
@@ -666,8 +656,8 @@ def estimate_from(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], tex
     out.append(StageEstimate(
         "filter", len(cfg.pairs), m["task_base_ram_gb"] + max(pairs) * PAIR_BYTES / GB, 0.0,
         sum(pairs) * 200 / GB,
-        _stage_seconds([p / m["filter_pairs_per_second"] for p in pairs],
-                       _task_start(m, "filter") + m.get("filter_load_seconds", 0.0), together, share),
+        _stage_seconds([p / m["filter_pairs_per_second"] for p in pairs], start + m.get("filter_load_seconds", 0.0),
+                       together, share),
         f"{sum(pairs):,.0f} pairs ({'; '.join(how)}) at "
         f"{m['filter_pairs_per_second']:,.0f} pairs/s"))
     return out
