@@ -411,8 +411,8 @@ def test_distinct_sentences_are_found_by_digest_across_shards(tmp_path):
 
 
 def test_selected_rows_release_mapped_pages_once_the_budget_may_be_resident(tmp_path, monkeypatch):
-    """Gathers read the right rows across shards; pages are released only when the shards'
-    touched bytes (a row maps a whole page, a shard counts no more than its size) reach
+    """Gathers read the right rows across shards, in any order; pages are released only
+    when the regions a view's gathers touched (a shard counts no more than its size) reach
     the budget, and then from every shard touched: a shard smaller than the budget alone
     is never released, so re-ranking does not fault its pages back in after each gather."""
     import mmap
@@ -423,6 +423,7 @@ def test_selected_rows_release_mapped_pages_once_the_budget_may_be_resident(tmp_
 
     rng = np.random.default_rng(0)
     dim = mmap.PAGESIZE // 2  # a row of fp16 fills a page
+    monkeypatch.setattr(corpus_module, "MAPPED_REGION_BYTES", mmap.PAGESIZE)  # a row maps its own page
     first, second = rng.standard_normal((600, dim)), rng.standard_normal((400, dim))
     make_embedding_set(tmp_path / "one", first, [f"a{i}" for i in range(600)])
     make_embedding_set(tmp_path / "two", second, [f"b{i}" for i in range(400)])
@@ -436,6 +437,8 @@ def test_selected_rows_release_mapped_pages_once_the_budget_may_be_resident(tmp_
     for _ in range(20):
         ids = np.sort(rng.choice(1000, 300, replace=False))
         assert np.array_equal(view[ids], stored[ids])
+    shuffled = rng.integers(0, 1000, 500)  # unsorted, repeated, across both shards
+    assert np.array_equal(view[shuffled], stored[shuffled]) and np.array_equal(view[17], stored[17])
     assert released == [] and view._touched == sizes
     # a budget of 10 pages: 6 rows of the first shard and 4 of the second reach it
     view._touched = [0, 0]
@@ -449,3 +452,35 @@ def test_selected_rows_release_mapped_pages_once_the_budget_may_be_resident(tmp_
     view[np.arange(599, 601)]
     view.release()
     assert sorted(released) == [400, 600] and view._touched == [0, 0]
+
+
+def test_selected_rows_release_within_a_gather_larger_than_the_budget(tmp_path, monkeypatch):
+    """One gather that spans more of a shard than the budget is read a window at a time
+    and releases as it goes (at 2M rows one re-ranking gather maps a whole 2 GB shard):
+    what stays touched never passes the budget plus one window, and the rows are right."""
+    import mmap
+
+    from bitextmine import defaults
+    from bitextmine.embed import corpus as corpus_module
+    from bitextmine.embed.corpus import SelectedRows, mapped_resident_ceiling, mapped_window_bytes
+
+    rng = np.random.default_rng(1)
+    dim = mmap.PAGESIZE // 2
+    vectors = rng.standard_normal((2000, dim))
+    make_embedding_set(tmp_path / "one", vectors, [f"a{i}" for i in range(2000)])
+    stored = vectors.astype(np.float16)
+    monkeypatch.setattr(corpus_module, "MAPPED_REGION_BYTES", 4 * mmap.PAGESIZE)  # 4 rows a region
+    monkeypatch.setattr(defaults, "MAPPED_RESIDENT_BYTES", 200 * mmap.PAGESIZE)  # 50 regions
+    assert mapped_window_bytes() == 50 * mmap.PAGESIZE
+    view = SelectedRows(EmbeddingCorpus.load([tmp_path / "one"]), np.arange(2000))
+    touched_before_release = []
+    release = view.release
+    monkeypatch.setattr(view, "release", lambda: (touched_before_release.append(view._touched[0]), release()))
+    ids = rng.permutation(2000)[:1500]  # touches every region, in no order
+    assert np.array_equal(view[ids], stored[ids])
+    # 2,000 rows are 500 regions: 2.5x the budget, released at every 200-page crossing
+    assert len(touched_before_release) >= 2
+    ceiling = mapped_resident_ceiling(view.arrays[0].nbytes)
+    assert ceiling == 254 * mmap.PAGESIZE  # the budget, a window, a region
+    assert all(200 * mmap.PAGESIZE <= t <= ceiling for t in touched_before_release)
+    assert view._touched[0] < 200 * mmap.PAGESIZE

@@ -441,6 +441,8 @@ def _search_seconds(queries: int, rows: int, shape: IndexShape, cfg: PipelineCon
 def _mine_estimate(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], text_bytes: dict[str, int],
                    launcher: str, shares: dict[tuple[str, str], MinedShare]) -> StageEstimate:
     """One task per pair: read both sides' text, search both ways (exactly or through the indexes), score."""
+    from bitextmine.embed.corpus import mapped_resident_ceiling
+
     dim, k = m["dim"], cfg.mine.k
     rows = {lang: sum(count) for lang, count in lines.items()}
     work, ram = [], 0.0
@@ -464,7 +466,7 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], te
             queries = min(defaults.INDEX_QUERY_ROWS, max(n, mm))
             gathered = min(defaults.RERANK_GATHER_ROWS, queries * defaults.INDEX_CANDIDATES, max(n, mm))
             # ... and the mapped pages re-ranking may leave resident on each side until released
-            mapped = sum(min(rows[x] * dim * 2, defaults.MAPPED_RESIDENT_BYTES) for x in (src, tgt))
+            mapped = sum(mapped_resident_ceiling(rows[x] * dim * 2) for x in (src, tgt))
             searched = (held + queries * (dim * 6 + defaults.INDEX_CANDIDATES * CANDIDATE_BYTES) + gathered * dim * 6
                         + mapped)
             if cfg.mine.exact_margins and cfg.mine.score not in ("cosine", "absolute"):
