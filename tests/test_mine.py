@@ -484,3 +484,11 @@ def test_selected_rows_release_within_a_gather_larger_than_the_budget(tmp_path, 
     assert ceiling == 254 * mmap.PAGESIZE  # the budget, a window, a region
     assert all(200 * mmap.PAGESIZE <= t <= ceiling for t in touched_before_release)
     assert view._touched[0] < 200 * mmap.PAGESIZE
+    # consecutive blocks (the queries' side) cross the budget by at most a block and a region
+    touched_before_release.clear()
+    for start in range(0, 2000, 30):
+        assert np.array_equal(view[start : start + 30], stored[start : start + 30])
+    assert len(touched_before_release) >= 2
+    block_ceiling = mapped_resident_ceiling(view.arrays[0].nbytes, 30 * mmap.PAGESIZE)
+    assert block_ceiling == 234 * mmap.PAGESIZE
+    assert all(200 * mmap.PAGESIZE <= t <= block_ceiling for t in touched_before_release)

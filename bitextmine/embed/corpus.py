@@ -196,10 +196,12 @@ def mapped_window_bytes() -> int:
     return max(MAPPED_REGION_BYTES, defaults.MAPPED_RESIDENT_BYTES // 4)
 
 
-def mapped_resident_ceiling(nbytes: int) -> int:
+def mapped_resident_ceiling(nbytes: int, read_bytes: int | None = None) -> int:
     """The most of a side's ``nbytes`` of shards that a ``SelectedRows`` view keeps mapped:
-    the budget, plus the window that crosses it (a window may start and end mid-region)."""
-    return min(nbytes, defaults.MAPPED_RESIDENT_BYTES + mapped_window_bytes() + MAPPED_REGION_BYTES)
+    the budget, plus the read that crosses it: a block of consecutive rows (``read_bytes``),
+    or a gather's window, each with a region more (a read may start and end mid-region)."""
+    last_read = mapped_window_bytes() if read_bytes is None else read_bytes
+    return min(nbytes, defaults.MAPPED_RESIDENT_BYTES + last_read + MAPPED_REGION_BYTES)
 
 
 def release_pages(array: np.ndarray) -> None:

@@ -465,8 +465,12 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], te
             # temporaries, the rows gathered to re-rank them (fp16) and their fp32 buffer
             queries = min(defaults.INDEX_QUERY_ROWS, max(n, mm))
             gathered = min(defaults.RERANK_GATHER_ROWS, queries * defaults.INDEX_CANDIDATES, max(n, mm))
-            # ... and the mapped pages re-ranking may leave resident on each side until released
-            mapped = sum(mapped_resident_ceiling(rows[x] * dim * 2) for x in (src, tgt))
+            # ... and the mapped pages each side may keep resident until released: the side
+            # gathered from up to its budget and a window, the queries' side its budget and a
+            # block (mine releases both when they swap roles)
+            mapped = max(mapped_resident_ceiling(rows[a] * dim * 2)
+                         + mapped_resident_ceiling(rows[b] * dim * 2, queries * dim * 2)
+                         for a, b in ((src, tgt), (tgt, src)))
             searched = (held + queries * (dim * 6 + defaults.INDEX_CANDIDATES * CANDIDATE_BYTES) + gathered * dim * 6
                         + mapped)
             if cfg.mine.exact_margins and cfg.mine.score not in ("cosine", "absolute"):
