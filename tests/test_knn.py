@@ -52,6 +52,25 @@ def test_index_search_with_exact_rescoring_matches_exact_search():
     np.testing.assert_allclose(found.sims, fwd.sims, atol=1e-5)
 
 
+def test_index_search_releases_each_block_of_queries_after_reading_it(tmp_path):
+    """Mapped queries are read once a block: their pages go after each (at 2M a side they
+    would otherwise stay mapped up to the view's budget beside the gathered side's)."""
+    from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
+    from tests.conftest import make_embedding_set
+
+    x, y = clustered_vectors(400, seed=3), clustered_vectors(600, seed=4)
+    make_embedding_set(tmp_path / "x", x, [f"x{i}" for i in range(len(x))])
+    queries = SelectedRows(EmbeddingCorpus.load([tmp_path / "x"]), np.arange(len(x)))
+    released = []
+    queries.release = lambda: released.append(1)
+    index = faiss.IndexFlatIP(y.shape[1])
+    index.add(y)
+    found = index_knn(index, queries, y, 4, nprobe=1, block_rows=64)
+    want = index_knn(index, x.astype(np.float16), y, 4, nprobe=1)
+    assert len(released) == 7  # ceil(400 / 64) blocks
+    np.testing.assert_array_equal(found.ids, want.ids)
+
+
 def test_over_fetched_candidates_are_re_ranked_by_exact_cosine():
     """A coarse index ranks badly; its best k' candidates re-ranked exactly give the exact k best."""
     x, y = clustered_vectors(300, seed=3), clustered_vectors(2000, seed=4)

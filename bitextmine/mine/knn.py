@@ -331,6 +331,8 @@ def index_knn(index, queries: np.ndarray, database: np.ndarray, k: int, nprobe: 
     ids = np.empty((len(queries), k), dtype=np.int64)
     for start in range(0, len(queries), block_rows):
         q = np.ascontiguousarray(queries[start : start + block_rows], dtype=np.float32)
+        if hasattr(queries, "release"):  # a block of queries is read once: its pages can go
+            queries.release()
         _, found = index.search(q, fetch)
         if id_map is not None:
             found = np.where(found >= 0, id_map[np.maximum(found, 0)], -1)
