@@ -178,3 +178,24 @@ def test_low_precision_tiles_with_fp32_recheck_find_the_exact_neighbours(dtype, 
                 np.testing.assert_allclose(f.sims, e.sims, atol=1e-6)
             else:
                 assert same < share  # the re-check is what makes it exact
+
+
+def test_exact_correction_releases_the_gathered_side_before_walking_the_other(tmp_path):
+    """Exact margins gather the kept rows of one side, then walk the other: the gathered
+    side's pages go first, so only one side stays mapped (at 1M a side both did, 1 GB more)."""
+    from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
+    from bitextmine.mine.rescore import _correct
+    from tests.conftest import make_embedding_set
+
+    x, y = clustered_vectors(300, seed=5), clustered_vectors(500, seed=6)
+    make_embedding_set(tmp_path / "x", x, [f"x{i}" for i in range(len(x))])
+    queries = SelectedRows(EmbeddingCorpus.load([tmp_path / "x"]), np.arange(len(x)))
+    released = []
+    queries.release = lambda: released.append(1)
+    neighbours = Neighbours(np.zeros((300, 4), np.float32), np.full((300, 4), -1))
+    rows = np.array([3, 50, 299])
+    _correct(neighbours, rows, queries, y.astype(np.float16), "cpu")
+    want = exact_knn(x[rows].astype(np.float16), y.astype(np.float16), 4)
+    assert released == [1]
+    np.testing.assert_array_equal(neighbours.ids[rows], want.ids)
+    assert (neighbours.ids[np.setdiff1d(np.arange(300), rows)] == -1).all()

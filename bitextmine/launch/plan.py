@@ -453,7 +453,9 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], te
         if cfg.index.exact:
             work.append(n * mm / m["knn_pairs_per_second"])
             basis.add(f"exact: N x M / {m['knn_pairs_per_second']:.3g} vector pairs/s")
-            searched = _exact_block_bytes(n, mm)
+            # both sides walked a block at a time, each kept mapped up to its budget
+            searched = _exact_block_bytes(n, mm) + sum(
+                mapped_resident_ceiling(rows[x] * dim * 2, defaults.KNN_BLOCK_ROWS * dim * 2) for x in (src, tgt))
         else:
             work.append(_through_indexes(n, rows[tgt], cfg, m) + _through_indexes(mm, rows[src], cfg, m))
             basis.add(f"through the indexes: coarse assignment, {cfg.mine.nprobe or cfg.index.nprobe} lists "
@@ -473,8 +475,10 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], te
             searched = (held + queries * (dim * 6 + defaults.INDEX_CANDIDATES * CANDIDATE_BYTES) + gathered * dim * 6
                         + mapped)
             if cfg.mine.exact_margins and cfg.mine.score not in ("cosine", "absolute"):
-                # after the search, the exact blocks of the kept pairs' rows
-                searched = max(searched, _exact_block_bytes(round(mined.share * min(n, mm)), max(n, mm)))
+                # after the search, the exact blocks of the kept pairs' rows, and one side mapped up to
+                # its budget (the kept rows are gathered from one side, released, the other walked)
+                searched = max(searched, _exact_block_bytes(round(mined.share * min(n, mm)), max(n, mm))
+                               + max(mapped_resident_ceiling(rows[x] * dim * 2) for x in (src, tgt)))
                 # the kept pairs' rows searched again exactly, each against the other side
                 rate = m["knn_one_way_pairs_per_second"]
                 work[-1] += mined.share * min(n, mm) * (n + mm) / rate
@@ -484,7 +488,9 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], te
             rate = m["knn_one_way_pairs_per_second"]
             work[-1] += (_decoy_queries(n, k) * n + _decoy_queries(mm, k) * mm) / rate
             basis.add("no threshold given: each side's decoy searched exactly within its language")
-            searched = max(searched, _exact_block_bytes(max(n, mm), max(n, mm)))
+            # (sampled rows of a side gathered and searched against that side, kept mapped)
+            searched = max(searched, _exact_block_bytes(max(n, mm), max(n, mm))
+                           + max(mapped_resident_ceiling(rows[x] * dim * 2) for x in (src, tgt)))
         work[-1] += (n + mm) / m["text_lines_per_second"]  # the text, read and its distinct sentences kept
         work[-1] += (n + mm) * dim * 2 / m["hash_bytes_per_second"]  # the embedding sets verified when loaded
         # reading the text: the largest shard as strings, the side's digests and their sort

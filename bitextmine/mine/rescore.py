@@ -66,7 +66,10 @@ def select_with_exact_margins(x, y, cfg, identities, fwd: Neighbours, bwd: Neigh
 def _correct(neighbours: Neighbours, rows: np.ndarray, queries, database, device: str) -> None:
     """Replace the lists of ``rows`` by their exact nearest rows of ``database``."""
     if len(rows):
-        exact = exact_knn(as_float32(queries[rows]), database, neighbours.k, device=device)
+        gathered = as_float32(queries[rows])
+        if hasattr(queries, "release"):  # read once: only the database, walked next, stays mapped
+            queries.release()
+        exact = exact_knn(gathered, database, neighbours.k, device=device)
         neighbours.sims[rows], neighbours.ids[rows] = exact.sims, exact.ids
 
 
