@@ -441,7 +441,7 @@ def _search_seconds(queries: int, rows: int, shape: IndexShape, cfg: PipelineCon
 def _mine_estimate(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], text_bytes: dict[str, int],
                    launcher: str, shares: dict[tuple[str, str], MinedShare]) -> StageEstimate:
     """One task per pair: read both sides' text, search both ways (exactly or through the indexes), score."""
-    from bitextmine.embed.corpus import MAPPED_REGION_BYTES, mapped_resident_ceiling
+    from bitextmine.embed.corpus import mapped_resident_ceiling
 
     dim, k = m["dim"], cfg.mine.k
     rows = {lang: sum(count) for lang, count in lines.items()}
@@ -463,16 +463,14 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], te
                       f"a query re-ranked ({m['rerank_per_second']:.3g}/s)")
             held = max(min(rows[x], cfg.index.max_rows) * (index_shape(min(rows[x], cfg.index.max_rows), dim, cfg)
                                                             .code_bytes + 8) for x in (src, tgt))
-            # a block of queries read (fp16) and widened (fp32), its candidates' lists and their
-            # temporaries, the rows gathered to re-rank them (fp16) and their fp32 buffer
+            # while re-ranking: a block of queries widened (fp32; its fp16 read and mapped pages are
+            # gone by then), its candidates' lists and their temporaries, the rows gathered to
+            # re-rank them (fp16) and their fp32 buffer, and the side gathered from mapped up to
+            # its budget and a window
             queries = min(defaults.INDEX_QUERY_ROWS, max(n, mm))
             gathered = min(defaults.RERANK_GATHER_ROWS, queries * defaults.INDEX_CANDIDATES, max(n, mm))
-            # ... and the mapped pages resident: of the side gathered from, up to its budget and
-            # a window; of the queries' side, the block just read (released after each)
-            mapped = max(mapped_resident_ceiling(rows[a] * dim * 2)
-                         + min(rows[b] * dim * 2, queries * dim * 2 + MAPPED_REGION_BYTES)
-                         for a, b in ((src, tgt), (tgt, src)))
-            searched = (held + queries * (dim * 6 + defaults.INDEX_CANDIDATES * CANDIDATE_BYTES) + gathered * dim * 6
+            mapped = max(mapped_resident_ceiling(rows[x] * dim * 2) for x in (src, tgt))
+            searched = (held + queries * (dim * 4 + defaults.INDEX_CANDIDATES * CANDIDATE_BYTES) + gathered * dim * 6
                         + mapped)
             if cfg.mine.exact_margins and cfg.mine.score not in ("cosine", "absolute"):
                 # after the search, the exact blocks of the kept pairs' rows, and one side mapped up to
