@@ -166,11 +166,8 @@ class SelectedRows:
             if lo == hi:
                 continue
             part = rows[lo:hi]
-            if order is None and where is None:
-                out[lo:hi] = array[part]
-            else:
-                positions = np.arange(lo, hi) if order is None else order[lo:hi]
-                out[positions if where is None else where[positions]] = array[part]
+            taken = slice(lo, hi) if order is None else order[lo:hi]  # positions in ``rows`` as given
+            out[taken if where is None else where[taken]] = array[part]
             regions = part * row_bytes // MAPPED_REGION_BYTES  # sorted: count where it changes
             mapped = (np.count_nonzero(regions[1:] != regions[:-1]) + 1) * MAPPED_REGION_BYTES
             self._touched[shard] = min(self._touched[shard] + mapped, array.nbytes)

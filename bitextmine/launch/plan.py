@@ -450,6 +450,8 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], te
     for src, tgt in cfg.pairs:
         n, mm = rows[src], rows[tgt]
         mined = shares[(src, tgt)]
+        # the larger side mapped up to its budget and a gather's window (one side at a time is)
+        one_side_mapped = max(mapped_resident_ceiling(rows[x] * dim * 2) for x in (src, tgt))
         if cfg.index.exact:
             work.append(n * mm / m["knn_pairs_per_second"])
             basis.add(f"exact: N x M / {m['knn_pairs_per_second']:.3g} vector pairs/s")
@@ -469,14 +471,13 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], te
             # its budget and a window
             queries = min(defaults.INDEX_QUERY_ROWS, max(n, mm))
             gathered = min(defaults.RERANK_GATHER_ROWS, queries * defaults.INDEX_CANDIDATES, max(n, mm))
-            mapped = max(mapped_resident_ceiling(rows[x] * dim * 2) for x in (src, tgt))
             searched = (held + queries * (dim * 4 + defaults.INDEX_CANDIDATES * CANDIDATE_BYTES) + gathered * dim * 6
-                        + mapped)
+                        + one_side_mapped)
             if cfg.mine.exact_margins and cfg.mine.score not in ("cosine", "absolute"):
                 # after the search, the exact blocks of the kept pairs' rows, and one side mapped up to
                 # its budget (the kept rows are gathered from one side, released, the other walked)
                 searched = max(searched, _exact_block_bytes(round(mined.share * min(n, mm)), max(n, mm))
-                               + max(mapped_resident_ceiling(rows[x] * dim * 2) for x in (src, tgt)))
+                               + one_side_mapped)
                 # the kept pairs' rows searched again exactly, each against the other side
                 rate = m["knn_one_way_pairs_per_second"]
                 work[-1] += mined.share * min(n, mm) * (n + mm) / rate
@@ -488,7 +489,7 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], te
             basis.add("no threshold given: each side's decoy searched exactly within its language")
             # (sampled rows of a side gathered and searched against that side, kept mapped)
             searched = max(searched, _exact_block_bytes(max(n, mm), max(n, mm))
-                           + max(mapped_resident_ceiling(rows[x] * dim * 2) for x in (src, tgt)))
+                           + one_side_mapped)
         work[-1] += (n + mm) / m["text_lines_per_second"]  # the text, read and its distinct sentences kept
         work[-1] += (n + mm) * dim * 2 / m["hash_bytes_per_second"]  # the embedding sets verified when loaded
         # reading the text: the largest shard as strings, the side's digests and their sort

@@ -258,7 +258,8 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
         fwd = _search_indexes(tgt_index, tgt, tgt_side, x, y, cfg.k, cfg.nprobe)
         # the sides swap roles: without a release here the side just gathered from stays
         # mapped up to its budget while the other side fills its own
-        x.release(), y.release()
+        x.release()
+        y.release()
         bwd = _search_indexes(src_index, src, src_side, y, x, cfg.k, cfg.nprobe)
         search = "index"
     elif src_index is not None or tgt_index is not None:
