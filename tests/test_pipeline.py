@@ -213,16 +213,29 @@ def test_plan_arithmetic_from_given_measurements(tmp_path, monkeypatch):
                 "scan_codes_per_second": 1e8, "probe_seconds": 1e-6, "rerank_per_second": 1e7,
                 "knn_one_way_pairs_per_second": 1e8,
                 "read_rows_per_second": 1e5, "sample_rows_per_second": 1e5, "hash_bytes_per_second": 1e9,
-                "text_lines_per_second": 1e5, "filter_pairs_per_second": 1e4}
+                "text_lines_per_second": 1e5, "filter_pairs_per_second": 1e4,
+                "driver_startup_seconds": 0.5, "torch_import_seconds": 1.25, "torchless_task_startup_seconds": 0.75,
+                "launch_seconds": 0.3, "submit_gap_seconds": 0.2, "torchless_task_base_ram_gb": 0.06,
+                "filter_task_startup_seconds": 0.9, "filter_task_ram_gb": 0.16}
     monkeypatch.setattr(plan, "measure", lambda *a, **k: dict(measured))
-    config = write_config(tmp_path / "p.yaml", tmp_path / "run", [EXAMPLES / "de.txt"], [EXAMPLES / "en.txt"])
+    config = write_config(tmp_path / "p.yaml", tmp_path / "run", [EXAMPLES / "de.txt"], [EXAMPLES / "en.txt"],
+                          "resources: {embed: {gpus: 1}}\n")
     stages, m = plan.estimate(load_config(config))
     by_stage = {s.stage: s for s in stages}
     assert list(by_stage) == ["embed", "index", "mine", "filter"] and m["lines"] == {"de": 500, "en": 500}
     embed = by_stage["embed"]
     # 1,000 lines at the machine's 100 sentences/s (2 tasks at once, half the cores each), after
-    # one task start-up: process (2 s), launch and loading the model (1 s)
-    assert embed.tasks == 2 and embed.seconds == pytest.approx(1000 / 100 + 2.0 + plan.LAUNCH_SECONDS + 1.0)
+    # run's start (0.5 s, and torch's import to look for the GPUs the stage asks for) and one
+    # task start-up: launch, a process importing torch (2 s) and loading the model (1 s); the
+    # second task submitted 0.2 s after the first
+    assert embed.tasks == 2
+    assert embed.seconds == pytest.approx(0.5 + 1.25 + 1000 / 100 + 0.3 + 2.0 + 1.0 + 0.2)
+    # the filter's task: its imports and language model, then the pairs
+    pairs = 500 * plan.defaults.PLAN_MINED_SHARE
+    assert by_stage["filter"].seconds == pytest.approx(0.5 + 0.3 + 0.9 + pairs / 1e4)
+    assert by_stage["filter"].ram_gb == pytest.approx(0.16 + pairs * plan.PAIR_BYTES / 1024**3)
+    # the index task does not import torch either: 500 rows in a Flat index, read a block at a time
+    assert by_stage["index"].ram_gb < 0.06 + 0.01
     assert embed.disk_gb == pytest.approx(1000 * 512 * 2 / 1024**3)
     assert by_stage["mine"].tasks == by_stage["filter"].tasks == 1 and by_stage["index"].tasks == 2
     assert not (tmp_path / "run").exists()

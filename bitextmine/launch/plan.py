@@ -29,9 +29,6 @@ from bitextmine import defaults
 from bitextmine.launch.config import PipelineConfig
 
 GB = 1024**3
-# submitit's own job set-up beyond the process start (pickling, the job's folder and
-# logs, polling), measured with the local executor; Slurm's queueing is not counted
-LAUNCH_SECONDS = 1.5
 # mine's text of a side (benchmarks/mine_text.py): while finding the distinct sentences, a
 # shard's lines as Python strings (their bytes and ~60 bytes a string) and the side's digests
 # and their sort (~80 bytes a line); kept for the rest of mine, two row arrays (16 bytes a line)
@@ -66,6 +63,15 @@ def _rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
+def _resident_gb() -> float:
+    """This process's resident memory now (its peak where /proc is missing)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / GB
+    except (OSError, ValueError):
+        return _rss_gb()
+
+
 def _cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
@@ -79,7 +85,7 @@ def measure(cfg: PipelineConfig, device: str, sample_lines: int = 400, progress:
 
     device = resolve_device(device)
     with progress_bar(total=5, desc="calibrate", unit="step", disable=not progress) as bar:
-        m = {"device": device, "cores": _cores(), **_startup()}
+        m = {"device": device, "cores": _cores(), **_startup(cfg)}
         bar.update(1)
         m.update(_embedding(cfg, device, sample_lines))
         bar.update(1)
@@ -93,18 +99,77 @@ def measure(cfg: PipelineConfig, device: str, sample_lines: int = 400, progress:
     return m
 
 
-def _startup() -> dict:
-    """A fresh process importing what a task imports: its wall time and resident memory, and
-    the memory before torch (an index task uses FAISS alone)."""
+# what ``bitextmine run`` imports before it starts a stage's tasks, and what a task imports beyond
+# submitit's job runner (the stage functions; FAISS for index and mine). Embed and mine tasks
+# import torch too; index and filter tasks do not.
+_DRIVER_IMPORTS = ("bitextmine.cli, bitextmine.launch.runner, bitextmine.launch.pipeline, bitextmine.embed.corpus, "
+                   "bitextmine.io.lock, bitextmine.progress, submitit")
+_TASK_IMPORTS = "numpy, faiss, bitextmine.launch.pipeline"
+_RSS_PRINT = "import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+# a filter task: its imports and language model, loaded as it loads them (on its first pairs)
+_FILTER_PROBE = ("import numpy, bitextmine.launch.pipeline\n"
+                 "from bitextmine.filter import FilterConfig, Pair, PairFilter\n"
+                 "from bitextmine.filter.run import filter_pairs_to_files  # noqa\n"
+                 "config = FilterConfig(src_lang={src!r}, tgt_lang={tgt!r})\n"
+                 "list(PairFilter(config).run([Pair(1.2, {src_text!r}, {tgt_text!r})]))\n")
+
+
+def _startup(cfg: PipelineConfig, repeats: int = 3) -> dict:
+    """What a stage pays before its work: ``run``'s own start (a fresh process importing what it
+    imports), a job through submitit's local executor (its controller, a process running a
+    no-op, ``run`` seeing it end) and the gap submitit leaves between two submissions, and a
+    task's imports with torch and without (a fresh process's wall time, start to exit, beyond
+    an empty one's: torch also slows the exit), and a filter task's with its language model.
+    Medians of ``repeats``: these move with the file cache and the machine's load."""
     import subprocess
     import sys
+    import tempfile
 
-    probe = ("import resource, faiss, numpy, bitextmine.cli; rss = resource.getrusage(resource.RUSAGE_SELF); "
-             "import torch; print(rss.ru_maxrss, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
-    start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout.split()
-    return {"task_startup_seconds": time.perf_counter() - start, "task_base_ram_gb": int(out[-1]) / 2**20,
-            "index_task_base_ram_gb": int(out[-2]) / 2**20}
+    import submitit
+
+    from bitextmine.launch.runner import POLL_SECONDS
+
+    def timed(code: str) -> tuple[float, int]:
+        start = time.perf_counter()
+        out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+        return time.perf_counter() - start, int(out.split()[-1]) if out.split() else 0
+
+    def median(code: str) -> tuple[float, int]:
+        runs = [timed(code) for _ in range(repeats)]
+        return statistics.median(t for t, _ in runs), max(r for _, r in runs)
+
+    def launched() -> tuple[float, float]:
+        """(a job's submission to its end seen, the gap before the next submission returns)"""
+        with tempfile.TemporaryDirectory() as folder:
+            executor = submitit.LocalExecutor(folder=folder)
+            executor.update_parameters(timeout_min=5)
+            start = time.perf_counter()
+            jobs = [executor.submit(int, 0)]
+            jobs.append(executor.submit(int, 0))
+            gap = time.perf_counter() - start
+            while not all(job.done() for job in jobs):
+                time.sleep(POLL_SECONDS["local"])
+            return time.perf_counter() - start - gap, gap
+
+    empty, _ = median("pass")
+    driver, _ = median(f"import {_DRIVER_IMPORTS}")
+    torchless, torchless_rss = median(f"import {_TASK_IMPORTS}\n{_RSS_PRINT}")
+    with_torch, torch_rss = median(f"import {_TASK_IMPORTS}, torch\n{_RSS_PRINT}")
+    src, tgt = cfg.pairs[0]
+    lang_id = cfg.filter.lang_id and cfg.filter.enabled
+    samples = _sample_lines(cfg, 1)
+    filtering, filter_rss = median(_FILTER_PROBE.format(src=src if lang_id else None, tgt=tgt if lang_id else None,
+                                                        src_text=samples[src][0], tgt_text=samples[tgt][0])
+                                   + _RSS_PRINT)
+    jobs = [launched() for _ in range(repeats)]
+    return {"driver_startup_seconds": driver, "launch_seconds": statistics.median(t for t, _ in jobs),
+            "submit_gap_seconds": statistics.median(gap for _, gap in jobs),
+            "torchless_task_startup_seconds": max(torchless - empty, 0.0),
+            "task_startup_seconds": max(with_torch - empty, 0.0),
+            "torch_import_seconds": max(with_torch - torchless, 0.0),
+            "filter_task_startup_seconds": max(filtering - empty, 0.0),
+            "torchless_task_base_ram_gb": torchless_rss / 2**20, "task_base_ram_gb": torch_rss / 2**20,
+            "filter_task_ram_gb": filter_rss / 2**20}
 
 
 def _sample_lines(cfg: PipelineConfig, count: int) -> dict[str, list[str]]:
@@ -118,9 +183,11 @@ def _sample_lines(cfg: PipelineConfig, count: int) -> dict[str, list[str]]:
 
 
 def _embedding(cfg: PipelineConfig, device: str, sample_lines: int) -> dict:
+    import torch  # noqa: F401  (imported before the clock: a task's start-up counts it)
+
     from bitextmine.encoders import load_encoder
 
-    before = _rss_gb()
+    before = _resident_gb()
     start = time.perf_counter()
     encoder = load_encoder(cfg.encoder, device=device, precision=cfg.embed.precision)
     # by length, as embed sorts a shard's lines: batches of like lengths, little padding
@@ -331,13 +398,10 @@ def _filter_rate(cfg: PipelineConfig, sample_lines: int) -> dict:
              for i in range(4 * count)]
     lang_id = cfg.filter.lang_id and cfg.filter.enabled
     filter_cfg = FilterConfig(src_lang=src if lang_id else None, tgt_lang=tgt if lang_id else None)
-    start = time.perf_counter()
-    list(PairFilter(filter_cfg).run(pairs[:50]))  # warm-up: the language model loads once, as in a task
-    load = time.perf_counter() - start
+    list(PairFilter(filter_cfg).run(pairs[:50]))  # warm-up: the language model loads (its cost: _startup)
     start = time.perf_counter()
     list(PairFilter(filter_cfg).run(pairs))
-    return {"filter_pairs_per_second": len(pairs) / max(time.perf_counter() - start, 1e-6),
-            "filter_load_seconds": load}
+    return {"filter_pairs_per_second": len(pairs) / max(time.perf_counter() - start, 1e-6)}
 
 
 # --- the arithmetic ---------------------------------------------------------------------------
@@ -375,10 +439,34 @@ def _share(cfg: PipelineConfig, stage: str, tasks: int, m: dict, launcher: str) 
     return together, min(cpus * together, m["cores"]) / m["cores"] / together
 
 
-def _stage_seconds(work: list[float], start: float, together: int, share: float) -> float:
-    """Wall time of tasks of ``work`` seconds (at the whole machine's rates) run ``together`` at a time."""
+def _stage_seconds(work: list[float], start: float, together: int, share: float, stagger: float = 0.0) -> float:
+    """Wall time of tasks of ``work`` seconds (at the whole machine's rates) run ``together`` at a
+    time, each started ``stagger`` seconds after the one before it (submitit's pace, locally)."""
     each = [start + w / share for w in work]
-    return max(sum(each) / together, max(each))
+    return max(sum(each) / together, max(each)) + stagger * (min(together, len(work)) - 1)
+
+
+def _stagger(m: dict, launcher: str) -> float:
+    return m["submit_gap_seconds"] if launcher == "local" else 0.0
+
+
+def _task_start(m: dict, torch: bool) -> float:
+    """A task's start-up: submitit's job, then what the task imports (embed and mine tasks import
+    torch, index and filter tasks do not)."""
+    return m["launch_seconds"] + (m["task_startup_seconds"] if torch else m["torchless_task_startup_seconds"])
+
+
+def _task_base_ram(m: dict, torch: bool) -> float:
+    return m["task_base_ram_gb"] if torch else m["torchless_task_base_ram_gb"]
+
+
+def _driver_seconds(cfg: PipelineConfig, stage: str, m: dict, launcher: str) -> float:
+    """``run``'s own start before a stage's tasks (counted in each stage, as ``run --stage`` runs
+    it): its imports, and torch's where the stage asks for GPUs and they are looked for here."""
+    seconds = m["driver_startup_seconds"]
+    if launcher == "local" and cfg.resources_for(stage).gpus:
+        seconds += m["torch_import_seconds"]
+    return seconds
 
 
 def _train_seconds(shape: IndexShape, dim: int, m: dict) -> float:
@@ -414,13 +502,14 @@ def _index_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], launcher
             # sampling and training hold the sample (fp32; FAISS subsamples for the codebooks) and
             # the pages of a block being gathered; adding, a block's mapped pages, its copy (fp16)
             # and its fp32 rows
-            phase = max(shape.train_sample * dim * 4 + 2**26,
+            phase = max(shape.train_sample * dim * 4 + min(2**26, part * dim * 2),
                         min(defaults.SHARD_BLOCK_ROWS, part) * dim * (2 + 2 + 4))
-            ram = max(ram, m.get("index_task_base_ram_gb", m["task_base_ram_gb"]) + (held + phase) / GB)
+            ram = max(ram, _task_base_ram(m, torch=False) + (held + phase) / GB)
             disk += held / GB
     together, share = _share(cfg, "index", len(work), m, launcher)
-    start = m["task_startup_seconds"] + LAUNCH_SECONDS
-    return StageEstimate("index", len(work), ram, 0.0, disk, _stage_seconds(work, start, together, share),
+    seconds = _driver_seconds(cfg, "index", m, launcher) + _stage_seconds(work, _task_start(m, torch=False),
+                                                                          together, share, _stagger(m, launcher))
+    return StageEstimate("index", len(work), ram, 0.0, disk, seconds,
                          f"{', '.join(sorted(shapes))}: k-means (10 iterations) on the sample, then every row "
                          f"assigned ({m['knn_gflops']:.0f} GFLOP/s) and encoded "
                          f"({m['encode_vectors_per_second']:,.0f}/s)")
@@ -501,10 +590,10 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], te
         held = (n + mm) * DISTINCT_BYTES_PER_LINE + (n + mm) * k * 12 * 2 + max(searched, selecting)
         ram = max(ram, m["task_base_ram_gb"] + max(reading, held) / GB)
     together, share = _share(cfg, "mine", len(work), m, launcher)
-    start = m["task_startup_seconds"] + LAUNCH_SECONDS
+    seconds = _driver_seconds(cfg, "mine", m, launcher) + _stage_seconds(work, _task_start(m, torch=True),
+                                                                         together, share, _stagger(m, launcher))
     pairs = sum(min(rows[s], rows[t]) * shares[(s, t)].share for s, t in cfg.pairs)
-    return StageEstimate("mine", len(cfg.pairs), ram, 0.0, pairs * 200 / GB,
-                         _stage_seconds(work, start, together, share), "; ".join(sorted(basis)))
+    return StageEstimate("mine", len(cfg.pairs), ram, 0.0, pairs * 200 / GB, seconds, "; ".join(sorted(basis)))
 
 
 def _exact_block_bytes(queries: int, rows: int) -> int:
@@ -644,7 +733,7 @@ def estimate_from(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], tex
     shares = _shares_by_pair(cfg, mined_share)
     dim, gpu = m["dim"], m["device"].startswith("cuda")
     rows = {lang: sum(v) for lang, v in lines.items()}
-    start = m["task_startup_seconds"] + LAUNCH_SECONDS
+    start = _task_start(m, torch=True) + m["model_load_seconds"]
     shards = [n for v in lines.values() for n in v]
     together, share = _share(cfg, "embed", len(shards), m, launcher)
     sorted_rows = min(max(shards), defaults.EMBED_SORT_CHUNK_LINES)  # held at once: text and vectors
@@ -653,21 +742,22 @@ def estimate_from(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], tex
         ram_gb=m["task_base_ram_gb"] + m["model_ram_gb"] + sorted_rows * (dim * 4 + 300) / GB,
         gpu_gb=(m["model_ram_gb"] + 1.0) if gpu else 0.0,
         disk_gb=sum(rows.values()) * dim * 2 / GB,
-        seconds=_stage_seconds([n / m["embed_sentences_per_second"] for n in shards],
-                               start + m["model_load_seconds"], together, share),
+        seconds=_driver_seconds(cfg, "embed", m, launcher) + _stage_seconds(
+            [n / m["embed_sentences_per_second"] for n in shards], start, together, share, _stagger(m, launcher)),
         basis=f"{sum(rows.values()):,} lines at {m['embed_sentences_per_second']:.0f} sent/s, {together} task(s) "
-              f"at once with {share:.0%} of the rate each, {start + m['model_load_seconds']:.1f} s start-up a task")]
+              f"at once with {share:.0%} of the rate each, {start:.1f} s start-up a task")]
     if not cfg.index.exact:
         out.append(_index_estimate(cfg, m, rows, launcher))
     out.append(_mine_estimate(cfg, m, lines, text_bytes, launcher, shares))
     pairs = [min(rows[s], rows[t]) * shares[(s, t)].share for s, t in cfg.pairs]
     how = sorted({f"{x.share:.1%} of the smaller side, {x.how}" for x in shares.values()})
     together, share = _share(cfg, "filter", len(pairs), m, launcher)
+    start = m["launch_seconds"] + m["filter_task_startup_seconds"]
     out.append(StageEstimate(
-        "filter", len(cfg.pairs), m["task_base_ram_gb"] + max(pairs) * PAIR_BYTES / GB, 0.0,
+        "filter", len(cfg.pairs), m["filter_task_ram_gb"] + max(pairs) * PAIR_BYTES / GB, 0.0,
         sum(pairs) * 200 / GB,
-        _stage_seconds([p / m["filter_pairs_per_second"] for p in pairs], start + m.get("filter_load_seconds", 0.0),
-                       together, share),
+        _driver_seconds(cfg, "filter", m, launcher) + _stage_seconds(
+            [p / m["filter_pairs_per_second"] for p in pairs], start, together, share, _stagger(m, launcher)),
         f"{sum(pairs):,.0f} pairs ({'; '.join(how)}) at "
         f"{m['filter_pairs_per_second']:,.0f} pairs/s"))
     return out

@@ -31,7 +31,9 @@ log = logging.getLogger(__name__)
 _STOPPING = threading.Event()  # set by SIGINT / SIGTERM to `run` (see _signals_stop_the_run)
 STOP_GRACE_SECONDS = 15  # for cancelled jobs to end (the local executor sends SIGINT, then SIGKILL)
 RESULT_GRACE_SECONDS = 15  # for an ended job's result file to show (submitit's own wait, for shared file systems)
-POLL_SECONDS = 0.5  # between looks at a wave's jobs (Slurm's state is asked through sacct at submitit's pace)
+# between looks at a wave's jobs: a local job's look is a process poll, so a task's end is seen
+# at once; Slurm's state is asked through sacct at submitit's pace
+POLL_SECONDS = {"local": 0.05, "slurm": 0.5}
 LEFTOVER_GRACE_SECONDS = 60  # for the jobs of a killed run to end once cancelled
 SLURM_JOBS = "slurm-jobs.txt"  # under OUTPUT/logs: the arrays this output's runs submitted
 
@@ -275,7 +277,7 @@ class Launcher:
                         failures[i] = failure
                 del waiting[i]
             if waiting:
-                time.sleep(POLL_SECONDS)
+                time.sleep(POLL_SECONDS[self.kind])
         return [(wave[i], failures[i]) for i in sorted(failures)]
 
     def _executor(self, stage: str, resources: Resources):
@@ -285,8 +287,10 @@ class Launcher:
         folder = self.cfg.output / "logs" / stage
         if self.kind == "local":
             executor = submitit.LocalExecutor(folder=folder)
-            gpus = _visible_gpus()
-            if gpus and resources.gpus:
+            # only a stage that asks for GPUs looks for them: torch's import costs this process
+            # a second and 0.2 GB, on top of the stage's own tasks
+            gpus = _visible_gpus() if resources.gpus else []
+            if gpus:
                 executor.update_parameters(timeout_min=resources.timeout_min, gpus_per_node=1, visible_gpus=gpus)
                 return executor, len(gpus)
             executor.update_parameters(timeout_min=resources.timeout_min)
