@@ -213,7 +213,8 @@ def test_plan_arithmetic_from_given_measurements(tmp_path, monkeypatch):
                 "scan_codes_per_second": 1e8, "probe_seconds": 1e-6, "rerank_per_second": 1e7,
                 "knn_one_way_pairs_per_second": 1e8,
                 "read_rows_per_second": 1e5, "sample_rows_per_second": 1e5, "hash_bytes_per_second": 1e9,
-                "text_lines_per_second": 1e5, "filter_pairs_per_second": 1e4,
+                "text_lines_per_second": 1e5, "filter_pairs_per_second": 1.5e4,
+                "filter_one_process_pairs_per_second": 1e4,
                 "driver_startup_seconds": 0.5, "torch_import_seconds": 1.25, "torchless_task_startup_seconds": 0.75,
                 "launch_seconds": 0.3, "submit_gap_seconds": 0.2, "torchless_task_base_ram_gb": 0.06,
                 "filter_task_startup_seconds": 0.9, "filter_task_ram_gb": 0.16}
@@ -230,7 +231,7 @@ def test_plan_arithmetic_from_given_measurements(tmp_path, monkeypatch):
     # second task submitted 0.2 s after the first
     assert embed.tasks == 2
     assert embed.seconds == pytest.approx(0.5 + 1.25 + 1000 / 100 + 0.3 + 2.0 + 1.0 + 0.2)
-    # the filter's task: its imports and language model, then the pairs
+    # the filter's task: its imports and language model, then the pairs (few: in its own process)
     pairs = 500 * plan.defaults.PLAN_MINED_SHARE
     assert by_stage["filter"].seconds == pytest.approx(0.5 + 0.3 + 0.9 + pairs / 1e4)
     assert by_stage["filter"].ram_gb == pytest.approx(0.16 + pairs * plan.PAIR_BYTES / 1024**3)
@@ -252,6 +253,12 @@ def test_plan_arithmetic_from_given_measurements(tmp_path, monkeypatch):
     more = {s.stage: s for s in more}
     assert "50.0% of the smaller side, given" in more["filter"].basis
     assert more["filter"].seconds > by_stage["filter"].seconds and more["mine"].seconds >= by_stage["mine"].seconds
+    # a filter task's pairs: in its own process on one core below FILTER_PARALLEL_MIN_PAIRS,
+    # else a worker per CPU at the machine's rate, shared with the tasks running beside it
+    few, many = plan.defaults.FILTER_PARALLEL_MIN_PAIRS - 1, plan.defaults.FILTER_PARALLEL_MIN_PAIRS
+    assert plan._filter_seconds(few, measured, share=0.5) == pytest.approx(few / 1e4)
+    assert plan._filter_seconds(few, measured, share=0.25) == pytest.approx(few / 0.5e4)
+    assert plan._filter_seconds(many, measured, share=0.5) == pytest.approx(many / 0.75e4)
 
 
 def test_plan_measures_the_mined_share_where_both_sides_are_embedded(tmp_path):

@@ -388,20 +388,35 @@ def _text_rate(cfg: PipelineConfig) -> dict:
 
 
 def _filter_rate(cfg: PipelineConfig, sample_lines: int) -> dict:
-    """Pairs/s of the configured filter on pairs made of the first pair's sample lines."""
+    """Pairs/s of the configured filter on pairs made of the first pair's lines: in one process
+    (a task's input below ``FILTER_PARALLEL_MIN_PAIRS`` pairs) and with a worker per CPU (the
+    whole machine's rate, at and above it)."""
     from bitextmine.filter import FilterConfig, Pair, PairFilter
 
     src, tgt = cfg.pairs[0]
-    samples = _sample_lines(cfg, sample_lines)
-    count = max(len(samples[src]), len(samples[tgt]))
-    pairs = [Pair(1.2, f"{samples[src][i % len(samples[src])]} {i}", f"{samples[tgt][i % len(samples[tgt])]} {i}")
-             for i in range(4 * count)]
+    lines = _sample_lines(cfg, defaults.FILTER_PARALLEL_MIN_PAIRS)
+    # lines i of both sides, with the same number in place of theirs: mined pairs are mostly
+    # translations, whose numbers agree (checking numbers that differ reads every spelled-out
+    # numeral, 2x slower), and are distinct (deduplication keeps them all)
+    digits = re.compile(r"\d+")
+    pairs = [Pair(1.2, digits.sub("", lines[src][i % len(lines[src])]) + f" {i}",
+                  digits.sub("", lines[tgt][i % len(lines[tgt])]) + f" {i}")
+             for i in range(defaults.FILTER_PARALLEL_MIN_PAIRS)]
     lang_id = cfg.filter.lang_id and cfg.filter.enabled
     filter_cfg = FilterConfig(src_lang=src if lang_id else None, tgt_lang=tgt if lang_id else None)
     list(PairFilter(filter_cfg).run(pairs[:50]))  # warm-up: the language model loads (its cost: _startup)
-    start = time.perf_counter()
-    list(PairFilter(filter_cfg).run(pairs))
-    return {"filter_pairs_per_second": len(pairs) / max(time.perf_counter() - start, 1e-6)}
+    few = pairs[: 20 * sample_lines]
+    one = _median_seconds(lambda: list(PairFilter(filter_cfg).run(few, workers=1)), repeats=1)
+    every = _median_seconds(lambda: list(PairFilter(filter_cfg).run(pairs)), repeats=1)
+    return {"filter_one_process_pairs_per_second": len(few) / one, "filter_pairs_per_second": len(pairs) / every}
+
+
+def _filter_seconds(pairs: float, m: dict, share: float) -> float:
+    """One filter task's pairs at ``share`` of the machine: below ``FILTER_PARALLEL_MIN_PAIRS``
+    it judges them in its own process (one core at most), from there in a worker per CPU."""
+    if pairs < defaults.FILTER_PARALLEL_MIN_PAIRS:
+        return pairs / (m["filter_one_process_pairs_per_second"] * min(1.0, share * m["cores"]))
+    return pairs / (m["filter_pairs_per_second"] * share)
 
 
 # --- the arithmetic ---------------------------------------------------------------------------
@@ -757,9 +772,10 @@ def estimate_from(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], tex
         "filter", len(cfg.pairs), m["filter_task_ram_gb"] + max(pairs) * PAIR_BYTES / GB, 0.0,
         sum(pairs) * 200 / GB,
         _driver_seconds(cfg, "filter", m, launcher) + _stage_seconds(
-            [p / m["filter_pairs_per_second"] for p in pairs], start, together, share, _stagger(m, launcher)),
-        f"{sum(pairs):,.0f} pairs ({'; '.join(how)}) at "
-        f"{m['filter_pairs_per_second']:,.0f} pairs/s"))
+            [_filter_seconds(p, m, share) for p in pairs], start, together, 1.0, _stagger(m, launcher)),
+        f"{sum(pairs):,.0f} pairs ({'; '.join(how)}) at {m['filter_one_process_pairs_per_second']:,.0f} pairs/s "
+        f"in one process, {m['filter_pairs_per_second']:,.0f} with a worker per CPU (a task's "
+        f"{defaults.FILTER_PARALLEL_MIN_PAIRS:,} pairs and more)"))
     return out
 
 
