@@ -182,6 +182,13 @@ class SelectedRows:
         self._touched = [0] * len(self.arrays)
 
 
+def release_mapped(*views) -> None:
+    """Drop the mapped pages of each ``SelectedRows`` view given (arrays in memory have none)."""
+    for view in views:
+        if isinstance(view, SelectedRows):
+            view.release()
+
+
 # Reading one row of a cached file maps the pages around it too, up to a whole large folio:
 # on ext4 (Linux 6.18) one row read mapped 2 MiB, so 1,000 rows scattered over a 2 GB shard
 # map all of it. Counted per region touched, the budget sees what a gather maps.

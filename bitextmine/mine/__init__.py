@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from bitextmine import __version__, defaults
-from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
+from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows, release_mapped
 from bitextmine.errors import BitextmineError
 from bitextmine.mine.knn import Neighbours, best_distinct, exact_knn_both_ways, index_knn
 from bitextmine.mine.rescore import select_with_exact_margins
@@ -258,8 +258,7 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
         fwd = _search_indexes(tgt_index, tgt, tgt_side, x, y, cfg.k, cfg.nprobe)
         # the sides swap roles: without a release here the side just gathered from stays
         # mapped up to its budget while the other side fills its own
-        x.release()
-        y.release()
+        release_mapped(x, y)
         bwd = _search_indexes(src_index, src, src_side, y, x, cfg.k, cfg.nprobe)
         search = "index"
     elif src_index is not None or tgt_index is not None:

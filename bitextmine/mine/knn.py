@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bitextmine import defaults
+from bitextmine.embed.corpus import release_mapped
 
 log = logging.getLogger(__name__)
 
@@ -331,8 +332,7 @@ def index_knn(index, queries: np.ndarray, database: np.ndarray, k: int, nprobe: 
     ids = np.empty((len(queries), k), dtype=np.int64)
     for start in range(0, len(queries), block_rows):
         q = np.ascontiguousarray(queries[start : start + block_rows], dtype=np.float32)
-        if hasattr(queries, "release"):  # a block of queries is read once: its pages can go
-            queries.release()
+        release_mapped(queries)  # a block of queries is read once: its pages can go
         _, found = index.search(q, fetch)
         if id_map is not None:
             found = np.where(found >= 0, id_map[np.maximum(found, 0)], -1)

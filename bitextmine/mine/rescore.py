@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from bitextmine import defaults
-from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
+from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows, release_mapped
 from bitextmine.errors import BitextmineError
 from bitextmine.io.pairs import Pair
 from bitextmine.mine.knn import Neighbours, as_float32, exact_knn
@@ -67,8 +67,7 @@ def _correct(neighbours: Neighbours, rows: np.ndarray, queries, database, device
     """Replace the lists of ``rows`` by their exact nearest rows of ``database``."""
     if len(rows):
         gathered = as_float32(queries[rows])
-        if hasattr(queries, "release"):  # read once: only the database, walked next, stays mapped
-            queries.release()
+        release_mapped(queries)  # read once: only the database, walked next, stays mapped
         exact = exact_knn(gathered, database, neighbours.k, device=device)
         neighbours.sims[rows], neighbours.ids[rows] = exact.sims, exact.ids
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bitextmine import defaults
+from bitextmine.embed.corpus import release_mapped
 from bitextmine.mine.knn import Neighbours, exact_knn, exact_knn_both_ways
 from bitextmine.mine.scoring import SCORE_ALIASES, margin_scores
 
@@ -363,8 +364,7 @@ def mine_and_choose(x, y, cfg, identities, fwd: Neighbours | None = None, bwd: N
         fwd, bwd = exact_knn_both_ways(x, y, cfg.k, device=device, block_rows=cfg.block_rows, progress=progress)
     # the selection holds every candidate pair; the sides' mapped pages (up to
     # MAPPED_RESIDENT_BYTES each, SelectedRows) need not stay resident beside it
-    for side in (x, y):
-        getattr(side, "release", lambda: None)()
+    release_mapped(x, y)
     fwd_pairs, bwd_pairs = candidates(fwd, bwd, cfg.score)
     every = retrieve(fwd_pairs, bwd_pairs, cfg.retrieval, -np.inf)
     return every, choose_threshold(every, x, y, cfg, identities, fwd, bwd, device)
