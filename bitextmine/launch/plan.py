@@ -57,19 +57,40 @@ class StageEstimate:
     basis: str
 
 
-def _rss_gb() -> float:
+def _status_gb(field: str) -> float | None:
+    """A memory figure of this process from /proc/self/status (VmRSS, VmHWM), None without /proc."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024 / GB
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _peak_gb() -> float:
+    """This process's peak resident memory since ``_reset_peak`` (since it started, where Linux
+    cannot reset it). Not ``ru_maxrss``: that also keeps the peak of the process it was forked
+    from, so a probe started by a large process would report the large one."""
     import resource
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    peak = _status_gb("VmHWM")
+    return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def _reset_peak() -> None:
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # resets VmHWM to the current resident size
+    except OSError:
+        pass
 
 
 def _resident_gb() -> float:
     """This process's resident memory now (its peak where /proc is missing)."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / GB
-    except (OSError, ValueError):
-        return _rss_gb()
+    now = _status_gb("VmRSS")
+    return now if now is not None else _peak_gb()
 
 
 def _cores() -> int:
@@ -105,7 +126,10 @@ def measure(cfg: PipelineConfig, device: str, sample_lines: int = 400, progress:
 _DRIVER_IMPORTS = ("bitextmine.cli, bitextmine.launch.runner, bitextmine.launch.pipeline, bitextmine.embed.corpus, "
                    "bitextmine.io.lock, bitextmine.progress, submitit")
 _TASK_IMPORTS = "numpy, faiss, bitextmine.launch.pipeline"
-_RSS_PRINT = "import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+# a probe's own peak in KiB: VmHWM, not ru_maxrss (see _peak_gb)
+_RSS_PRINT = ("import os, resource\n"
+              "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')) "
+              "if os.path.exists('/proc/self/status') else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
 # a filter task: its imports and language model, loaded as it loads them (on its first pairs)
 _FILTER_PROBE = ("import numpy, bitextmine.launch.pipeline\n"
                  "from bitextmine.filter import FilterConfig, Pair, PairFilter\n"
@@ -173,12 +197,16 @@ def _startup(cfg: PipelineConfig, repeats: int = 3) -> dict:
 
 
 def _sample_lines(cfg: PipelineConfig, count: int) -> dict[str, list[str]]:
-    from bitextmine.io.text import read_lines
+    """The non-blank lines among the first ``count`` of each language's first shard."""
+    from itertools import islice
+
+    from bitextmine.io.text import open_binary
 
     out = {}
     for lang, shards in cfg.languages.items():
-        lines = [x for x in read_lines(shards[0], errors="replace")[:count] if x.strip()]
-        out[lang] = lines or ["a sentence"]
+        with open_binary(shards[0]) as f:
+            lines = [raw.decode("utf-8", errors="replace").rstrip("\r\n") for raw in islice(f, count)]
+        out[lang] = [x for x in lines if x.strip()] or ["a sentence"]
     return out
 
 
@@ -188,6 +216,7 @@ def _embedding(cfg: PipelineConfig, device: str, sample_lines: int) -> dict:
     from bitextmine.encoders import load_encoder
 
     before = _resident_gb()
+    _reset_peak()
     start = time.perf_counter()
     encoder = load_encoder(cfg.encoder, device=device, precision=cfg.embed.precision)
     # by length, as embed sorts a shard's lines: batches of like lengths, little padding
@@ -198,7 +227,7 @@ def _embedding(cfg: PipelineConfig, device: str, sample_lines: int) -> dict:
     start = time.perf_counter()
     encoder.encode(lines)
     return {"embed_sentences_per_second": len(lines) / max(time.perf_counter() - start, 1e-6),
-            "model_load_seconds": model_load, "model_ram_gb": max(_rss_gb() - before, 0.1), "dim": encoder.dim,
+            "model_load_seconds": model_load, "model_ram_gb": max(_peak_gb() - before, 0.1), "dim": encoder.dim,
             "sample_lines": len(lines)}
 
 
