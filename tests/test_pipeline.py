@@ -236,7 +236,7 @@ def test_plan_arithmetic_from_given_measurements(tmp_path, monkeypatch):
     assert by_stage["filter"].seconds == pytest.approx(0.5 + 0.3 + 0.9 + pairs / 1e4)
     assert by_stage["filter"].ram_gb == pytest.approx(0.16 + pairs * plan.PAIR_BYTES / 1024**3)
     # the index task does not import torch either: 500 rows in a Flat index, read a block at a time
-    assert by_stage["index"].ram_gb < 0.06 + 0.01
+    assert by_stage["index"].ram_gb < 0.06 + 0.01 and by_stage["index"].basis.startswith("Flat: every row read")
     assert embed.disk_gb == pytest.approx(1000 * 512 * 2 / 1024**3)
     assert by_stage["mine"].tasks == by_stage["filter"].tasks == 1 and by_stage["index"].tasks == 2
     assert not (tmp_path / "run").exists()

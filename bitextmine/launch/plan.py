@@ -553,10 +553,12 @@ def _index_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], launcher
     together, share = _share(cfg, "index", len(work), m, launcher)
     seconds = _driver_seconds(cfg, "index", m, launcher) + _stage_seconds(work, _task_start(m, torch=False),
                                                                           together, share, _stagger(m, launcher))
-    return StageEstimate("index", len(work), ram, 0.0, disk, seconds,
-                         f"{', '.join(sorted(shapes))}: k-means (10 iterations) on the sample, then every row "
-                         f"assigned ({m['knn_gflops']:.0f} GFLOP/s) and encoded "
-                         f"({m['encode_vectors_per_second']:,.0f}/s)")
+    if shapes == {"Flat"}:  # no lists to train: the vectors are read, checked and stored
+        how = f"Flat: every row read ({m['read_rows_per_second']:,.0f}/s) and stored"
+    else:
+        how = (f"{', '.join(sorted(shapes))}: k-means (10 iterations) on the sample, then every row assigned "
+               f"({m['knn_gflops']:.0f} GFLOP/s) and encoded ({m['encode_vectors_per_second']:,.0f}/s)")
+    return StageEstimate("index", len(work), ram, 0.0, disk, seconds, how)
 
 
 def _search_seconds(queries: int, rows: int, shape: IndexShape, cfg: PipelineConfig, m: dict) -> float:
