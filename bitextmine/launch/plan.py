@@ -22,11 +22,15 @@ import re
 import statistics
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bitextmine import defaults
 from bitextmine.launch.config import PipelineConfig
+
+if TYPE_CHECKING:
+    from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
 
 GB = 1024**3
 # mine's text of a side (benchmarks/mine_text.py): while finding the distinct sentences, a
@@ -364,23 +368,40 @@ def _rerank_rate(queries: np.ndarray, database) -> float:
     return ids.size / _median_seconds(lambda: best_distinct(exact_sims(queries, database, ids), ids, defaults.K))
 
 
-def rates_on_embedded_sets(cfg: PipelineConfig) -> dict:
-    """Re-ranking measured again against the largest side's own vectors, when its embedding
-    sets exist: gathering random rows slows as the mapping grows (at 1M rows 0.8x the rate
-    on the calibration's 128 MB file), and that side is what mine gathers from."""
+@dataclass
+class EmbeddedSide:
+    corpus: EmbeddingCorpus
+    rows: SelectedRows  # the rows that are not blank lines, as mine reads them
+
+
+def embedded_sides(cfg: PipelineConfig, languages=None) -> dict[str, EmbeddedSide]:
+    """The ``languages`` (default: all) whose embedding sets all exist, each found once: telling
+    the blank rows apart reads every vector (2 GB at 2M rows)."""
     from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
     from bitextmine.errors import BitextmineError
     from bitextmine.launch.pipeline import embed_dirs
+
+    sides = {}
+    for lang in languages or cfg.languages:
+        try:
+            corpus = EmbeddingCorpus.load(embed_dirs(cfg, lang), verify=False)
+        except (BitextmineError, OSError):  # not embedded yet (or not all of it)
+            continue
+        sides[lang] = EmbeddedSide(corpus, SelectedRows(corpus, corpus.non_blank_ids()))
+    return sides
+
+
+def rates_on_embedded_sets(cfg: PipelineConfig, sides: dict[str, EmbeddedSide] | None = None) -> dict:
+    """Re-ranking measured again against the largest side's own vectors, when its embedding
+    sets exist: gathering random rows slows as the mapping grows (at 1M rows 0.8x the rate
+    on the calibration's 128 MB file), and that side is what mine gathers from."""
     from bitextmine.mine.knn import as_float32
 
-    sides = []
-    for lang in cfg.languages:
-        try:
-            sides.append((lang, EmbeddingCorpus.load(embed_dirs(cfg, lang), verify=False)))
-        except (BitextmineError, OSError):  # not embedded yet
-            return {}
-    lang, corpus = max(sides, key=lambda side: side[1].total_rows)
-    database = SelectedRows(corpus, corpus.non_blank_ids())
+    sides = embedded_sides(cfg) if sides is None else sides
+    if any(lang not in sides for lang in cfg.languages):
+        return {}
+    lang, largest = max(sides.items(), key=lambda side: side[1].corpus.total_rows)
+    database = largest.rows
     if len(database) < defaults.RERANK_GATHER_ROWS:
         return {}
     queries = as_float32(database[: 8192])
@@ -673,7 +694,8 @@ class MinedShare:
 
 
 def sampled_mined_share(cfg: PipelineConfig, pair: tuple[str, str], device: str,
-                        budget_pairs: int = defaults.PLAN_SHARE_SAMPLE_PAIRS) -> MinedShare | None:
+                        budget_pairs: int = defaults.PLAN_SHARE_SAMPLE_PAIRS,
+                        sides: dict[str, EmbeddedSide] | None = None) -> MinedShare | None:
     """The share of ``pair``'s smaller side that mine will keep, measured on a sample when
     both sides' embedding sets exist (None when they do not).
 
@@ -689,18 +711,15 @@ def sampled_mined_share(cfg: PipelineConfig, pair: tuple[str, str], device: str,
     of them count or the budget of vector pairs is spent; the sampling error is about
     1 / sqrt(rows counted), stated with the figure.
     """
-    from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
-    from bitextmine.errors import BitextmineError
-    from bitextmine.launch.pipeline import embed_dirs
     from bitextmine.mine.knn import as_float32, exact_knn
     from bitextmine.mine.scoring import margin_scores
     from bitextmine.mine.thresholds import fixed_threshold
 
-    try:
-        corpora = [EmbeddingCorpus.load(embed_dirs(cfg, lang), verify=False) for lang in pair]
-    except (BitextmineError, OSError):  # not embedded yet (or not all of it)
+    sides = embedded_sides(cfg, pair) if sides is None else sides
+    if any(lang not in sides for lang in pair):
         return None
-    x, y = (SelectedRows(c, c.non_blank_ids()) for c in corpora)
+    corpora = [sides[lang].corpus for lang in pair]
+    x, y = (sides[lang].rows for lang in pair)
     n, m, k = len(x), len(y), cfg.mine.k
     if not n or not m:
         return None
@@ -752,15 +771,14 @@ def sampled_mined_share(cfg: PipelineConfig, pair: tuple[str, str], device: str,
                              f"({error}), at threshold {threshold:g}")
 
 
-def mined_shares(cfg: PipelineConfig, device: str, given: float | None = None) -> dict[tuple[str, str], MinedShare]:
+def mined_shares(cfg: PipelineConfig, device: str, given: float | None = None,
+                 sides: dict[str, EmbeddedSide] | None = None) -> dict[tuple[str, str], MinedShare]:
     """Each pair's share: ``given``; else sampled where its embedding sets exist; else assumed."""
-    shares = {}
-    for pair in map(tuple, cfg.pairs):
-        if given is not None:
-            shares[pair] = MinedShare(given, "given")
-        else:
-            shares[pair] = sampled_mined_share(cfg, pair, device) or MinedShare(defaults.PLAN_MINED_SHARE, "assumed")
-    return shares
+    if given is not None:
+        return {pair: MinedShare(given, "given") for pair in map(tuple, cfg.pairs)}
+    sides = embedded_sides(cfg) if sides is None else sides
+    assumed = MinedShare(defaults.PLAN_MINED_SHARE, "assumed")
+    return {pair: sampled_mined_share(cfg, pair, device, sides=sides) or assumed for pair in map(tuple, cfg.pairs)}
 
 
 def _shares_by_pair(cfg: PipelineConfig, mined_share) -> dict[tuple[str, str], MinedShare]:
@@ -817,8 +835,9 @@ def estimate(cfg: PipelineConfig, device: str = "auto", progress: bool = False, 
     from bitextmine.io.text import count_lines
 
     m = measure(cfg, device, progress=progress)
-    m.update(rates_on_embedded_sets(cfg))
-    shares = mined_shares(cfg, m["device"], mined_share)
+    sides = embedded_sides(cfg)
+    m.update(rates_on_embedded_sets(cfg, sides))
+    shares = mined_shares(cfg, m["device"], mined_share, sides)
     m["mined_share"] = {f"{s}-{t}": {"share": v.share, "how": v.how} for (s, t), v in shares.items()}
     lines = {lang: [count_lines(s) for s in shards] for lang, shards in cfg.languages.items()}
     text_bytes = {lang: sum(os.path.getsize(s) for s in shards) for lang, shards in cfg.languages.items()}
