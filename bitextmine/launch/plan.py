@@ -511,8 +511,12 @@ def _stage_seconds(work: list[float], start: float, together: int, share: float,
     return max(sum(each) / together, max(each)) + stagger * (min(together, len(work)) - 1)
 
 
-def _stagger(m: dict, launcher: str) -> float:
-    return m["submit_gap_seconds"] if launcher == "local" else 0.0
+def _run_stage_seconds(cfg: PipelineConfig, stage: str, m: dict, launcher: str, work: list[float], start: float,
+                       together: int, share: float) -> float:
+    """A stage as ``run --stage`` runs it: ``run``'s own start, then its tasks (``_stage_seconds``),
+    submitted submitit's gap apart when local."""
+    stagger = m["submit_gap_seconds"] if launcher == "local" else 0.0
+    return _driver_seconds(cfg, stage, m, launcher) + _stage_seconds(work, start, together, share, stagger)
 
 
 def _task_start(m: dict, torch: bool) -> float:
@@ -572,8 +576,7 @@ def _index_estimate(cfg: PipelineConfig, m: dict, rows: dict[str, int], launcher
             ram = max(ram, _task_base_ram(m, torch=False) + (held + phase) / GB)
             disk += held / GB
     together, share = _share(cfg, "index", len(work), m, launcher)
-    seconds = _driver_seconds(cfg, "index", m, launcher) + _stage_seconds(work, _task_start(m, torch=False),
-                                                                          together, share, _stagger(m, launcher))
+    seconds = _run_stage_seconds(cfg, "index", m, launcher, work, _task_start(m, torch=False), together, share)
     if shapes == {"Flat"}:  # no lists to train: the vectors are read, checked and stored
         how = f"Flat: every row read ({m['read_rows_per_second']:,.0f}/s) and stored"
     else:
@@ -657,8 +660,7 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], te
         held = (n + mm) * DISTINCT_BYTES_PER_LINE + (n + mm) * k * 12 * 2 + max(searched, selecting)
         ram = max(ram, m["task_base_ram_gb"] + max(reading, held) / GB)
     together, share = _share(cfg, "mine", len(work), m, launcher)
-    seconds = _driver_seconds(cfg, "mine", m, launcher) + _stage_seconds(work, _task_start(m, torch=True),
-                                                                         together, share, _stagger(m, launcher))
+    seconds = _run_stage_seconds(cfg, "mine", m, launcher, work, _task_start(m, torch=True), together, share)
     pairs = sum(min(rows[s], rows[t]) * shares[(s, t)].share for s, t in cfg.pairs)
     return StageEstimate("mine", len(cfg.pairs), ram, 0.0, pairs * 200 / GB, seconds, "; ".join(sorted(basis)))
 
@@ -806,8 +808,8 @@ def estimate_from(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], tex
         ram_gb=m["task_base_ram_gb"] + m["model_ram_gb"] + sorted_rows * (dim * 4 + 300) / GB,
         gpu_gb=(m["model_ram_gb"] + 1.0) if gpu else 0.0,
         disk_gb=sum(rows.values()) * dim * 2 / GB,
-        seconds=_driver_seconds(cfg, "embed", m, launcher) + _stage_seconds(
-            [n / m["embed_sentences_per_second"] for n in shards], start, together, share, _stagger(m, launcher)),
+        seconds=_run_stage_seconds(cfg, "embed", m, launcher, [n / m["embed_sentences_per_second"] for n in shards],
+                                   start, together, share),
         basis=f"{sum(rows.values()):,} lines at {m['embed_sentences_per_second']:.0f} sent/s, {together} task(s) "
               f"at once with {share:.0%} of the rate each, {start:.1f} s start-up a task")]
     if not cfg.index.exact:
@@ -820,8 +822,8 @@ def estimate_from(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], tex
     out.append(StageEstimate(
         "filter", len(cfg.pairs), m["filter_task_ram_gb"] + max(pairs) * PAIR_BYTES / GB, 0.0,
         sum(pairs) * 200 / GB,
-        _driver_seconds(cfg, "filter", m, launcher) + _stage_seconds(
-            [_filter_seconds(p, m, share) for p in pairs], start, together, 1.0, _stagger(m, launcher)),
+        _run_stage_seconds(cfg, "filter", m, launcher, [_filter_seconds(p, m, share) for p in pairs], start,
+                           together, 1.0),
         f"{sum(pairs):,.0f} pairs ({'; '.join(how)}) at {m['filter_one_process_pairs_per_second']:,.0f} pairs/s "
         f"in one process, {m['filter_pairs_per_second']:,.0f} with a worker per CPU (a task's "
         f"{defaults.FILTER_PARALLEL_MIN_PAIRS:,} pairs and more)"))
