@@ -46,6 +46,15 @@ def test_exact_knn_on_gpu_finds_the_cpu_neighbours():
             np.testing.assert_allclose(g.sims, c.sims, atol=1e-5)
     one_way = exact_knn(x, y, 4, device="cuda:0")
     assert (one_way.ids == cpu[0].ids).all(axis=1).mean() > 0.999
+    from bitextmine.mine.knn import _low_precision_knn
+
+    for resident in (False, True):  # sides read a tile at a time (re-checked on the host) or kept on the GPU
+        for group in (1, 64):  # each tile's top-k by torch, and by group maxima
+            gpu = _low_precision_knn(x, y, 4, "cuda:0", torch.float16, 1024, both_ways=True, group=group,
+                                     resident=resident)
+            for c, g in zip(cpu, gpu, strict=True):
+                assert (c.ids == g.ids).all(axis=1).mean() > 0.999
+                np.testing.assert_allclose(g.sims, c.sims, atol=1e-5)
 
 
 def test_training_on_gpu_with_amp_learns_and_loads_on_cpu(tmp_path):
