@@ -223,6 +223,29 @@ def test_device_recheck_breaks_ties_as_the_host_does():
     assert host.ids[0].tolist() == [10, 20, 40]
 
 
+@pytest.mark.parametrize("resident", [None, True])  # None: decided by free GPU memory (none here)
+def test_low_precision_search_reads_sides_of_stored_shards(tmp_path, resident):
+    """Mine hands the search views of stored shards (``SelectedRows``: no ``nbytes``, every
+    read a gather): the GPU's search, here on the CPU, copies or tiles them as arrays."""
+    import torch
+
+    from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
+    from bitextmine.mine.knn import _low_precision_knn
+    from tests.conftest import make_embedding_set
+
+    x, y = clustered_vectors(700, seed=7), clustered_vectors(900, seed=8)
+    make_embedding_set(tmp_path / "y", y, [f"y{i}" for i in range(len(y))])
+    rows = np.arange(0, len(y), 2)  # every other row, as selected rows are
+    view = SelectedRows(EmbeddingCorpus.load([tmp_path / "y"]), rows)
+    stored = y.astype(np.float16)[rows]
+    want = exact_knn_both_ways(x.astype(np.float16), stored, 4, block_rows=256)
+    found = _low_precision_knn(x.astype(np.float16), view, 4, "cpu", torch.float16, 256, both_ways=True,
+                               resident=resident)
+    for w, f in zip(want, found, strict=True):
+        np.testing.assert_array_equal(f.ids, w.ids)
+        np.testing.assert_allclose(f.sims, w.sims, atol=1e-6)
+
+
 def test_exact_correction_releases_the_gathered_side_before_walking_the_other(tmp_path):
     """Exact margins gather the kept rows of one side, then walk the other: the gathered
     side's pages go first, so only one side stays mapped (at 1M a side both did, 1 GB more)."""

@@ -226,13 +226,13 @@ def _resident_copy(rows: np.ndarray, device: str, resident: bool | None, step: i
     fits in ``GPU_RESIDENT_SHARE`` of the free memory."""
     import torch
 
+    first = np.ascontiguousarray(rows[:1])  # rows may be a view of stored shards: no nbytes
     if resident is None:
         free = torch.cuda.mem_get_info(torch.device(device))[0] if device.startswith("cuda") else 0
-        resident = rows.nbytes <= free * defaults.GPU_RESIDENT_SHARE
+        resident = len(rows) * first.nbytes <= free * defaults.GPU_RESIDENT_SHARE
     if not resident:
         return None
-    first = torch.from_numpy(np.ascontiguousarray(rows[:1]))
-    whole = torch.empty(rows.shape, dtype=first.dtype, device=device)
+    whole = torch.empty((len(rows), first.shape[1]), dtype=torch.from_numpy(first).dtype, device=device)
     for start in range(0, len(rows), step):  # a memory-mapped side is read once, in order
         whole[start : start + step] = torch.from_numpy(np.ascontiguousarray(rows[start : start + step]))
     return whole
