@@ -220,7 +220,7 @@ def _tile_topk(sims, k: int, group: int = defaults.GPU_TOPK_GROUP):
     return top, torch.gather(cols, 1, pos)
 
 
-def _resident_copy(rows: np.ndarray, device: str, resident: bool | None, step: int):
+def _resident_copy(rows: np.ndarray, device: str, resident: bool | None):
     """A side of the search copied to the device once, in its own precision (the re-check
     reads it), or None to read it a tile at a time. ``resident`` None: on a GPU, when it
     fits in ``GPU_RESIDENT_SHARE`` of the free memory."""
@@ -233,6 +233,7 @@ def _resident_copy(rows: np.ndarray, device: str, resident: bool | None, step: i
     if not resident:
         return None
     whole = torch.empty((len(rows), first.shape[1]), dtype=torch.from_numpy(first).dtype, device=device)
+    step = defaults.KNN_BLOCK_ROWS
     for start in range(0, len(rows), step):  # a memory-mapped side is read once, in order
         whole[start : start + step] = torch.from_numpy(np.ascontiguousarray(rows[start : start + step]))
     return whole
@@ -261,8 +262,8 @@ def _low_precision_knn(x, y, k: int, device: str, dtype, block_rows: int | None,
 
     n, m = len(x), len(y)
     kf, kb = min(k + extra, m), min(k + extra, n)
-    x_whole = _resident_copy(x, device, resident, defaults.KNN_BLOCK_ROWS)
-    y_whole = _resident_copy(y, device, resident, defaults.KNN_BLOCK_ROWS)
+    x_whole = _resident_copy(x, device, resident)
+    y_whole = _resident_copy(y, device, resident)
     block_rows = block_rows or knn_block_rows(device)  # sized to the memory the sides left free
 
     def tile(side, whole, start):
