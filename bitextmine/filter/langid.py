@@ -25,7 +25,7 @@ from functools import cache, lru_cache
 from bitextmine import defaults
 from bitextmine.errors import BitextmineError
 
-_BATCH = 4096  # texts advanced together through the automaton; bounds the padding memory
+_BATCH = 1024  # texts advanced together through the automaton; bounds the padding memory
 
 
 @cache
@@ -182,17 +182,29 @@ class LanguageIdentifier:
         return self._naive_bayes(features, n)
 
     def _naive_bayes(self, features, n: int):
-        """log1p(feature counts) . table + prior, per text, reduced to one score per language."""
+        """log1p(feature counts) . table + prior, per text, reduced to one score per language.
+
+        Counting sorts each text's features in its own row (short sorts, in cache) rather
+        than the features of the whole batch at once: on news-length lines this step took
+        two thirds of the time with one global sort."""
         import numpy as np
         from scipy.sparse import csr_matrix
 
-        position, text = np.nonzero(features >= 0)
-        n_features = self._table.shape[0]
-        keys, counts = np.unique(text * n_features + features[position, text], return_counts=True)
-        text, feature = np.divmod(keys, n_features)
-        weights = csr_matrix((np.log1p(counts.astype(np.float32)), (text, feature)), shape=(n, n_features))
+        width = features.shape[0]
+        rows = np.sort(features.T, axis=1)  # the padding (-1) first, then a text's features in order
+        flat = rows.ravel()
+        starts = np.flatnonzero(flat >= 0)
+        new_run = np.ones(len(starts), dtype=bool)  # a feature differs from the one before, or starts a row
+        new_run[1:] = (flat[starts[1:]] != flat[starts[1:] - 1]) | (starts[1:] % width == 0)
+        starts = starts[new_run]
+        ends = np.minimum(np.append(starts[1:], len(flat)), (starts // width + 1) * width)
+        per_text = np.bincount(starts // width, minlength=n)
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(per_text, out=indptr[1:])
+        weights = csr_matrix((np.log1p((ends - starts).astype(np.float32)), flat[starts], indptr),
+                             shape=(n, self._table.shape[0]))
         label_scores = weights @ self._table + self._prior
-        label_scores[np.diff(weights.indptr) == 0] = np.finfo(np.float32).min  # no feature: no evidence
+        label_scores[per_text == 0] = np.finfo(np.float32).min  # no feature: no evidence
         out = np.full((n, len(self.keys)), np.finfo(np.float32).min, dtype=np.float32)
         for column, key in enumerate(self._column_key):  # a language scores as its best label
             np.maximum(out[:, key], label_scores[:, column], out=out[:, key])
