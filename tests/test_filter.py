@@ -165,6 +165,17 @@ def test_each_noise_is_caught_by_its_rule_and_with_all_rules(lang, kind):
     assert alone >= 0.90 and together >= 0.90, (alone, together)
 
 
+def test_near_copy_threshold_is_the_one_given():
+    """The overlap at which sides are near copies is the setting's, not the default's: six
+    of ten words shared (Jaccard 0.6) is a copy at 0.5, not at the default 0.9."""
+    src = "the committee approved the new budget for schools and hospitals today"
+    tgt = "the committee approved the new budget"
+    pair = [Pair(1.2, src, tgt)]
+    assert judge(pair, **only("copy", near_copy=0.5))[0] == ["copy"]
+    assert judge(pair, **only("copy", near_copy=0.7))[0] == [None]
+    assert judge(pair, **only("copy"))[0] == [None]
+
+
 def test_a_rejected_pair_does_not_claim_its_sentences():
     """Dedup comes last: the wrong pair before the right one must not make it a duplicate."""
     src = "Der Hund schläft seit dem Mittag im Garten hinter dem Haus."

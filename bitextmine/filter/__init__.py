@@ -181,9 +181,8 @@ def token_count(text: str) -> int:
 # --- the rules ------------------------------------------------------------------------------
 
 class PairFilter:
-    """Applies the rules of a ``FilterConfig`` to pairs; ``run`` needs the whole input
-    (boilerplate counts are over all pairs, language ID runs on many texts at once),
-    ``check`` judges one pair."""
+    """Applies the rules of a ``FilterConfig`` to pairs. ``run`` needs the whole input:
+    boilerplate counts are over all pairs, and language ID runs on many texts at once."""
 
     def __init__(self, cfg: FilterConfig = FilterConfig()):
         self.cfg = cfg
@@ -200,20 +199,17 @@ class PairFilter:
             self._languages = PairLanguages(cfg.src_lang, cfg.tgt_lang)
         methods = {"score_cap": self._score_cap, "length": self._length, "tokens": self._tokens,
                    "ratio": self._ratio, "letters": self._letters, "copy": self._copy, "numbers": self._numbers,
-                   "urls": self._urls, "boilerplate": self._boilerplate_rule}
-        # the rules that judge a pair by itself; language ID and dedup follow in _finish
+                   "urls": self._urls}
+        # the rules that judge a pair by itself, which run in the workers; the boilerplate rule
+        # (which needs every pair's texts counted), language ID's verdict and dedup follow in
+        # that order in ``run``, as in RULES
+        assert RULES[RULES.index("boilerplate"):] == ("boilerplate", "lid", "dedup")
         self._checks = [(rule, methods[rule]) for rule in RULES if rule in methods and cfg.active(rule)]
 
-    def count_boilerplate(self, normalised: Iterable[tuple[str, str]]) -> None:
+    def _count_boilerplate(self, normalised: Iterable[tuple[str, str]]) -> None:
         """Texts that occur at least ``boilerplate`` times on one side."""
         counts = Counter(chain.from_iterable(normalised))
         self._boilerplate = {t for t, c in counts.items() if c >= self.cfg.boilerplate and t}
-
-    def check(self, pair: Pair, norm_src: str | None = None, norm_tgt: str | None = None) -> str | None:
-        """The first rule ``pair`` fails, or None when it passes them all (and is kept)."""
-        if norm_src is None:
-            norm_src, norm_tgt = normalise(pair.src), normalise(pair.tgt)
-        return self._pair_rules(pair, norm_src, norm_tgt) or self._finish(pair, norm_src, norm_tgt)
 
     def _pair_rules(self, pair: Pair, norm_src: str, norm_tgt: str) -> str | None:
         for rule, fails in self._checks:
@@ -221,13 +217,13 @@ class PairFilter:
                 return rule
         return None
 
-    def _finish(self, pair: Pair, norm_src: str, norm_tgt: str, languages_match: bool | None = None) -> str | None:
-        """Language ID (unless already decided: ``languages_match``), then dedup against the
-        kept pairs; a pair that passes is kept and claims its sentences."""
+    def _finish(self, norm_src: str, norm_tgt: str, languages_match: bool | None) -> str | None:
+        """The boilerplate rule, language ID's verdict, then dedup against the kept pairs; a
+        pair that passes is kept and claims its sentences."""
+        if norm_src in self._boilerplate or norm_tgt in self._boilerplate:
+            return "boilerplate"
         if self._languages is not None:
             self.report.lid_unsupported += self._languages.unsupported_sides
-            if languages_match is None:
-                languages_match = self._languages.matches([pair])[0]
             if not languages_match:
                 return "lid"
         if self._dedup:
@@ -258,16 +254,13 @@ class PairFilter:
         return letter_share(p.src) < self.cfg.min_letters or letter_share(p.tgt) < self.cfg.min_letters
 
     def _copy(self, p, ns, nt):
-        return ns == nt or _jaccard(ns, nt) >= self.cfg.near_copy
+        return ns == nt or _near_copy(ns, nt, self.cfg.near_copy)
 
     def _numbers(self, p, ns, nt):
         return not _numbers_agree(p.src, p.tgt)
 
     def _urls(self, p, ns, nt):
         return urls(p.src) != urls(p.tgt)
-
-    def _boilerplate_rule(self, p, ns, nt):
-        return ns in self._boilerplate or nt in self._boilerplate
 
     def _seen(self, src: str, tgt: str) -> bool:
         mode = self.cfg.dedup
@@ -291,15 +284,14 @@ class PairFilter:
     def run(self, pairs: list[Pair], workers: int | None = None) -> Iterator[tuple[Pair, str | None]]:
         """(pair, reason) for each pair in order; reason None means kept.
 
-        The rules of each pair and language ID run in ``workers`` processes (default: the
-        CPUs this process may use) on large inputs; deduplication, which depends on the
-        pairs kept before, runs here in order, so the result is that of one process."""
-        normalised = [(normalise(p.src), normalise(p.tgt)) for p in pairs]  # once, for three rules
+        Normalising the texts, the rules of each pair and language ID run in ``workers``
+        processes (default: the CPUs this process may use) on large inputs; boilerplate
+        counts and deduplication, which depend on the other pairs, run here in order, so the
+        result is that of one process."""
+        judged = self._judge_all(pairs, workers)
         if self.cfg.active("boilerplate"):
-            self.count_boilerplate(normalised)
-        judged = self._judge_all(pairs, normalised, workers)
-        reasons = (reason or self._finish(p, ns, nt, languages_match)
-                   for p, (ns, nt), (reason, languages_match) in zip(pairs, normalised, judged, strict=True))
+            self._count_boilerplate((ns, nt) for ns, nt, _, _ in judged)
+        reasons = (reason or self._finish(ns, nt, languages_match) for ns, nt, reason, languages_match in judged)
         report = self.report
         for pair, reason in zip(pairs, reasons, strict=True):
             report.total += 1
@@ -309,25 +301,30 @@ class PairFilter:
                 report.rejected[reason] += 1
             yield pair, reason
 
-    def judge(self, pairs: list[Pair], normalised: list[tuple[str, str]]) -> list[tuple[str | None, bool | None]]:
-        """(first rule failed, languages match) per pair, for the rules that judge a pair by
-        itself and language ID (of all survivors at once; None where not run)."""
-        first = [self._pair_rules(p, ns, nt) for p, (ns, nt) in zip(pairs, normalised, strict=True)]
+    def judge(self, pairs: list[Pair]) -> list[tuple[str, str, str | None, bool | None]]:
+        """(normalised source, normalised target, first rule failed, languages match) per
+        pair, for the rules that judge a pair by itself and language ID (of all survivors at
+        once; None where not run)."""
+        judged = []
+        for p in pairs:
+            ns, nt = normalise(p.src), normalise(p.tgt)  # once, for the copy rule, boilerplate and dedup
+            judged.append((ns, nt, self._pair_rules(p, ns, nt), None))
         if self._languages is None:
-            return [(reason, None) for reason in first]
-        verdicts = iter(self._languages.matches([p for p, reason in zip(pairs, first, strict=True) if reason is None]))
-        return [(reason, None if reason else next(verdicts)) for reason in first]
+            return judged
+        verdicts = iter(self._languages.matches([p for p, (_, _, reason, _) in zip(pairs, judged, strict=True)
+                                                 if reason is None]))
+        return [(ns, nt, reason, None if reason else next(verdicts)) for ns, nt, reason, _ in judged]
 
-    def _judge_all(self, pairs, normalised, workers):
+    def _judge_all(self, pairs, workers):
         workers = available_cpus() if workers is None else workers
         chunk = defaults.FILTER_PARALLEL_CHUNK
         if workers < 2 or len(pairs) < defaults.FILTER_PARALLEL_MIN_PAIRS or not _can_fork():
-            return self.judge(pairs, normalised)
+            return self.judge(pairs)
         import multiprocessing
         import warnings
 
         global _FORKED
-        _FORKED = (self, pairs, normalised)
+        _FORKED = (self, pairs)
         try:
             with warnings.catch_warnings():
                 # Python 3.12+ warns about fork in a threaded process (numpy's BLAS threads):
@@ -340,14 +337,13 @@ class PairFilter:
         return [judgement for part in parts for judgement in part]
 
 
-# what forked workers judge: (filter, pairs, normalised texts), set just before the fork
+# what forked workers judge: (filter, pairs), set just before the fork
 _FORKED = None
 
 
-def _judge_forked_chunk(start: int) -> list[tuple[str | None, bool | None]]:
-    pair_filter, pairs, normalised = _FORKED
-    end = start + defaults.FILTER_PARALLEL_CHUNK
-    return pair_filter.judge(pairs[start:end], normalised[start:end])
+def _judge_forked_chunk(start: int) -> list[tuple[str, str, str | None, bool | None]]:
+    pair_filter, pairs = _FORKED
+    return pair_filter.judge(pairs[start:start + defaults.FILTER_PARALLEL_CHUNK])
 
 
 def _can_fork() -> bool:
@@ -356,17 +352,19 @@ def _can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
-def _jaccard(a: str, b: str) -> float:
-    if 2 * min(len(a), len(b)) < max(len(a), len(b)):  # near copies have about the same length
-        return 0.0
+def _near_copy(a: str, b: str, threshold: float) -> bool:
+    """Normalised texts of about the same length (within 2x in characters), with at least
+    three distinct words each, whose word sets overlap by ``threshold`` (Jaccard) or more."""
+    if 2 * min(len(a), len(b)) < max(len(a), len(b)):
+        return False
     x = set(a.split())
     if len(x) < 3:  # too short to call a near copy by overlap
-        return 0.0
+        return False
     y = set(b.split())
-    if len(y) < 3 or 10 * min(len(x), len(y)) < 9 * max(len(x), len(y)):  # cannot reach 0.9
-        return 0.0
-    shared = len(x.intersection(y))
-    return shared / (len(x) + len(y) - shared)
+    if len(y) < 3 or min(len(x), len(y)) / max(len(x), len(y)) < threshold:  # the overlap is at most this ratio
+        return False
+    shared = len(x & y)
+    return shared / (len(x) + len(y) - shared) >= threshold
 
 
 def _numbers_agree(src: str, tgt: str) -> bool:
