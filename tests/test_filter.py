@@ -176,6 +176,35 @@ def test_near_copy_threshold_is_the_one_given():
     assert judge(pair, **only("copy"))[0] == [None]
 
 
+def test_near_copy_shortcuts_decide_as_the_plain_definition():
+    """The early exits of the near-copy rule change no decision: random word lists, many
+    overlaps and thresholds, against Jaccard computed plainly."""
+    import random
+
+    from bitextmine.filter import _near_copy
+
+    def plain(a, b, threshold):
+        x, y = set(a.split()), set(b.split())
+        if 2 * min(len(a), len(b)) < max(len(a), len(b)) or len(x) < 3 or len(y) < 3:
+            return False
+        return len(x & y) / len(x | y) >= threshold
+
+    rng = random.Random(0)
+    vocabulary = [f"w{i}" for i in range(40)]
+    decided = []
+    for _ in range(20_000):
+        a = rng.choices(vocabulary[:rng.randint(3, 40)], k=rng.randint(1, 25))
+        b = [w if rng.random() < rng.choice((0.5, 0.9, 1.0)) else rng.choice(vocabulary) for w in a]
+        if rng.random() < 0.3:
+            rng.shuffle(b)
+        if rng.random() < 0.2:
+            b = b[:rng.randint(1, len(b))]
+        threshold = rng.choice((0.0, 0.3, 0.5, 0.8, 0.9, 0.95, 1.0))
+        decided.append(_near_copy(" ".join(a), " ".join(b), threshold))
+        assert decided[-1] == plain(" ".join(a), " ".join(b), threshold), (a, b, threshold)
+    assert 0.1 < sum(decided) / len(decided) < 0.9
+
+
 def test_a_rejected_pair_does_not_claim_its_sentences():
     """Dedup comes last: the wrong pair before the right one must not make it a duplicate."""
     src = "Der Hund schläft seit dem Mittag im Garten hinter dem Haus."
