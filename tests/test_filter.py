@@ -165,6 +165,11 @@ def test_each_noise_is_caught_by_its_rule_and_with_all_rules(lang, kind):
     assert alone >= 0.90 and together >= 0.90, (alone, together)
 
 
+def test_rules_that_need_the_whole_input_come_last():
+    """Workers judge each pair by the rules before these; the filter applies these in order."""
+    assert RULES[-3:] == ("boilerplate", "lid", "dedup")
+
+
 def test_near_copy_threshold_is_the_one_given():
     """The overlap at which sides are near copies is the setting's, not the default's: six
     of ten words shared (Jaccard 0.6) is a copy at 0.5, not at the default 0.9."""

@@ -201,9 +201,8 @@ class PairFilter:
                    "ratio": self._ratio, "letters": self._letters, "copy": self._copy, "numbers": self._numbers,
                    "urls": self._urls}
         # the rules that judge a pair by itself, which run in the workers; the boilerplate rule
-        # (which needs every pair's texts counted), language ID's verdict and dedup follow in
-        # that order in ``run``, as in RULES
-        assert RULES[RULES.index("boilerplate"):] == ("boilerplate", "lid", "dedup")
+        # (which needs every pair's texts counted), language ID's verdict and dedup, the last
+        # three of RULES, follow in that order in ``_finish``
         self._checks = [(rule, methods[rule]) for rule in RULES if rule in methods and cfg.active(rule)]
 
     def _count_boilerplate(self, normalised: Iterable[tuple[str, str]]) -> None:
@@ -352,7 +351,7 @@ def _can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
-_NEAR_COPY_PROBES = 4  # words of one side looked up in the other before the word sets are built, and one per 8 words
+_NEAR_COPY_PROBES = 4  # words of one side looked up in the other before building word sets (+1 per 8 words)
 
 
 def _near_copy(a: str, b: str, threshold: float) -> bool:
