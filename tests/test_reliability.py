@@ -666,3 +666,30 @@ def test_stopping_run_stops_its_workers(tmp_path, sig):
     assert parent.returncode != 0 and "Traceback" not in stderr, stderr
     wait_for(lambda: not find_processes(logs), seconds=10)
     assert not (tmp_path / "out" / ".bitextmine.lock").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="finds worker processes through /proc")
+def test_a_stop_during_submission_still_stops_the_started_job(tmp_path, monkeypatch):
+    """SIGINT lands after submitit started a job's process but before it returned the job."""
+    import submitit
+
+    from bitextmine.launch import runner
+    from bitextmine.launch.config import load_config
+    from bitextmine.launch.pipeline import STAGE_TASKS
+
+    de, en = small_shards(tmp_path)
+    cfg = load_config(write_pipeline(tmp_path, [de], [en]))
+    real_submit = submitit.LocalExecutor._submit_command
+
+    def submit_then_interrupted(self, command):
+        job = real_submit(self, command)
+        os.kill(os.getpid(), signal.SIGINT)  # handled at once, inside submitit's submit
+        return job
+
+    monkeypatch.setattr(submitit.LocalExecutor, "_submit_command", submit_then_interrupted)
+    logs = str(tmp_path / "out" / "logs")
+    with pytest.raises(KeyboardInterrupt), runner._signals_stop_the_run():
+        runner.Launcher(cfg, "local").run("embed", STAGE_TASKS["embed"](cfg))
+    # a controller left behind waits 60 s for its task file before it gives up
+    wait_for(lambda: not find_processes(logs), seconds=20)

@@ -29,6 +29,7 @@ from bitextmine.launch.pipeline import STAGE_TASKS, Task, execute
 
 log = logging.getLogger(__name__)
 _STOPPING = threading.Event()  # set by SIGINT / SIGTERM to `run` (see _signals_stop_the_run)
+_SUBMITTING = threading.Event()  # set while jobs are submitted: a stop then waits for their handles
 STOP_GRACE_SECONDS = 15  # for cancelled jobs to end (the local executor sends SIGINT, then SIGKILL)
 RESULT_GRACE_SECONDS = 15  # for an ended job's result file to show (submitit's own wait, for shared file systems)
 # between looks at a wave's jobs: a local job's look is a process poll, so a task's end is seen
@@ -234,12 +235,13 @@ class Launcher:
             try:
                 if _STOPPING.is_set():
                     raise KeyboardInterrupt
-                if self.kind == "slurm":
-                    jobs = _submit_array(executor, stage, wave, resources.cpus)
-                    _record_jobs(self.cfg.output, jobs)
-                else:
-                    threads = local_threads(resources.cpus, len(wave))
-                    jobs = [executor.submit(_run_task, t, threads, True) for t in wave]
+                with _stops_wait_for_submission():
+                    if self.kind == "slurm":
+                        jobs = _submit_array(executor, stage, wave, resources.cpus)
+                        _record_jobs(self.cfg.output, jobs)
+                    else:
+                        threads = local_threads(resources.cpus, len(wave))
+                        jobs = [executor.submit(_run_task, t, threads, True) for t in wave]
                 failures += self._outcomes(wave, jobs, on_done)
             except BaseException:  # Ctrl-C or SIGTERM: the workers stop with us
                 _stop(jobs)
@@ -406,7 +408,25 @@ def _stop_requested(signum, frame):
     """Remembered as well as raised: a library that swallows the KeyboardInterrupt (it can land
     anywhere, inside submitit's polling too) does not keep the run going; the wait checks."""
     _STOPPING.set()
-    raise KeyboardInterrupt
+    if not _SUBMITTING.is_set():
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _stops_wait_for_submission() -> Iterator[None]:
+    """A stop asked for while jobs are submitted is acted on once their handles are back.
+
+    Submitting starts a job (a local controller process, a Slurm array) before it returns
+    the job's handle: interrupted in between, the run could not stop a job it had started
+    (a local controller then waits a minute for its task file, holding ``run``'s stderr).
+    """
+    _SUBMITTING.set()
+    try:
+        yield
+    finally:
+        _SUBMITTING.clear()
+    if _STOPPING.is_set():
+        raise KeyboardInterrupt
 
 
 def run_pipeline(cfg: PipelineConfig, launcher: str = defaults.LAUNCHER, stages: tuple[str, ...] = STAGES,
