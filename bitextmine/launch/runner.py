@@ -402,6 +402,7 @@ def _signals_stop_the_run() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        _STOPPING.clear()  # a stop ends this run only, not a later one in this process
 
 
 def _stop_requested(signum, frame):
