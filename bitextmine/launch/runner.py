@@ -29,7 +29,7 @@ from bitextmine.launch.pipeline import STAGE_TASKS, Task, execute
 
 log = logging.getLogger(__name__)
 _STOPPING = threading.Event()  # set by SIGINT / SIGTERM to `run` (see _signals_stop_the_run)
-_SUBMITTING = threading.Event()  # set while jobs are submitted: a stop then waits for their handles
+_HOLDING_STOPS = threading.Event()  # set while jobs are submitted or stopped: a stop is then only remembered
 STOP_GRACE_SECONDS = 15  # for cancelled jobs to end (the local executor sends SIGINT, then SIGKILL)
 RESULT_GRACE_SECONDS = 15  # for an ended job's result file to show (submitit's own wait, for shared file systems)
 # between looks at a wave's jobs: a local job's look is a process poll, so a task's end is seen
@@ -155,21 +155,22 @@ def _stop(jobs: list) -> None:
     submitit's own ``cancel`` sends, is ignored by processes started in the background);
     a Slurm job is cancelled.
     """
-    running = [job for job in jobs if not job.done()]
-    for job in running:
-        controller = getattr(job, "_process", None)  # submitit's local job: the controller process
-        with contextlib.suppress(Exception):
-            controller.terminate() if controller is not None else job.cancel(check=False)
-    deadline = time.time() + STOP_GRACE_SECONDS
-    while running and time.time() < deadline:
-        running = [job for job in running if not job.done()]
-        time.sleep(0.1)
-    for job in running:
-        controller = getattr(job, "_process", None)
-        if controller is not None:
-            controller.kill()
-    if running:
-        log.warning("%d job(s) did not stop within %d s", len(running), STOP_GRACE_SECONDS)
+    with _stops_held():
+        running = [job for job in jobs if not job.done()]
+        for job in running:
+            controller = getattr(job, "_process", None)  # submitit's local job: the controller process
+            with contextlib.suppress(Exception):
+                controller.terminate() if controller is not None else job.cancel(check=False)
+        deadline = time.time() + STOP_GRACE_SECONDS
+        while running and time.time() < deadline:
+            running = [job for job in running if not job.done()]
+            time.sleep(0.1)
+        for job in running:
+            controller = getattr(job, "_process", None)
+            if controller is not None:
+                controller.kill()
+        if running:
+            log.warning("%d job(s) did not stop within %d s", len(running), STOP_GRACE_SECONDS)
 
 
 def _visible_gpus() -> list[int]:
@@ -235,7 +236,7 @@ class Launcher:
             try:
                 if _STOPPING.is_set():
                     raise KeyboardInterrupt
-                with _stops_wait_for_submission():
+                with _stops_held():  # acted on by _outcomes' first look
                     if self.kind == "slurm":
                         jobs = _submit_array(executor, stage, wave, resources.cpus)
                         _record_jobs(self.cfg.output, jobs)
@@ -409,25 +410,24 @@ def _stop_requested(signum, frame):
     """Remembered as well as raised: a library that swallows the KeyboardInterrupt (it can land
     anywhere, inside submitit's polling too) does not keep the run going; the wait checks."""
     _STOPPING.set()
-    if not _SUBMITTING.is_set():
+    if not _HOLDING_STOPS.is_set():
         raise KeyboardInterrupt
 
 
 @contextlib.contextmanager
-def _stops_wait_for_submission() -> Iterator[None]:
-    """A stop asked for while jobs are submitted is acted on once their handles are back.
+def _stops_held() -> Iterator[None]:
+    """A stop asked for meanwhile is remembered (``_STOPPING``), not raised.
 
     Submitting starts a job (a local controller process, a Slurm array) before it returns
     the job's handle: interrupted in between, the run could not stop a job it had started
     (a local controller then waits a minute for its task file, holding ``run``'s stderr).
+    And a second Ctrl-C must not cut short the stopping of the jobs the first one began.
     """
-    _SUBMITTING.set()
+    _HOLDING_STOPS.set()
     try:
         yield
     finally:
-        _SUBMITTING.clear()
-    if _STOPPING.is_set():
-        raise KeyboardInterrupt
+        _HOLDING_STOPS.clear()
 
 
 def run_pipeline(cfg: PipelineConfig, launcher: str = defaults.LAUNCHER, stages: tuple[str, ...] = STAGES,
