@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import io
 import os
 import sys
 from dataclasses import dataclass
@@ -22,19 +23,22 @@ from bitextmine.errors import BitextmineError
 
 STDIN = "-"
 COMPRESSED_SUFFIXES = (".gz", ".zst", ".xz")
+# the first bytes of each compressed format: standard input has no name to tell it by
+MAGIC = {b"\x1f\x8b": ".gz", b"\x28\xb5\x2f\xfd": ".zst", b"\xfd7zXZ\x00": ".xz"}
 
 
 def expand_shards(args: list[str]) -> list[str]:
     """Paths, globs and ``-`` as given on the command line -> an ordered list of shards.
 
-    A glob expands in sorted order; a name that is neither an existing file nor a glob
-    that matches one is an error, raised before any work starts.
+    A name that exists is that file, even when it holds glob characters (``de[1].txt``);
+    otherwise a glob expands in sorted order. A name that is neither an existing file nor
+    a glob that matches one is an error, raised before any work starts.
     """
     shards: list[str] = []
     for arg in args:
         if arg == STDIN:
             shards.append(STDIN)
-        elif glob.has_magic(arg):
+        elif not os.path.lexists(arg) and glob.has_magic(arg):
             matches = sorted(p for p in glob.glob(arg) if os.path.isfile(p))
             if not matches:
                 raise BitextmineError("no file matches this pattern", path=arg)
@@ -61,26 +65,86 @@ def expand_shards(args: list[str]) -> list[str]:
     return shards
 
 
+class ZstdFrames(io.RawIOBase):
+    """The decompressed bytes of a zstd stream, frame after frame, refusing a truncated one.
+
+    zstandard's ``stream_reader`` ends quietly where the data ends, inside a frame or not,
+    so a file cut in its last frame read as complete; here every frame must reach its end.
+    """
+
+    def __init__(self, raw: BinaryIO, block: int = 1 << 20):
+        import zstandard
+
+        self._raw, self._block, self._new = raw, block, zstandard.ZstdDecompressor().decompressobj
+        self._frame = self._new()
+        self._started = False  # whether the current frame has been fed any bytes
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def _more(self) -> bytes:
+        """The next decompressed bytes; b"" at the end of the stream."""
+        while True:
+            data = self._raw.read(self._block)
+            if not data:
+                if self._started and not self._frame.eof:
+                    raise EOFError("the zstd stream ends inside a frame")
+                return b""
+            out = []
+            while data:
+                self._started = True
+                out.append(self._frame.decompress(data))
+                data = b""
+                if self._frame.eof:  # another frame may follow in the same block
+                    data, self._frame, self._started = self._frame.unused_data, self._new(), False
+            if any(out):
+                return b"".join(out)
+
+    def readinto(self, buffer) -> int:
+        if not self._pending:
+            self._pending = self._more()
+        n = min(len(buffer), len(self._pending))
+        buffer[:n], self._pending = self._pending[:n], self._pending[n:]
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            self._raw.close()
+        super().close()
+
+
+def _decompressing(raw: BinaryIO, kind: str) -> BinaryIO:
+    """``raw`` (compressed as ``kind``: .gz, .xz or .zst) as a stream of its decompressed bytes."""
+    if kind == ".gz":
+        import gzip
+
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if kind == ".xz":
+        import lzma
+
+        return lzma.LZMAFile(raw, "rb")
+    return io.BufferedReader(ZstdFrames(raw))
+
+
+def compression_of(head: bytes) -> str | None:
+    """The compression whose magic bytes ``head`` starts with (``.gz``, ``.zst``, ``.xz``), or None."""
+    return next((kind for magic, kind in MAGIC.items() if head.startswith(magic)), None)
+
+
 def open_binary(path: str) -> BinaryIO:
-    """The decompressed byte stream of a shard (compression chosen by extension)."""
+    """The decompressed byte stream of a shard (compression chosen by extension; on standard
+    input, where there is no name, by the stream's first bytes)."""
     if path == STDIN:
-        return sys.stdin.buffer
+        stdin = sys.stdin.buffer
+        kind = compression_of(stdin.peek(8)[:8]) if hasattr(stdin, "peek") else None
+        return _decompressing(stdin, kind) if kind else stdin
     try:
-        if path.endswith(".gz"):
-            import gzip
-
-            return gzip.open(path, "rb")
-        if path.endswith(".xz"):
-            import lzma
-
-            return lzma.open(path, "rb")
-        if path.endswith(".zst"):
-            import zstandard
-
-            return zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True)
-        return open(path, "rb")
+        raw = open(path, "rb")
     except OSError as e:
         raise BitextmineError(e.strerror or str(e), path=path) from e
+    kind = next((suffix for suffix in COMPRESSED_SUFFIXES if path.endswith(suffix)), None)
+    return _decompressing(raw, kind) if kind else raw
 
 
 def file_sha256(*paths: str | Path) -> str:
@@ -160,6 +224,10 @@ def _read_lines(path: str, errors: str) -> tuple[list[str], int, str]:
     if path == STDIN:
         data = sys.stdin.buffer.read()
         size, digest = len(data), hashlib.sha256(data).hexdigest()
+        kind = compression_of(data[:8])
+        if kind is not None:  # `cat x.gz | bitextmine embed -`: decompressed, not taken for text
+            with _decompressing(io.BytesIO(data), kind) as f:
+                data = next(_blocks(f, path, size=-1), b"")
     else:
         digest = file_sha256(path)
         size = os.path.getsize(path)
