@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+import warnings
 from typing import Annotated
 
 import typer
@@ -17,7 +18,7 @@ import typer
 from bitextmine import __version__
 from bitextmine.cli import calibrate, doctor, embed, evaluate, filter, index, mine, report, run, score_pairs, train
 from bitextmine.cli.options import Group, Interrupted
-from bitextmine.errors import BitextmineError
+from bitextmine.errors import BitextmineError, BitextmineWarning, printable
 
 app = typer.Typer(
     name="bitextmine",
@@ -66,12 +67,19 @@ class _StderrHandler(logging.StreamHandler):
         pass
 
 
+class _PrintableFormatter(logging.Formatter):
+    """Messages name files; a control character in a name is printed as an escape."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(super().format(record))
+
+
 def setup_logging(quiet: bool) -> None:
     """Messages to stderr; --quiet keeps warnings and errors only."""
     logger = logging.getLogger("bitextmine")
     if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
         handler = _StderrHandler()
-        handler.setFormatter(logging.Formatter("bitextmine: %(message)s"))
+        handler.setFormatter(_PrintableFormatter("bitextmine: %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(logging.WARNING if quiet else logging.INFO)
 
@@ -85,21 +93,36 @@ def _exit_status(code) -> int:
     return 1
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None, _default=warnings.showwarning):
+    """Our warnings as messages (``bitextmine: ...``); other packages' as Python shows them."""
+    if issubclass(category, BitextmineWarning):
+        logging.getLogger("bitextmine").warning("%s", message)
+    else:
+        _default(message, category, filename, lineno, file, line)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``bitextmine ARGV``; return the exit status."""
     # `bitextmine mine ... | head` should end quietly, not with a BrokenPipeError
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
-        # standalone mode: typer itself reports usage errors (exit 2), --help and --version
-        app(args=argv, prog_name="bitextmine")
+        with warnings.catch_warnings():  # --strict turns ours into errors for this command only
+            warnings.simplefilter("always", BitextmineWarning)
+            warnings.showwarning = _show_warning
+            setup_logging(quiet=True)  # warnings have their handler from the start; a verb may say more
+            # standalone mode: typer itself reports usage errors (exit 2), --help and --version
+            app(args=argv, prog_name="bitextmine")
     except SystemExit as e:
         return _exit_status(e.code)
     except BitextmineError as e:
         print(f"bitextmine: error: {e}", file=sys.stderr)
         return 1
+    except BitextmineWarning as e:
+        print(f"bitextmine: error: {e} (--strict)", file=sys.stderr)
+        return 1
     except OSError as e:  # a file the library opened: missing, unwritable, a full disk
-        where = f"{e.filename}: " if e.filename else ""
+        where = f"{printable(str(e.filename))}: " if e.filename else ""
         print(f"bitextmine: error: {where}{(e.strerror or str(e)).lower()}", file=sys.stderr)
         return 1
     except (Interrupted, KeyboardInterrupt):
