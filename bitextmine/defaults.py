@@ -148,6 +148,14 @@ FILTER_LID_CANDIDATES = ("ar", "bg", "cs", "da", "de", "el", "en", "es", "fa", "
 # 160,000 times), both as written and without its names (words it shares with the other side,
 # capitalised words)
 FILTER_LID_MARGIN = 12.0
+# Language ID that rejects at least this share of the pairs it judges (and at least
+# FILTER_LID_WARN_MIN_PAIRS of them) says the languages given are wrong more likely than the
+# data: a warning (an error with --strict). With the right languages it kept 99.5-100 % of the
+# Tatoeba test pairs; with the sides swapped it rejected 96-100 % (benchmarks/RESULTS.md).
+FILTER_LID_WARN_SHARE = 0.5
+FILTER_LID_WARN_MIN_PAIRS = 20
+# rejected pairs judged again with the languages swapped, to tell a swap from other mistakes
+FILTER_LID_SWAP_SAMPLE = 200
 # Pairs judged in parallel worker processes (forked: they share the pairs without copying)
 # when there are at least this many: the rules and language ID are pure Python and
 # per pair, and below this the workers' start costs more than it saves.

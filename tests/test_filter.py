@@ -320,7 +320,7 @@ def test_filter_cli(cli, tmp_path):
     bad = cli("filter", mined, "-o", tmp_path / "x.tsv", "--skip", "nonsense")
     assert bad.exit_code == 2 and "nonsense" in bad.stderr  # a usage error, caught by the parser
     bad = cli("filter", mined, "-o", tmp_path / "x.tsv", "--src-lang", "french")
-    assert bad.exit_code == 1 and "--src-lang: unknown language 'french'" in bad.stderr
+    assert bad.exit_code == 2 and "unknown language 'french'" in bad.stderr  # a usage error too
     assert not (tmp_path / "x.tsv").exists()
 
 

@@ -12,6 +12,7 @@ from bitextmine.choices import Retrieval, Score
 from bitextmine.cli.options import (
     MarginAlias,
     Quiet,
+    Strict,
     command,
     device_option,
     finite,
@@ -51,6 +52,7 @@ def calibrate(
     json_out: json_option("The whole curve as JSON (- for standard output).") = None,
     device: device_option() = defaults.DEVICE,
     quiet: Quiet = False,
+    strict: Strict = False,
 ) -> None:
     """Estimate precision and recall at each threshold for these pools; recommend one.
 

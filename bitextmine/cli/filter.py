@@ -8,6 +8,7 @@ import typer
 
 from bitextmine.cli.options import (
     Quiet,
+    Strict,
     command,
     json_option,
     json_to_stdout,
@@ -33,6 +34,7 @@ def filter_command(
                                                 help="Write each rejected pair with its reason (first column).")]
     = None,
     quiet: Quiet = False,
+    strict: Strict = False,
     filter_cfg=None,
 ) -> None:
     """Filter mined pairs: length, ratio, language, copies, numbers, URLs, junk, duplicates.

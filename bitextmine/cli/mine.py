@@ -13,6 +13,7 @@ from bitextmine.cli.options import (
     FILTER_PANEL,
     MarginAlias,
     Quiet,
+    Strict,
     command,
     device_option,
     finite,
@@ -73,6 +74,7 @@ def mine(
                           "- for standard output).") = None,
     meta: Annotated[str | None, typer.Option("--meta", hidden=True, help="Old name of --json.")] = None,
     quiet: Quiet = False,
+    strict: Strict = False,
     filter_pairs: Annotated[bool, typer.Option(
         "--filter", rich_help_panel=FILTER_PANEL,
         help="Apply `bitextmine filter` to the pairs before writing them (the rules below).")] = False,

@@ -108,6 +108,23 @@ def usage_error(message: str, option: str | None = None) -> typer.BadParameter:
 # --- options shared by several verbs -------------------------------------------------------
 
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or info messages.")]
+
+
+def _strict(value: bool) -> bool:
+    """--strict: this command's warnings about its input are errors (raised where they arise,
+    before an output is renamed into place; ``main`` restores the filters afterwards)."""
+    if value:
+        import warnings
+
+        from bitextmine.errors import BitextmineWarning
+
+        warnings.simplefilter("error", BitextmineWarning)
+    return value
+
+
+Strict = Annotated[bool, typer.Option(
+    "--strict", callback=_strict,
+    help="Treat a warning about the input (languages that look swapped, ...) as an error: exit 1, write nothing.")]
 JSON_HELP = "Write the results as JSON to FILE (- for standard output)."
 
 
@@ -178,18 +195,23 @@ _FILTER_OPTIONS = {  # parameter -> (annotated type, default)
         metavar="X", callback=finite, rich_help_panel=FILTER_PANEL, show_default=False,
         help="Score cap: drop suspiciously high scores, mostly duplicates (default: off).")], None),
     "src_lang": (Annotated[str | None, typer.Option(
-        metavar="LANG", rich_help_panel=FILTER_PANEL, show_default=False,
+        metavar="LANG", rich_help_panel=FILTER_PANEL, show_default=False, callback=language_code,
         help="Source language (ISO 639-1 or -3); turns language ID on.")], None),
     "tgt_lang": (Annotated[str | None, typer.Option(
-        metavar="LANG", rich_help_panel=FILTER_PANEL, show_default=False,
+        metavar="LANG", rich_help_panel=FILTER_PANEL, show_default=False, callback=language_code,
         help="Target language; turns language ID on.")], None),
 }
 
 
 def _filter_config(skip, dedup, **rest):
+    """The settings checked together (a minimum above its maximum, an unknown language): a usage error."""
+    from bitextmine.errors import BitextmineError
     from bitextmine.filter import FilterConfig
 
-    return FilterConfig(skip=tuple(rule.value for rule in skip or ()), dedup=dedup.value, **rest)
+    try:
+        return FilterConfig(skip=tuple(rule.value for rule in skip or ()), dedup=dedup.value, **rest)
+    except BitextmineError as e:
+        raise usage_error(e.message) from None
 
 
 def with_filter_options(func):

@@ -22,7 +22,7 @@ from itertools import chain
 from bitextmine import defaults
 from bitextmine.choices import DEDUP_MODES, RULES  # RULES: in the order they run, dedup last
 from bitextmine.devices import available_cpus
-from bitextmine.errors import BitextmineError
+from bitextmine.errors import BitextmineError, warn
 from bitextmine.io.pairs import Pair
 
 # the range of each number setting, (least, most) with None for no bound; the command line's limits too
@@ -63,6 +63,10 @@ class FilterConfig:
             if value is not None and ((least is not None and value < least) or (most is not None and value > most)):
                 raise BitextmineError(f"{option} must be in [{least}, {most if most is not None else 'inf'}], "
                                       f"not {value}")
+        for low, high in (("min_chars", "max_chars"), ("min_tokens", "max_side_tokens")):
+            if getattr(self, low) > getattr(self, high):  # every pair would fail
+                raise BitextmineError(f"--{low.replace('_', '-')} {getattr(self, low)} is above "
+                                      f"--{high.replace('_', '-')} {getattr(self, high)}: no pair could pass")
         for option, lang in (("--src-lang", self.src_lang), ("--tgt-lang", self.tgt_lang)):
             if lang is not None:
                 from bitextmine.filter.langid import language_key
@@ -75,8 +79,8 @@ class FilterConfig:
     def active(self, rule: str) -> bool:
         if rule in self.skip:
             return False
-        if rule == "score_cap":
-            return self.max_score is not None
+        if rule == "score_cap":  # on: a score that is no number (nan, inf) fails it even without a cap
+            return True
         if rule == "lid":
             return self.src_lang is not None or self.tgt_lang is not None
         return True
@@ -88,6 +92,7 @@ class FilterReport:
     kept: int = 0
     rejected: dict[str, int] = field(default_factory=lambda: {r: 0 for r in RULES})
     lid_unsupported: int = 0  # pairs that passed language ID because the detector does not know the language
+    warnings: list[str] = field(default_factory=list)  # what looked like a mistake in the settings
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -233,8 +238,9 @@ class PairFilter:
 
     # one method per rule: (pair, normalised source, normalised target) -> fails?
     def _score_cap(self, p, ns, nt):
-        # written so that a NaN score fails the cap: a pair whose score is unknown is no safer
-        return p.score is not None and not p.score <= self.cfg.max_score
+        # a NaN or infinite score says nothing of the pair: it fails, cap or no cap
+        cap = math.inf if self.cfg.max_score is None else self.cfg.max_score
+        return p.score is not None and not (math.isfinite(p.score) and p.score <= cap)
 
     def _length(self, p, ns, nt):
         lo, hi = self.cfg.min_chars, self.cfg.max_chars
@@ -288,6 +294,8 @@ class PairFilter:
         counts and deduplication, which depend on the other pairs, run here in order, so the
         result is that of one process."""
         judged = self._judge_all(pairs, workers)
+        if self._languages is not None:
+            self._check_languages(pairs, judged)
         if self.cfg.active("boilerplate"):
             self._count_boilerplate((ns, nt) for ns, nt, _, _ in judged)
         reasons = (reason or self._finish(ns, nt, languages_match) for ns, nt, reason, languages_match in judged)
@@ -299,6 +307,30 @@ class PairFilter:
             else:
                 report.rejected[reason] += 1
             yield pair, reason
+
+    def _check_languages(self, pairs: list[Pair], judged) -> None:
+        """Warn when language ID rejects most of the pairs it judges: the languages given are
+        then more likely wrong (swapped, or another pair's) than the data."""
+        verdicts = [match for _, _, _, match in judged if match is not None]
+        failed = [p for p, (_, _, _, match) in zip(pairs, judged, strict=True) if match is False]
+        if len(failed) < max(defaults.FILTER_LID_WARN_MIN_PAIRS, defaults.FILTER_LID_WARN_SHARE * len(verdicts)):
+            return
+        src, tgt = self.cfg.src_lang, self.cfg.tgt_lang
+        message = f"language ID rejects {len(failed)} of {len(verdicts)} pairs"
+        if src is not None and tgt is not None:
+            from bitextmine.filter.langid import PairLanguages
+
+            sample = failed[:: max(1, len(failed) // defaults.FILTER_LID_SWAP_SAMPLE)]
+            swapped = sum(PairLanguages(tgt, src).matches(sample))
+            if 2 * swapped > len(sample):
+                message += (f"; {swapped} of {len(sample)} of them pass with the languages the other way round: "
+                            f"the columns look swapped (--src-lang {tgt} --tgt-lang {src}?)")
+            else:
+                message += f": are --src-lang {src} and --tgt-lang {tgt} the languages of the two columns?"
+        else:
+            message += f": is {'--src-lang ' + src if src else '--tgt-lang ' + str(tgt)} the language of its column?"
+        self.report.warnings.append(message)
+        warn(message)
 
     def judge(self, pairs: list[Pair]) -> list[tuple[str, str, str | None, bool | None]]:
         """(normalised source, normalised target, first rule failed, languages match) per
