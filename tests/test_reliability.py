@@ -74,26 +74,6 @@ def run_cli(*args) -> subprocess.CompletedProcess:
                           text=True)
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A directory on a tmpfs of the given size (mounting needs root: skipped elsewhere)."""
-    mounted = []
-
-    def make(size_kb: int) -> Path:
-        where = tmp_path / f"disk{len(mounted)}"
-        where.mkdir()
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kb}k", "tmpfs", str(where)],
-                              capture_output=True)
-        if done.returncode != 0:
-            pytest.skip("mounting a small tmpfs is not permitted here")
-        mounted.append(where)
-        return where
-
-    yield make
-    for where in mounted:
-        subprocess.run(["umount", str(where)], check=False)
-
-
 # --- outputs: devices, FIFOs, links, standard output --------------------------------------
 
 @pytest.fixture

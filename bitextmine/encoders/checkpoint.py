@@ -8,23 +8,34 @@ No pickle anywhere: tensors go to safetensors, everything else to JSON. Files ar
 written under temporary names and renamed. One encoder class per architecture
 (``config["architecture"]``), found in ``ARCHITECTURES``; loading a checkpoint needs
 this module and the network's, never the trainer.
+
+A checkpoint is confined like an embedding set or an index: the file names it reads stay
+inside its directory (no ``..``, absolute path or link out), and ``weights_sha256`` in
+config.json (the SHA-256 of the weights, then the tokenizer) is verified before use. The
+network's shape in config.json must be that of the weights, checked before it is built.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from functools import cached_property
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
+from pydantic import ConfigDict
 
 from bitextmine import defaults
 from bitextmine.encoders.base import Encoder, EncoderIdentity
 from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import atomic_path, save_json
+from bitextmine.io.paths import confined, plain_file_name
+from bitextmine.io.validate import Int, Model, Str, parse
+
+log = logging.getLogger(__name__)
 
 FORMAT_NAME = "bitextmine-checkpoint"
 FORMAT_VERSION = 1
@@ -36,12 +47,17 @@ TOKENIZER = "sentencepiece.model"
 # --- the format ---------------------------------------------------------------------------
 
 def save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict | None = None) -> None:
+    from safetensors import SafetensorError
     from safetensors.torch import save_file
 
     # safetensors refuses shared or non-contiguous storage: give each tensor its own copy
     tensors = {k: v.detach().contiguous().clone() for k, v in tensors.items()}
     with atomic_path(path) as tmp:
-        save_file(tensors, str(tmp), metadata={k: json.dumps(v) for k, v in (metadata or {}).items()})
+        try:
+            save_file(tensors, str(tmp), metadata={k: json.dumps(v) for k, v in (metadata or {}).items()})
+        except SafetensorError as e:  # safetensors reports a full disk as its own error
+            reason = "no space left on the device" if "No space left" in str(e) else str(e).splitlines()[0]
+            raise BitextmineError(f"cannot write: {reason}", path=path) from None
 
 
 def load_tensors(path: Path) -> dict[str, torch.Tensor]:
@@ -54,37 +70,100 @@ def load_tensors(path: Path) -> dict[str, torch.Tensor]:
         raise BitextmineError(f"cannot read safetensors file: {e}", path=path) from None
 
 
+class CheckpointConfig(Model):
+    """What ``config.json`` must hold for loading; the rest (training settings, tasks) is a record."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    format: Str
+    format_version: Int
+    architecture: Str
+    tokenizer: Str = TOKENIZER
+    model: dict[Str, Any] = {}
+    teacher: Str | None = None
+    teacher_languages: list[Str] | None = None
+    compatible_with: Str | None = None
+    weights_sha256: Str | None = None  # absent in checkpoints written before it was recorded
+
+
+def checkpoint_files(directory: Path, config: dict, config_path: Path) -> tuple[Path, Path]:
+    """(weights, tokenizer) of a checkpoint: plain names inside ``directory``, no link out."""
+    weights = confined(directory, WEIGHTS, "the weights file", config_path)
+    tokenizer = plain_file_name(directory, config["tokenizer"], ".model", "tokenizer", config_path)
+    for path in (weights, tokenizer):
+        if not path.is_file():
+            raise BitextmineError(f"checkpoint is missing {path.name}", path=directory)
+    return weights, tokenizer
+
+
 def read_config(directory: str | Path) -> dict:
-    """``DIR/config.json``, once the directory is checked to hold a whole checkpoint."""
+    """``DIR/config.json``, once the directory is checked to hold a whole, undamaged checkpoint."""
     directory = Path(directory)
-    path = directory / CONFIG
+    path = confined(directory, CONFIG, "config.json", directory)
     if not path.is_file():
         raise BitextmineError(f"not a bitextmine checkpoint (no {CONFIG})", path=directory)
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise BitextmineError(f"unreadable checkpoint config: {e}", path=path) from None
-    if config.get("format") != FORMAT_NAME:
-        hint = " (a Hugging Face model? use --encoder hf:DIR)" if "model_type" in config or "architectures" in config \
-            else ""
+    if not isinstance(config, dict) or config.get("format") != FORMAT_NAME:
+        hint = " (a Hugging Face model? use --encoder hf:DIR)" if isinstance(config, dict) and (
+            "model_type" in config or "architectures" in config) else ""
         raise BitextmineError(f"not a {FORMAT_NAME} directory{hint}", path=path)
     if config.get("format_version") != FORMAT_VERSION:
         raise BitextmineError(f"checkpoint format version {config.get('format_version')} is not supported", path=path)
-    for name in (WEIGHTS, config.get("tokenizer", TOKENIZER)):
-        if not (directory / name).is_file():
-            raise BitextmineError(f"checkpoint is missing {name}", path=directory)
+    config = parse(CheckpointConfig, config, path).model_dump()
+    files = checkpoint_files(directory, config, path)
+    from bitextmine.io.text import file_sha256
+
+    if config["weights_sha256"] is None:
+        log.warning("%s: records no checksum of its weights (written by an older bitextmine), so they are not "
+                    "verified", path)
+    elif file_sha256(*files) != config["weights_sha256"]:
+        raise BitextmineError(f"checksum mismatch: {WEIGHTS} or {files[1].name} is damaged or does not belong to "
+                              f"this {CONFIG}", path=directory)
     return config
 
 
 def write_model(directory: Path, config: dict, model: torch.nn.Module, tokenizer_file: Path | None) -> None:
-    """Tokenizer, then weights, then config.json: a directory with a config is complete."""
+    """Tokenizer, then weights, then config.json with their checksum: a directory with a config is complete."""
+    from bitextmine.io.text import file_sha256
+
     directory.mkdir(parents=True, exist_ok=True)
     if tokenizer_file is not None and tokenizer_file.resolve() != (directory / TOKENIZER).resolve():
         with atomic_path(directory / TOKENIZER) as tmp:
             shutil.copyfile(tokenizer_file, tmp)
     save_tensors(model.state_dict(), directory / WEIGHTS)
     save_json(directory / CONFIG, {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
-                                   "tokenizer": TOKENIZER, **config})
+                                   "tokenizer": TOKENIZER, **config,
+                                   "weights_sha256": file_sha256(directory / WEIGHTS, directory / TOKENIZER)})
+
+
+def check_shape(shape, weights: dict[str, torch.Tensor], path: Path) -> None:
+    """The transformer's shape in config.json (a ``TransformerConfig``) against its weights,
+    before the network is built: a config asking for 10^9 layers would otherwise hang there."""
+    layers = {int(k.split(".")[2]) for k in weights if k.startswith("encoder.layers.")}
+    found = {"vocab_size": _rows(weights, "tokens.weight"), "dim": _cols(weights, "tokens.weight"),
+             "max_tokens": _rows(weights, "positions.weight"), "layers": max(layers) + 1 if layers else 0,
+             "ff": _rows(weights, "encoder.layers.0.linear1.weight"),
+             "char_ngram_buckets": (_rows(weights, "ngrams.weight") or 1) - 1}
+    for name, value in found.items():
+        if getattr(shape, name) != value:
+            raise BitextmineError(f"model.{name} is {getattr(shape, name)!r}, but the weights have {value}",
+                                  path=path)
+    if not isinstance(shape.heads, int) or shape.heads < 1 or shape.dim % shape.heads:
+        raise BitextmineError(f"model.heads {shape.heads!r} does not divide the width {shape.dim}", path=path)
+    if shape.pooling not in ("mean", "cls"):
+        raise BitextmineError(f"model.pooling {shape.pooling!r}: use mean or cls", path=path)
+    if not isinstance(shape.dropout, (int, float)) or not 0 <= shape.dropout < 1:
+        raise BitextmineError(f"model.dropout {shape.dropout!r} must be a number in [0, 1)", path=path)
+
+
+def _rows(weights: dict[str, torch.Tensor], name: str) -> int | None:
+    return int(weights[name].shape[0]) if name in weights else None
+
+
+def _cols(weights: dict[str, torch.Tensor], name: str) -> int | None:
+    return int(weights[name].shape[1]) if name in weights and weights[name].dim() == 2 else None
 
 
 # --- the encoders -------------------------------------------------------------------------
@@ -123,7 +202,8 @@ class CheckpointEncoder(Encoder):
         from bitextmine import __version__
         from bitextmine.io.text import file_sha256
 
-        digest = file_sha256(self.directory / WEIGHTS, self.directory / self.config["tokenizer"])
+        digest = self.config.get("weights_sha256") or file_sha256(self.directory / WEIGHTS,
+                                                                  self.directory / self.config["tokenizer"])
         return EncoderIdentity(name=self.name, version=f"bitextmine=={__version__}", dim=self.dim,
                                weights_sha256=digest, compatible_with=self.config.get("compatible_with"))
 
@@ -171,8 +251,12 @@ class TransformerCheckpointEncoder(CheckpointEncoder):
         from bitextmine.encoders.pieces import PieceTokenizer
         from bitextmine.encoders.transformer import TransformerConfig, TransformerSentenceEncoder
 
+        try:
+            cfg = TransformerConfig.from_dict(self.config["model"])
+        except TypeError as e:
+            raise BitextmineError(f"model: {e}", path=self.directory / CONFIG) from None
+        check_shape(cfg, weights, self.directory / CONFIG)
         self.tokenizer = PieceTokenizer(self.directory / self.config["tokenizer"])
-        cfg = TransformerConfig.from_dict(self.config["model"])
         self.max_tokens_model, self.dim = cfg.max_tokens, cfg.dim
         return TransformerSentenceEncoder(cfg)
 

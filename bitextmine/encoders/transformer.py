@@ -13,13 +13,9 @@ from dataclasses import asdict, dataclass, fields
 import torch
 from torch import nn
 
-PRESETS = {
-    # fast enough to train on two CPU cores in half an hour; no dropout (a fifth of the
-    # step time on CPU, and in-batch negatives over a few epochs hardly overfit)
-    "cpu": {"dim": 256, "layers": 2, "heads": 4, "ff": 1024, "dropout": 0.0},
-    # the USE-xling shape (Chidambaram et al. 2019)
-    "use-xling": {"dim": 512, "layers": 3, "heads": 8, "ff": 2048, "dropout": 0.1},
-}
+from bitextmine import defaults
+
+PRESETS = defaults.TRAIN_PRESET_SHAPES  # the shapes `train --preset` names
 
 
 @dataclass

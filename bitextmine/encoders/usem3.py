@@ -246,9 +246,9 @@ class USEm3Encoder(Encoder):
 
     @cached_property
     def _tokenizer(self):
-        import sentencepiece
+        from bitextmine.encoders.pieces import load_sentencepiece
 
-        return sentencepiece.SentencePieceProcessor(model_file=str(self.tokenizer_file))
+        return load_sentencepiece(self.tokenizer_file)
 
     @cached_property
     def network(self) -> USEm3Network:
