@@ -9,12 +9,15 @@ that is plainly wrong (languages swapped).
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import zstandard
 
-from tests.conftest import EXAMPLES, read_lines
+from tests.conftest import EXAMPLES, REPO, read_lines
 from tests.test_reliability import assert_unchanged, one_line_error, snapshot
 
 
@@ -150,3 +153,145 @@ def test_the_library_warns_with_a_python_warning(tmp_path):
         warnings.simplefilter("error", BitextmineWarning)
         with pytest.raises(BitextmineWarning):
             list(PairFilter(FilterConfig(src_lang="de", tgt_lang="en")).run(pairs))
+
+
+# --- 2. a checkpoint reads nothing outside its folder, and is checksummed ---------------------------
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    """A tiny transformer checkpoint trained for two steps on examples/de-en."""
+    from bitextmine.train import TrainConfig, train
+    from bitextmine.train.data import read_parallel
+
+    where = tmp_path_factory.mktemp("ckpt")
+    cfg = TrainConfig(dim=16, heads=2, layers=1, ff=32, vocab_size=300, batch_size=8, dev_size=20, max_steps=2,
+                      device="cpu")
+    train(read_parallel([str(gold_pairs(where))]), where / "ckpt", cfg, progress=False)
+    return where / "ckpt"
+
+
+def edited_checkpoint(checkpoint: Path, where: Path, **config) -> Path:
+    import shutil
+
+    copy = where / "copy"
+    shutil.copytree(checkpoint, copy)
+    data = json.loads((copy / "config.json").read_text())
+    for key, value in config.items():
+        if isinstance(value, dict):
+            data[key] = {**data[key], **value}
+        elif value is None:
+            data.pop(key, None)
+        else:
+            data[key] = value
+    (copy / "config.json").write_text(json.dumps(data))
+    return copy
+
+
+def embed_with(cli, ckpt: Path, tmp_path: Path, *more: str):
+    shard = tmp_path / "news.de.txt"
+    shard.write_text("Ein Haus.\nZwei Boote.\n")
+    return cli("embed", shard, "-o", tmp_path / "emb", "--encoder", f"ckpt:{ckpt}", "-q", *more)
+
+
+@pytest.mark.parametrize("attack, fragment", [
+    ("tokenizer absolute", "tokenizer must be a plain file name"),
+    ("tokenizer up", "tokenizer must be a plain file name"),
+    ("tokenizer link out", "tokenizer 'sentencepiece.model' leads out of"),
+    ("weights link out", "the weights file 'model.safetensors' leads out of"),
+    ("config link out", "leads out of"),
+])
+def test_a_checkpoint_reads_nothing_outside_its_folder(cli, checkpoint, tmp_path, attack, fragment):
+    victim = tmp_path / "victim.model"
+    victim.write_bytes((checkpoint / "sentencepiece.model").read_bytes())  # would even load
+    tokenizer = {"tokenizer absolute": str(victim), "tokenizer up": "../victim.model"}.get(attack)
+    ckpt = edited_checkpoint(checkpoint, tmp_path, **({"tokenizer": tokenizer} if tokenizer else {}))
+    if attack == "tokenizer link out":
+        (ckpt / "sentencepiece.model").unlink()
+        (ckpt / "sentencepiece.model").symlink_to(victim)
+    if attack == "weights link out":
+        (ckpt / "model.safetensors").unlink()
+        (ckpt / "model.safetensors").symlink_to("../../../../../../../../etc/passwd")
+    if attack == "config link out":
+        (tmp_path / "config.json").write_text((ckpt / "config.json").read_text())
+        (ckpt / "config.json").unlink()
+        (ckpt / "config.json").symlink_to(tmp_path / "config.json")
+    one_line_error(embed_with(cli, ckpt, tmp_path), fragment)
+    assert not (tmp_path / "emb").exists()
+
+
+def test_a_checkpoint_is_checksummed(cli, checkpoint, tmp_path):
+    from bitextmine.io.text import file_sha256
+
+    config = json.loads((checkpoint / "config.json").read_text())
+    assert config["weights_sha256"] == file_sha256(checkpoint / "model.safetensors", checkpoint / "sentencepiece.model")
+    ckpt = edited_checkpoint(checkpoint, tmp_path)
+    weights = bytearray((ckpt / "model.safetensors").read_bytes())
+    weights[-3] ^= 0x40  # same size, another weight
+    (ckpt / "model.safetensors").write_bytes(bytes(weights))
+    one_line_error(embed_with(cli, ckpt, tmp_path), f"{ckpt}: checksum mismatch")
+
+    old = edited_checkpoint(checkpoint, tmp_path / "old", weights_sha256=None)  # written before the checksum
+    result = embed_with(cli, old, tmp_path / "old")
+    assert result.exit_code == 0 and "records no checksum" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("config, fragment", [
+    ({"model": {"layers": 10**9}}, "model.layers is 1000000000, but the weights have 1"),
+    ({"model": {"heads": 3}}, "model.heads 3 does not divide the width 16"),
+    ({"model": {"dim": "16"}}, "model.dim is '16'"),
+    ({"model": {"vocab_size": None}}, "model.vocab_size is None"),
+    ({"model": []}, "model: must be a mapping"),
+    ({"teacher_languages": "deu"}, "teacher_languages: must be a list, not str 'deu'"),
+    ({"tokenizer": 7}, "tokenizer: must be a string"),
+])
+def test_checkpoint_values_no_run_can_use_are_one_line(checkpoint, tmp_path, config, fragment):
+    ckpt = edited_checkpoint(checkpoint, tmp_path, weights_sha256=None, **config)
+    (tmp_path / "news.de.txt").write_text("Ein Haus.\n")
+    try:  # 10^9 layers once hung while the network was built
+        done = subprocess.run([sys.executable, "-m", "bitextmine", "embed", str(tmp_path / "news.de.txt"), "-o",
+                               str(tmp_path / "emb"), "--encoder", f"ckpt:{ckpt}", "-q"], cwd=REPO,
+                              capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("building the network from the config did not end")
+    lines = [x for x in done.stderr.splitlines() if "records no checksum" not in x]
+    assert done.returncode == 1 and len(lines) == 1 and fragment in lines[0], done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "emb").exists()
+
+
+# --- 4. one train run per checkpoint directory; 5. its settings and disk --------------------------------
+
+def test_train_holds_its_output_and_a_second_run_fails_at_once(cli, tmp_path):
+    from tests.test_reliability import lock_held_by_another_process
+
+    pairs = gold_pairs(tmp_path)
+    out = tmp_path / "ckpt"
+    out.mkdir()
+    with lock_held_by_another_process(out, directory=True) as holder:
+        one_line_error(cli("train", pairs, "-o", out, "--max-steps", "1", "--device", "cpu", "-q"),
+                       f"{out}: another bitextmine process", f"pid {holder.pid}")
+    assert sorted(os.listdir(out)) == [".bitextmine.lock"]  # left by the killed holder, and taken over next
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--dim", "257", "--heads", "4"], "--dim 257 is not a multiple of --heads 4"),
+    (["--preset", "use-xling", "--heads", "7"], "--dim 512 is not a multiple of --heads 7"),
+    (["--spm-model", "NOT_A_MODEL"], "not a SentencePiece model"),
+])
+def test_train_settings_no_network_can_have_are_one_line(cli, tmp_path, args, fragment):
+    not_a_model = tmp_path / "text.model"
+    not_a_model.write_text("plain text, not a model\n")
+    args = [str(not_a_model) if a == "NOT_A_MODEL" else a for a in args]
+    one_line_error(cli("train", gold_pairs(tmp_path), "-o", tmp_path / "ckpt", "--max-steps", "1", "--device", "cpu",
+                       "-q", *args), fragment)
+    assert not (tmp_path / "ckpt").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("size_kb", [64, 300])
+def test_train_on_a_full_disk_is_one_line(cli, tmp_path, small_disk, size_kb):
+    disk = small_disk(size_kb)  # 64 kB: the vocabulary does not fit; 300 kB: the resumable state does not
+    result = cli("train", gold_pairs(tmp_path), "-o", disk / "ckpt", "--max-steps", "2", "--dim", "16", "--heads", "2",
+                 "--layers", "1", "--ff", "32", "--vocab-size", "300", "--batch-size", "8", "--dev-size", "20",
+                 "--device", "cpu", "-q")
+    one_line_error(result, "cannot write: no space left on the device")
+    assert not any(p.name.endswith(".tmp") for p in disk.rglob("*"))

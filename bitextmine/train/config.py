@@ -116,6 +116,12 @@ class TrainConfig:
                 raise BitextmineError(f"--{field.name.replace('_', '-')} must be a finite number, not {value}")
             if field.name in NON_NEGATIVE and value is not None and value < 0:
                 raise BitextmineError(f"--{field.name.replace('_', '-')} must be >= 0, not {value}")
+        if self.init is None:  # a new transformer: its heads must split the width
+            shape = {**D.TRAIN_PRESET_SHAPES[self.preset], **{k: getattr(self, k) for k in ("dim", "heads")
+                                                               if getattr(self, k) is not None}}
+            if shape["dim"] % shape["heads"]:
+                raise BitextmineError(f"--dim {shape['dim']} is not a multiple of --heads {shape['heads']}: "
+                                      "each head takes an equal share of the width")
         check_device_spec(self.device)
 
     def run_signature(self) -> dict:

@@ -61,7 +61,15 @@ def train(data: ParallelData | list[TrainingTask], out_dir: str | Path, cfg: Tra
     torch.manual_seed(cfg.seed)  # the initial weights; data order and dev slice have their own seeds
     # 1. data
     tasks, dev = split_dev(as_tasks(data), dev, cfg)
-    resumed = run_state.check_output(out_dir, resume)
+    # one run writes a checkpoint directory at a time: a second fails at once, not mixing files
+    with run_state.claimed_output(out_dir, resume, writer=rank == 0) as resumed:
+        return _train(tasks, dev, out_dir, cfg, resumed, progress, deadline, device, (rank, world_size))
+
+
+def _train(tasks: list[TrainingTask], dev: ParallelData, out_dir: Path, cfg: TrainConfig, resumed: bool,
+           progress: bool, deadline: Deadline, device: str, ranks: tuple[int, int]) -> dict:
+    """``train`` from the model on, in the output directory it holds."""
+    rank, world_size = ranks
     with Interrupts() as interrupts:  # a Ctrl-C waits for the end of the step, unless said otherwise
         # 2. model and optimiser; from here on there is something to save
         model = build_trainable(cfg, vocabulary_data(tasks), out_dir, resumed, device, world_size)

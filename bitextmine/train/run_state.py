@@ -29,7 +29,8 @@ from bitextmine import __version__
 from bitextmine.encoders.base import Encoder
 from bitextmine.encoders.checkpoint import CONFIG, load_tensors, save_tensors, write_model
 from bitextmine.errors import BitextmineError
-from bitextmine.io.atomic import atomic_path, save_json
+from bitextmine.io.atomic import atomic_path, prepare_output_dir, remove_stale_temporaries, save_json
+from bitextmine.io.lock import output_lock
 from bitextmine.train.config import TrainConfig
 from bitextmine.train.optim import Optimizers
 from bitextmine.train.trainables import TrainableEncoder
@@ -80,6 +81,27 @@ def check_output(out_dir: Path, resume: bool) -> bool:
         raise BitextmineError("already holds a checkpoint: use --resume to continue it, or another -o", path=out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     return resumed
+
+
+@contextlib.contextmanager
+def claimed_output(out_dir: Path, resume: bool, writer: bool = True) -> Iterator[bool]:
+    """Hold ``out_dir`` for the run (``DIR/.bitextmine.lock``, by the writing process only);
+    yield whether the run there is resumed. Temporaries a killed run left are removed."""
+    if not writer:
+        yield check_output(out_dir, resume)
+        return
+    created = prepare_output_dir(out_dir)
+    try:
+        with output_lock(out_dir, directory=True):
+            resumed = check_output(out_dir, resume)
+            for directory in (out_dir, out_dir / STATE_DIR):
+                if directory.is_dir():
+                    remove_stale_temporaries(directory)
+            yield resumed
+    except BaseException:
+        if created and out_dir.is_dir() and not any(out_dir.iterdir()):  # nothing half-made is left
+            out_dir.rmdir()
+        raise
 
 
 def append_log(out_dir: Path, *records: dict) -> None:

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ from bitextmine.encoders.checkpoint import TOKENIZER
 from bitextmine.encoders.pieces import PieceTokenizer
 from bitextmine.encoders.transformer import PRESETS, TransformerConfig, TransformerSentenceEncoder, pad_batch
 from bitextmine.errors import BitextmineError
+from bitextmine.io.atomic import atomic_path
 from bitextmine.train.config import TrainConfig
 from bitextmine.train.data import ParallelData
 from bitextmine.train.optim import Optimizers, build_optimizers
@@ -141,22 +143,22 @@ def build_vocabulary(data: ParallelData, out_dir: Path, vocab_size: int, seed: i
     import sentencepiece
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    prefix = out_dir / ".spm-training"
     sentences = data.src + data.tgt
     rng = np.random.default_rng(seed)
     if len(sentences) > defaults.TRAIN_VOCABULARY_SENTENCES:
         chosen = rng.choice(len(sentences), defaults.TRAIN_VOCABULARY_SENTENCES, replace=False)
         sentences = [sentences[i] for i in chosen]
+    model = io.BytesIO()  # in memory, then written as every file is: a full disk is an error, not half a model
     try:
         sentencepiece.SentencePieceTrainer.train(
-            sentence_iterator=iter(sentences), model_prefix=str(prefix), vocab_size=vocab_size, model_type="unigram",
+            sentence_iterator=iter(sentences), model_writer=model, vocab_size=vocab_size, model_type="unigram",
             character_coverage=defaults.TRAIN_SPM_CHARACTER_COVERAGE, num_threads=2, minloglevel=2,
             input_sentence_size=len(sentences), shuffle_input_sentence=False)
     except RuntimeError as e:
         raise BitextmineError(f"SentencePiece training failed: {e} (try a smaller --vocab-size)") from None
     target = out_dir / TOKENIZER
-    Path(f"{prefix}.model").replace(target)
-    Path(f"{prefix}.vocab").unlink(missing_ok=True)
+    with atomic_path(target) as tmp:
+        tmp.write_bytes(model.getvalue())
     return target
 
 
