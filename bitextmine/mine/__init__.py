@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
-import operator
 import time
-import zlib
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -23,6 +21,7 @@ from bitextmine.errors import BitextmineError
 from bitextmine.mine.knn import Neighbours, best_distinct, exact_knn_both_ways, index_knn
 from bitextmine.mine.rescore import select_with_exact_margins
 from bitextmine.mine.scoring import RETRIEVALS, SCORE_ALIASES, SCORES, Pairs, candidates, retrieve
+from bitextmine.mine.sentences import UniqueSentences, line_digests, unique_sentences  # noqa: F401 (re-exported)
 from bitextmine.mine.thresholds import select_pairs, threshold_record
 
 log = logging.getLogger(__name__)
@@ -81,84 +80,6 @@ def mine_vectors(x, y, cfg: MineConfig, threshold: float | None = None, fwd: Nei
     if cfg.top_n is not None:
         pairs = pairs.take(np.arange(min(cfg.top_n, len(pairs))))
     return pairs
-
-
-@dataclass
-class UniqueSentences:
-    """The distinct non-blank sentences of one side, each with the row that stands for it.
-
-    Held as row numbers, not strings (at 100M rows a side the strings and their dict would
-    take ~50 GB): ``texts`` reads the sentences it is asked for back from the shards.
-    """
-
-    corpus: EmbeddingCorpus
-    rows: np.ndarray  # global row of each distinct sentence's first occurrence, ascending
-    inverse: np.ndarray  # for every global row, its distinct-sentence number (-1: blank)
-    total_rows: int
-    blank_rows: int
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def texts(self, numbers: np.ndarray) -> list[str]:
-        """The (trimmed) sentences with these distinct-sentence numbers, in that order."""
-        wanted = self.rows[np.asarray(numbers, dtype=np.int64)]
-        offsets = self.corpus.shard_offsets()
-        shard_of = np.searchsorted(offsets, wanted, side="right") - 1
-        out: list[str] = [""] * len(wanted)
-        for s in np.unique(shard_of).tolist():
-            lines = self.corpus.read_lines(s)
-            for i in np.flatnonzero(shard_of == s).tolist():
-                out[i] = lines[int(wanted[i] - offsets[s])].strip()
-        return out
-
-
-def line_digests(lines: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(a 96-bit digest of each trimmed line as two uint64, which lines are blank).
-
-    The digest is Python's string hash (SipHash, 64 bits, keyed per process: digests are
-    compared within one process only) beside CRC-32 of the UTF-8 text: two independent
-    hashes, computed in C, ~10x cheaper than a cryptographic digest a line.
-    """
-    keys = [line.strip() for line in lines]
-    digests = np.empty((len(keys), 2), dtype=np.uint64)
-    digests[:, 0] = np.fromiter(map(hash, keys), dtype=np.int64, count=len(keys)).view(np.uint64)
-    digests[:, 1] = np.fromiter((zlib.crc32(key.encode("utf-8", "surrogatepass")) for key in keys), dtype=np.uint64,
-                                count=len(keys))
-    return digests, np.fromiter(map(operator.not_, keys), dtype=bool, count=len(keys))
-
-
-def unique_sentences(corpus: EmbeddingCorpus) -> UniqueSentences:
-    """Read the text of every shard; identical sentences (after trimming) share one entry.
-
-    Sentences are told apart by a 96-bit digest of their text (``line_digests``: a
-    collision among 1e9 sentences has odds of about 1e-11), sorted as two 64-bit keys.
-    """
-    total = corpus.total_rows
-    digests = np.zeros((total, 2), dtype=np.uint64)
-    blank = np.zeros(total, dtype=bool)
-    offsets = corpus.shard_offsets()
-    for s, entry in enumerate(corpus.shards):
-        lines = corpus.read_lines(s)
-        if len(lines) != entry.lines:
-            raise BitextmineError(f"has {len(lines)} lines, the embedding set {entry.lines}", path=entry.source)
-        base = int(offsets[s])
-        digests[base : base + len(lines)], blank[base : base + len(lines)] = line_digests(lines)
-    present = np.flatnonzero(~blank)
-    # by digest; stable, so a digest's first row comes first
-    by_digest = present[np.lexsort((digests[present, 1], digests[present, 0]))]
-    ordered = digests[by_digest]
-    starts = np.ones(len(by_digest), dtype=bool)
-    starts[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
-    del ordered, digests
-    group = np.cumsum(starts) - 1  # each row's distinct sentence, numbered in digest order
-    first_rows = by_digest[starts]
-    by_first_row = np.argsort(first_rows, kind="stable")  # number them by first occurrence instead
-    number = np.empty(len(first_rows), dtype=np.int64)
-    number[by_first_row] = np.arange(len(first_rows))
-    inverse = np.full(total, -1, dtype=np.int64)
-    inverse[by_digest] = number[group]
-    return UniqueSentences(corpus, first_rows[by_first_row].astype(np.int64), inverse, total, int(blank.sum()))
 
 
 def _search_indexes(index_dirs: list, corpus: EmbeddingCorpus, side: UniqueSentences, queries, database, k: int,

@@ -5,7 +5,7 @@ A margin needs neighbourhoods: avg(x, y) averages x's k nearest targets and y's 
 nearest sources. A crawled bitext alone does not have them (which is why scoring it
 with a margin is usually said to be impossible); embedding sets of monolingual text in
 both languages do. Each pair's sides are embedded with the pools' encoder, searched in
-the opposite pool, and scored with the same formula as ``bitextmine mine``.
+the opposite pool's distinct sentences, and scored with the same formula as ``bitextmine mine``.
 """
 
 from __future__ import annotations
@@ -22,13 +22,10 @@ from bitextmine.errors import BitextmineError
 from bitextmine.io.pairs import Pair
 from bitextmine.mine.knn import Neighbours, as_float32, exact_knn
 from bitextmine.mine.scoring import margin_scores
+from bitextmine.mine.sentences import unique_sentences
 from bitextmine.mine.thresholds import Selection, select_pairs
 
 log = logging.getLogger(__name__)
-
-
-def _non_blank(corpus: EmbeddingCorpus) -> SelectedRows:
-    return SelectedRows(corpus, corpus.non_blank_ids())
 
 
 def select_with_exact_margins(x, y, cfg, identities, fwd: Neighbours, bwd: Neighbours,
@@ -78,45 +75,111 @@ def neighbourhood_means(queries: np.ndarray, pool, k: int, device: str = "cpu",
     return exact_knn(queries, pool, k, device=device, progress=progress).mean_sim()
 
 
-def score_bitext(src_texts: list[str], tgt_texts: list[str], src_pool: EmbeddingCorpus, tgt_pool: EmbeddingCorpus,
-                 encoder, score: str = defaults.SCORE, k: int = defaults.K, device: str = "cpu",
-                 progress: bool = False) -> np.ndarray:
-    """Scores of the pairs (src_texts[i], tgt_texts[i]) with neighbourhoods from the pools."""
-    from bitextmine.progress import encode_with_progress
+class BitextSide:
+    """One side of a bitext against its pool: the pool's distinct sentences (what ``mine``
+    searches: a sentence repeated in the pool counts once in a neighbourhood), and the
+    vector of each of the bitext's sentences, the pool's own where the pool holds it."""
 
-    if encoder.identity.space() != src_pool.encoder.space() or encoder.identity.space() != tgt_pool.encoder.space():
-        raise BitextmineError("the pools were embedded with another encoder than the one given",
-                              path=src_pool.sets[0].path)
-    x = encode_with_progress(encoder, src_texts, "encode src", progress)
-    y = encode_with_progress(encoder, tgt_texts, "encode tgt", progress)
-    cosine = (x * y).sum(axis=1)
+    def __init__(self, pool: EmbeddingCorpus):
+        self.pool = pool
+        self.distinct = unique_sentences(pool, lookup=True)
+        self.rows = SelectedRows(pool, self.distinct.rows)
+        self.found = 0  # sentences of the bitext taken from the pool
+
+    def vectors(self, texts: list[str], encoder, desc: str, progress: bool = False) -> np.ndarray:
+        """fp32 vectors of ``texts``; a sentence not in the pool is embedded and stored as
+        ``embed`` stores it (in the pool's dtype), so it scores as if it had been mined."""
+        numbers = self.distinct.find(texts)
+        have = numbers >= 0
+        self.found = int(have.sum())
+        out = np.empty((len(texts), self.pool.dim), dtype=np.float32)
+        if have.any():
+            out[have] = as_float32(SelectedRows(self.pool, self.distinct.rows[numbers[have]])[:])
+        missing = np.flatnonzero(~have)
+        if len(missing):
+            from bitextmine.progress import encode_with_progress
+
+            distinct = list(dict.fromkeys(texts[i] for i in missing))
+            where = {text: i for i, text in enumerate(distinct)}
+            embedded = encode_with_progress(encoder(), distinct, desc, progress)
+            out[missing] = embedded.astype(self.pool.dtype).astype(np.float32)[[where[texts[i]] for i in missing]]
+        return out
+
+
+def score_bitext(src_texts: list[str], tgt_texts: list[str], src: BitextSide, tgt: BitextSide, encoder,
+                 score: str = defaults.SCORE, k: int = defaults.K, device: str = "cpu",
+                 progress: bool = False) -> np.ndarray:
+    """Scores of the pairs (src_texts[i], tgt_texts[i]) with neighbourhoods from the pools, as
+    ``mine`` scores the same pair mined from them. ``encoder``: called for the encoder when a
+    sentence is not in its pool."""
+    x = src.vectors(src_texts, encoder, "encode src", progress)
+    y = tgt.vectors(tgt_texts, encoder, "encode tgt", progress)
+    cosine = np.einsum("ij,ij->i", x, y)
     if score in ("cosine", "absolute"):
         return cosine.astype(np.float32)
-    src_avg = neighbourhood_means(x, _non_blank(tgt_pool), k, device, progress)  # NN_k(x) among targets
-    tgt_avg = neighbourhood_means(y, _non_blank(src_pool), k, device, progress)  # NN_k(y) among sources
+    src_avg = neighbourhood_means(x, tgt.rows, k, device, progress)  # NN_k(x) among the distinct targets
+    tgt_avg = neighbourhood_means(y, src.rows, k, device, progress)  # NN_k(y) among the distinct sources
     return margin_scores(cosine, src_avg, tgt_avg, score)
 
 
-def score_bitext_file(pairs_file: str, src_pool: list[Path], tgt_pool: list[Path], cfg,
-                      progress: bool = False) -> list[Pair]:
-    """The pairs of a file (plain, or scored: the old score is replaced), scored as ``mine`` would.
+def score_bitext_file(pairs_file: str, src_corpus: EmbeddingCorpus, tgt_corpus: EmbeddingCorpus, cfg,
+                      progress: bool = False) -> tuple[list[Pair], dict]:
+    """The pairs of a file (plain, or scored: the old score is replaced), scored as ``mine`` would,
+    and counts for the JSON.
 
     ``cfg`` is a ``MineConfig``: its score, k and device are used. Extra columns (ids)
     are kept; the order is the input's.
     """
-    from dataclasses import replace
+    from functools import cache
 
     from bitextmine.devices import resolve_device
     from bitextmine.encoders import load_encoder
     from bitextmine.io.pairs import read_pairs
 
     pairs = read_pairs(pairs_file, allow_empty_side=False)
-    src_corpus, tgt_corpus = EmbeddingCorpus.load(src_pool), EmbeddingCorpus.load(tgt_pool)
+    if src_corpus.encoder.space() != tgt_corpus.encoder.space():
+        raise BitextmineError("the two pools were embedded with different encoders", path=tgt_corpus.sets[0].path)
+    counts = {"pairs": len(pairs), "src_in_pool": 0, "tgt_in_pool": 0}
     if not pairs:
-        return []
+        return [], counts
     cfg = replace(cfg, device=resolve_device(cfg.device))
-    encoder = load_encoder(src_corpus.encoder.name, device=cfg.device)
-    scores = score_bitext([p.src for p in pairs], [p.tgt for p in pairs], src_corpus, tgt_corpus, encoder,
-                          cfg.score, cfg.k, cfg.device, progress)
+
+    @cache
+    def encoder():
+        loaded = load_encoder(src_corpus.encoder.name, device=cfg.device)
+        if loaded.identity.space() != src_corpus.encoder.space():
+            raise BitextmineError(f"the pools were embedded with another {src_corpus.encoder.name} than this one",
+                                  path=src_corpus.sets[0].path)
+        return loaded
+
+    src, tgt = BitextSide(src_corpus), BitextSide(tgt_corpus)
+    scores = score_bitext([p.src for p in pairs], [p.tgt for p in pairs], src, tgt, encoder, cfg.score, cfg.k,
+                          cfg.device, progress)
+    counts.update(src_in_pool=src.found, tgt_in_pool=tgt.found)
     return [Pair(float(score), p.src, p.tgt, p.extra, p.line) for p, score in zip(pairs, scores.tolist(),
-                                                                                  strict=True)]
+                                                                                  strict=True)], counts
+
+
+def score_pairs_to_file(pairs_file: str, src_pool: list[Path], tgt_pool: list[Path], cfg, output: str,
+                        sort: bool = False, progress: bool = False) -> dict:
+    """``score-pairs``: score a file of pairs against the pools and write them, in input order or
+    best first; return what its JSON records. An output that would replace an input is refused
+    before any work, and the output is locked while it is written."""
+    from bitextmine.io.atomic import atomic_text_writer, refuse_overwriting_inputs
+    from bitextmine.io.lock import output_lock
+
+    refuse_overwriting_inputs([output], [pairs_file, *src_pool, *tgt_pool])
+    with output_lock(output):
+        src_corpus = EmbeddingCorpus.load(src_pool, verify=True)
+        tgt_corpus = EmbeddingCorpus.load(tgt_pool, verify=True)
+        texts = [s.source for c in (src_corpus, tgt_corpus) for s in c.shards if s.source != "-"]
+        refuse_overwriting_inputs([output], texts)  # their sentences are read too
+        scored, counts = score_bitext_file(pairs_file, src_corpus, tgt_corpus, cfg, progress)
+        if sort:
+            scored.sort(key=lambda p: -p.score)
+        with atomic_text_writer(output) as out:
+            for pair in scored:
+                out.write("\t".join(pair.fields()) + "\n")
+    return {"input": str(pairs_file), "output": str(output), "src_pool": [str(p) for p in src_pool],
+            "tgt_pool": [str(p) for p in tgt_pool], "parameters": {"k": cfg.k, "score": cfg.score, "sort": sort},
+            **counts}
