@@ -348,13 +348,13 @@ def test_score_pairs_reads_mines_own_output_and_eval_warns_of_absent_gold_ids(cl
     assert cli("mine", "--src", tmp_path / "de", "--tgt", tmp_path / "en", "-o", tmp_path / "m.tsv", "--ids",
                "-q").exit_code == 0
     mined = [line.split("\t") for line in read_lines(tmp_path / "m.tsv")]
-    result = cli("score-pairs", tmp_path / "m.tsv", "--src-pool", tmp_path / "de", "--tgt-pool", tmp_path / "en",
+    result = cli("score-pairs", tmp_path / "m.tsv", "--src", tmp_path / "de", "--tgt", tmp_path / "en",
                  "-o", tmp_path / "s.tsv")
     assert result.exit_code == 0, result.stderr
     assert "pair/s" in result.stderr and "sent/s" in result.stderr  # progress bars, with rates
     scored = [line.split("\t") for line in read_lines(tmp_path / "s.tsv")]
     assert [row[1:] for row in scored] == [row[1:] for row in mined]  # sides and ids, not the score, as text
-    assert max(abs(float(s[0]) - float(m[0])) for s, m in zip(scored, mined, strict=True)) < 2e-3
+    assert max(abs(float(s[0]) - float(m[0])) for s, m in zip(scored, mined, strict=True)) <= 2e-6  # exactly mine's
 
     (tmp_path / "de.bucc").write_text("".join(f"de-{i}\t{s}\n" for i, s in enumerate(de)))
     (tmp_path / "en.bucc").write_text("".join(f"en-{i}\t{s}\n" for i, s in enumerate(en)))

@@ -14,10 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import zstandard
 
-from tests.conftest import EXAMPLES, REPO, read_lines
+from tests.conftest import EXAMPLES, REPO, clustered_vectors, make_embedding_set, read_lines
 from tests.test_reliability import assert_unchanged, one_line_error, snapshot
 
 
@@ -295,3 +296,50 @@ def test_train_on_a_full_disk_is_one_line(cli, tmp_path, small_disk, size_kb):
                  "--device", "cpu", "-q")
     one_line_error(result, "cannot write: no space left on the device")
     assert not any(p.name.endswith(".tmp") for p in disk.rglob("*"))
+
+
+# --- 3. score-pairs: never replaces its input, and scores exactly as mine ----------------------------
+
+@pytest.fixture
+def repeating_sets(tmp_path):
+    """Two synthetic sets in which a quarter of the sentences occur twice (same text, same row)."""
+    x = clustered_vectors(80, dim=32, seed=5)
+    y = x + 0.08 * np.random.default_rng(6).standard_normal(x.shape).astype(np.float32)
+    y /= np.linalg.norm(y, axis=1, keepdims=True)
+    x[60:], y[60:] = x[:20], y[:20]  # rows 60-79 repeat rows 0-19
+    de = [f"Satz {i % 60}" for i in range(80)]
+    en = [f"sentence {i % 60}" for i in range(80)]
+    make_embedding_set(tmp_path / "de", x, de, shard="de")
+    make_embedding_set(tmp_path / "en", y, en, shard="en")
+    return tmp_path / "de", tmp_path / "en"
+
+
+def test_score_pairs_scores_exactly_as_mine_on_pools_that_repeat_sentences(cli, tmp_path, repeating_sets):
+    de, en = repeating_sets
+    for score in ("ratio", "distance", "cosine"):
+        mined = tmp_path / f"mined.{score}.tsv"
+        assert cli("mine", "--src", de, "--tgt", en, "--score", score, "--threshold", "-1", "-o", mined, "-q",
+                   "--ids").exit_code == 0
+        rows = [line.split("\t") for line in read_lines(mined)]
+        assert len(rows) == 60
+        result = cli("score-pairs", mined, "--src", de, "--tgt", en, "--score", score, "-o", tmp_path / "s.tsv",
+                     "--json", "-", "-q")
+        assert result.exit_code == 0, result.stderr
+        rescored = [line.split("\t") for line in read_lines(tmp_path / "s.tsv")]
+        assert [r[1:] for r in rescored] == [r[1:] for r in rows]
+        assert max(abs(float(a[0]) - float(b[0])) for a, b in zip(rescored, rows, strict=True)) <= 2e-6, score
+        summary = json.loads(result.stdout)
+        assert summary["pairs"] == summary["src_in_pool"] == summary["tgt_in_pool"] == 60
+        assert summary["src_pool"] == [str(de)] and isinstance(summary["pairs"], int)
+
+
+def test_score_pairs_never_replaces_an_input(cli, tmp_path, repeating_sets):
+    de, en = repeating_sets
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("Satz 1\tsentence 1\n")
+    before = snapshot(tmp_path)
+    for output in (pairs, de / "de.txt", en / "manifest.json"):
+        one_line_error(cli("score-pairs", pairs, "--src", de, "--tgt", en, "-o", output, "-q"), "input")
+    assert_unchanged(before, tmp_path)
+    old_names = cli("score-pairs", pairs, "--src-pool", de, "--tgt-pool", en, "-o", "-", "-q")  # the old names
+    assert old_names.exit_code == 0 and old_names.stdout.endswith("\tSatz 1\tsentence 1\n"), old_names.stderr

@@ -100,6 +100,13 @@ def language_code(value: str | None) -> str | None:
     return value
 
 
+def named(value):
+    """A path the user names for writing: an empty one ('') would mean the working directory."""
+    if value is not None and not str(value).strip():
+        raise typer.BadParameter("is empty: name a file or directory (- for standard output, where it can be)")
+    return value
+
+
 def usage_error(message: str, option: str | None = None) -> typer.BadParameter:
     """An error in how the command was called: reported with the usage line, exit status 2."""
     return typer.BadParameter(message, param_hint=option)
@@ -129,7 +136,14 @@ JSON_HELP = "Write the results as JSON to FILE (- for standard output)."
 
 
 def json_option(help: str = JSON_HELP):
-    return Annotated[str | None, typer.Option("--json", metavar="FILE", help=help, show_default=False)]
+    return Annotated[str | None, typer.Option("--json", metavar="FILE", help=help, show_default=False,
+                                              callback=named)]
+
+
+def output_option(help: str, metavar: str = "FILE", **more):
+    """``-o/--output``: a file (or ``-``) or a directory to write; '' is refused."""
+    return Annotated[str, typer.Option("--output", "-o", metavar=metavar, show_default=False, callback=named,
+                                       help=help, **more)]
 
 
 def device_option(help: str = "auto (the first visible GPU, else the CPU), cpu, cuda or cuda:N.", **more):

@@ -9,50 +9,69 @@ import typer
 
 from bitextmine import defaults
 from bitextmine.choices import Score
-from bitextmine.cli.options import MarginAlias, Quiet, command, device_option, k_option, score_of, score_option
+from bitextmine.cli.options import (
+    MarginAlias,
+    Quiet,
+    command,
+    device_option,
+    json_option,
+    json_to_stdout,
+    k_option,
+    output_option,
+    score_of,
+    score_option,
+    usage_error,
+)
+from bitextmine.io.atomic import write_json
 
 app = typer.Typer()
+PoolAlias = Annotated[list[Path] | None, typer.Option(hidden=True, help="Old name of --src / --tgt.")]
 
 
-@command(app, "score-pairs")
+@command(app, "score-pairs", epilog="""\b
+Example:
+    bitextmine score-pairs crawled.tsv --src emb/de --tgt emb/en -o scored.tsv""")
 def score_pairs_command(
     pairs: Annotated[str, typer.Argument(
         metavar="PAIRS", show_default=False,
         help="Bitext: src<TAB>tgt per line, or mined score<TAB>src<TAB>tgt (the score is replaced); further "
              "columns are kept; - for stdin.")],
-    src_pool: Annotated[list[Path], typer.Option(metavar="SET", show_default=False,
-                                                 help="Embedding set(s) of source-language monolingual text.")],
-    tgt_pool: Annotated[list[Path], typer.Option(metavar="SET", show_default=False,
-                                                 help="Embedding set(s) of target-language monolingual text.")],
-    output: Annotated[str, typer.Option("--output", "-o", metavar="FILE", show_default=False,
-                                        help="score<TAB>src<TAB>tgt, input order; - for stdout.")],
+    output: output_option("score<TAB>src<TAB>tgt, input order; - for stdout."),
+    src: Annotated[list[Path] | None, typer.Option(
+        "--src", metavar="SET", show_default=False,
+        help="Embedding set(s) of source-language monolingual text (the pool; repeat for several).")] = None,
+    tgt: Annotated[list[Path] | None, typer.Option(
+        "--tgt", metavar="SET", show_default=False,
+        help="Embedding set(s) of target-language monolingual text.")] = None,
+    src_pool: PoolAlias = None,
+    tgt_pool: PoolAlias = None,
     k: k_option() = defaults.K,
     score: score_option() = Score(defaults.SCORE),
     margin: MarginAlias = None,
     sort: Annotated[bool, typer.Option("--sort", help="Best first instead of input order.")] = False,
     device: device_option() = defaults.DEVICE,
+    json_out: json_option("The parameters and counts as JSON (- for standard output).") = None,
     quiet: Quiet = False,
 ) -> None:
     """Margin-score an existing bitext (a crawl, a bought corpus) against monolingual pools.
 
-    Each pair's sides are embedded with the pools' encoder and their neighbourhoods drawn
-    from the pools, exactly as `bitextmine mine` scores; the output goes straight into
+    Each pair's sides are scored with their neighbourhoods among the pools' distinct
+    sentences, exactly as `bitextmine mine` scores the pair mined from the same sets (a
+    sentence the pool holds keeps the pool's vector); the output goes straight into
     `bitextmine filter`.
-
-    \b
-    Example:
-        bitextmine score-pairs crawled.tsv --src-pool emb/de --tgt-pool emb/en -o scored.tsv
     """
     from bitextmine.cli import setup_logging
-    from bitextmine.io.atomic import atomic_text_writer
     from bitextmine.mine import MineConfig
-    from bitextmine.mine.rescore import score_bitext_file
+    from bitextmine.mine.rescore import score_pairs_to_file
 
+    src, tgt = src or src_pool, tgt or tgt_pool
+    for name, given in (("--src", src), ("--tgt", tgt)):
+        if not given:
+            raise usage_error(f"give the {name[2:]} pool: {name} SET", name)
+    if output == "-" and json_to_stdout(json_out):
+        raise usage_error("the pairs already go to standard output: give --json a file", "--json")
     setup_logging(quiet)
     cfg = MineConfig(k=k, score=score_of(score, margin), device=device)
-    scored = score_bitext_file(pairs, src_pool, tgt_pool, cfg, progress=not quiet)
-    if sort:
-        scored.sort(key=lambda p: -p.score)
-    with atomic_text_writer(output) as out:
-        for pair in scored:
-            out.write("\t".join(pair.fields()) + "\n")
+    summary = score_pairs_to_file(pairs, src, tgt, cfg, output, sort=sort, progress=not quiet)
+    if json_out:
+        write_json(json_out, summary)
