@@ -1,8 +1,12 @@
-"""One progress helper for every stage: a tqdm bar on stderr, with rate and ETA."""
+"""One progress helper for every stage: a tqdm bar on stderr, with rate and ETA; and the
+native libraries' own messages on stderr silenced where ``-q`` asks for quiet."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
+from collections.abc import Iterator
 
 from bitextmine import defaults
 
@@ -31,3 +35,24 @@ def encode_with_progress(encoder, texts: list[str], desc: str = "encode", progre
             out[start : start + len(chunk)] = encoder.encode(chunk)
             bar.update(len(chunk))
     return out
+
+
+@contextlib.contextmanager
+def native_stderr_silenced(silenced: bool = True) -> Iterator[None]:
+    """Standard error's file descriptor to /dev/null for the block, when ``silenced``.
+
+    FAISS writes its warnings ("WARNING clustering 500 points to 256 centroids") from C++
+    straight to descriptor 2, past Python's logging, so ``-q`` reaches them only this way.
+    """
+    if not silenced:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)

@@ -13,14 +13,15 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 
 from bitextmine import __version__, defaults
 from bitextmine.embed.corpus import EmbeddingCorpus, release_pages
@@ -31,6 +32,7 @@ from bitextmine.io.lock import output_lock
 from bitextmine.io.paths import confined
 from bitextmine.io.text import file_sha256
 from bitextmine.io.validate import Int, Model, Str, parse
+from bitextmine.progress import native_stderr_silenced
 
 log = logging.getLogger(__name__)
 
@@ -123,13 +125,15 @@ def _trained_sha256(index) -> str:
     return hashlib.sha256(faiss.serialize_index(empty).tobytes()).hexdigest()
 
 
-def build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConfig = IndexConfig()) -> dict:
+def build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConfig = IndexConfig(),
+                quiet: bool = False) -> dict:
     """Build the index of the corpus made of ``emb_dirs``; return its metadata.
 
-    The output directory is locked for the build: one writer at a time.
+    The output directory is locked for the build: one writer at a time. ``quiet``: FAISS's
+    own warnings (too few training points) are silenced too.
     """
     with _locked_output(out_dir, [*emb_dirs, cfg.trained_from]):
-        return _build_index(emb_dirs, out_dir, cfg)
+        return _build_index(emb_dirs, out_dir, cfg, quiet)
 
 
 @contextlib.contextmanager
@@ -146,7 +150,7 @@ def _locked_output(out_dir: str | Path, inputs: list) -> Iterator[None]:
         raise
 
 
-def _build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConfig) -> dict:
+def _build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConfig, quiet: bool) -> dict:
     import faiss
 
     started = time.time()
@@ -182,7 +186,8 @@ def _build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConf
             log.info("training %s on %d vectors", factory, sample_size)
             index = _on_gpu(index, cfg.device)
             faiss.omp_set_num_threads(faiss.omp_get_max_threads())
-            index.train(sample)
+            with native_stderr_silenced(quiet):
+                index.train(sample)
             del sample  # not held while every row is added: the peak is the larger of the two phases
             index = _to_cpu(index)
     if ivf_lists(index) is None and not isinstance(index, faiss.IndexIDMap):
@@ -250,13 +255,14 @@ class IndexMeta(Model):
     format_version: Int
     factory: Str
     metric: Literal["inner_product"]
-    dim: Int
-    ntotal: Int
-    nprobe: Int
-    train_sample: Int
+    dim: Annotated[Int, Field(ge=1)]
+    ntotal: Annotated[Int, Field(ge=0)]
+    nprobe: Annotated[Int, Field(ge=1)]  # used as it is by mine: -5 once reached FAISS
+    candidates: Annotated[Int, Field(ge=1)] = defaults.INDEX_CANDIDATES
+    train_sample: Annotated[Int, Field(ge=0)]
     trained_sha256: Str
     embedding_sets: list[dict[str, Str | Int]]
-    shard_offsets: list[Int]
+    shard_offsets: list[Annotated[Int, Field(ge=0)]]
     shard_labels: list[Str]
     index_sha256: Str | None = None  # absent in indexes built before it was recorded
 
@@ -321,6 +327,12 @@ def merge_indexes(index_dirs: list[str | Path], out_dir: str | Path) -> dict:
     """
     if len(index_dirs) < 2:
         raise BitextmineError("merging needs at least two indexes")
+    seen: dict[str, str | Path] = {}
+    for directory in index_dirs:  # the same rows twice would be found twice, under two ids
+        real = os.path.realpath(directory)
+        if real in seen:
+            raise BitextmineError(f"given twice (also as {seen[real]}): each part can be merged once", path=directory)
+        seen[real] = directory
     with _locked_output(out_dir, index_dirs):
         return _merge_indexes(index_dirs, out_dir)
 
@@ -334,6 +346,10 @@ def _merge_indexes(index_dirs: list[str | Path], out_dir: str | Path) -> dict:
         if other["trained_sha256"] != meta["trained_sha256"]:
             raise BitextmineError("trained separately from the first index; build the parts with "
                                   f"--trained-from {index_dirs[0]} to merge them", path=directory)
+        shared = {s["fingerprint"] for s in sets} & {s["fingerprint"] for s in other["embedding_sets"]}
+        if shared:
+            raise BitextmineError("holds embeddings another part holds already (the same set indexed twice): each "
+                                  "set can be merged once", path=directory)
         shift = offsets[-1]
         merged_ivf.merge_from(_extract_ivf(index, directory), shift)
         sets += other["embedding_sets"]
