@@ -70,6 +70,18 @@ def _acquire(lock: Path, output: str | Path) -> int:
         os.close(fd)
 
 
+def _remove_stale_temporaries(path: Path) -> None:
+    """``.NAME.PID.tmp`` beside ``path``: the temporaries ``atomic_path`` writes for it."""
+    import re
+
+    own = re.compile(rf"\.{re.escape(path.name)}\.\d+\.tmp")
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(path.parent):
+            if own.fullmatch(entry.name):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+
+
 @contextlib.contextmanager
 def output_lock(output: str | Path | None, directory: bool = False) -> Iterator[None]:
     """Hold the lock of ``output`` for the block (the directory must exist for ``directory``)."""
@@ -78,6 +90,8 @@ def output_lock(output: str | Path | None, directory: bool = False) -> Iterator[
         yield
         return
     fd = _acquire(lock, output)
+    if not directory:  # what a killed writer of this file left beside it: only the holder writes there
+        _remove_stale_temporaries(lock.with_name(lock.name[: -len(".lock")]))
     try:
         os.ftruncate(fd, 0)
         command = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))[:200]
