@@ -214,13 +214,39 @@ def _expand(patterns: list[str], lang: str, base: Path, path: Path) -> tuple[str
     return tuple(shards)
 
 
+def _unique_key_loader():
+    """PyYAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the last,
+    so `mine:` written twice would silently drop the first section)."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=deep)
+                try:
+                    repeated = key in seen
+                except TypeError:  # an unhashable key: the base class says so
+                    break
+                if repeated:
+                    raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+                seen.add(key)
+            return super().construct_mapping(node, deep)
+
+    return UniqueKeyLoader
+
+
 def _read_yaml(path: Path):
     import yaml
 
+    if path.is_dir():
+        raise BitextmineError("is a directory; give the pipeline file (see examples/pipeline-*.yaml)", path=path)
     if not path.is_file():
         raise BitextmineError("no such file", path=path)
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=_unique_key_loader())  # a safe loader
     except UnicodeDecodeError as e:
         raise BitextmineError(f"not UTF-8 text: {e}", path=path) from None
     except yaml.YAMLError as e:
@@ -254,6 +280,16 @@ def apply_settings(data, settings: Sequence[str]):
     return data
 
 
+def _check_language(lang: str, path: Path) -> None:
+    """A language key that the filter's language ID will read as an ISO 639 code."""
+    from bitextmine.filter.langid import language_key
+
+    try:
+        language_key(lang, f"languages.{lang}")
+    except BitextmineError as e:
+        raise BitextmineError(f"{e.message}; or set filter.lang_id: false", path=path) from None
+
+
 def load_config(path: str | Path, settings: Sequence[str] = ()) -> PipelineConfig:
     """Read and check a pipeline file, with ``settings`` (``KEY.PATH=VALUE``) over its own.
 
@@ -272,6 +308,8 @@ def load_config(path: str | Path, settings: Sequence[str] = ()) -> PipelineConfi
         for lang in pair:
             if lang not in languages:
                 raise BitextmineError(f"pairs.{i}: language {lang!r} is not under languages", path=path)
+            if raw.filter.enabled and raw.filter.lang_id:
+                _check_language(lang, path)
     encoder = raw.encoder
     if encoder.startswith("ckpt:") and not os.path.isabs(encoder[5:]):
         encoder = "ckpt:" + str(base / encoder[5:])

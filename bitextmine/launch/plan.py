@@ -831,12 +831,16 @@ def estimate_from(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], tex
 
 
 def estimate(cfg: PipelineConfig, device: str = "auto", progress: bool = False, launcher: str = "local",
-             mined_share: float | None = None) -> tuple[list[StageEstimate], dict]:
-    """Calibrate, count the lines, and estimate every stage. ``mined_share``: given for every
-    pair; None: sampled where the embedding sets exist, else ``defaults.PLAN_MINED_SHARE``."""
+             mined_share: float | None = None, remeasure: bool = False) -> tuple[list[StageEstimate], dict]:
+    """Calibrate (or take this machine's kept calibration, unless ``remeasure``), count the
+    lines, and estimate every stage. ``mined_share``: given for every pair; None: sampled
+    where the embedding sets exist, else ``defaults.PLAN_MINED_SHARE``."""
+    from bitextmine.devices import resolve_device
     from bitextmine.io.text import count_lines
+    from bitextmine.launch.plan_cache import cached_measure
 
-    m = measure(cfg, device, progress=progress)
+    device = resolve_device(device)
+    m = cached_measure(cfg, device, lambda: measure(cfg, device, progress=progress), remeasure)
     sides = embedded_sides(cfg)
     m.update(rates_on_embedded_sets(cfg, sides))
     shares = mined_shares(cfg, m["device"], mined_share, sides)
@@ -845,6 +849,15 @@ def estimate(cfg: PipelineConfig, device: str = "auto", progress: bool = False, 
     text_bytes = {lang: sum(os.path.getsize(s) for s in shards) for lang, shards in cfg.languages.items()}
     m["lines"] = {lang: int(np.sum(v)) for lang, v in lines.items()}
     return estimate_from(cfg, m, lines, text_bytes, launcher, shares), m
+
+
+def total(estimates: list[StageEstimate]) -> StageEstimate:
+    """The whole pipeline: stages run one after another, so times and disk add up and the
+    peaks are the largest stage's."""
+    return StageEstimate("total", sum(e.tasks for e in estimates), max(e.ram_gb for e in estimates),
+                         max(e.gpu_gb for e in estimates), sum(e.disk_gb for e in estimates),
+                         sum(e.seconds for e in estimates), "stages one after another: times and disk add up, "
+                                                            "RAM and GPU memory are the largest stage's")
 
 
 # --- on Slurm ---------------------------------------------------------------------------------
