@@ -52,7 +52,7 @@ def tatoeba(encoder: str, langs: list[str], out: Path, device: str = "cpu") -> d
                     ",".join(langs), "--encoder", encoder, "--device", device, "--json", str(out)], check=True,
                    stdout=subprocess.DEVNULL)
     metrics = json.loads(out.read_text())["metrics"]
-    return {lang: metrics[f"{lang}_p@1_mean"] for lang in langs}
+    return {lang: 100 * metrics[f"{lang}_p@1_mean"] for lang in langs}  # in %, as the tables print it
 
 
 def english_cosine(student: str, device: str = "cpu") -> float:

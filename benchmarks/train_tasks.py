@@ -220,7 +220,7 @@ def evaluate(args, name: str) -> None:
     encoder = load_encoder(encoder_name, device=args.device)
     result_json = args.work / f"{name}.eval.json"
     result = json.loads(result_json.read_text()) if result_json.exists() else {}  # what is there is kept
-    result["tatoeba"] = {lang: metrics[f"{lang}_p@1_mean"] for lang in KNOWN + OTHERS}
+    result["tatoeba"] = {lang: 100 * metrics[f"{lang}_p@1_mean"] for lang in KNOWN + OTHERS}  # in %
     measures = {"paraphrase": lambda: paraphrase_p_at_1(encoder, held_out["paraphrases"]),
                 "mining": lambda: mining_f1(encoder, held_out["pool"]),
                 "mining_multi30k": lambda: mining_f1(encoder, multi30k_pool(args.work))}

@@ -44,7 +44,7 @@ def bucc_counts(mined: list[tuple[str, str]], gold: set[tuple[str, str]]) -> Cou
 def bucc_metrics(mined: list[tuple[str, str]], gold: set[tuple[str, str]], prefix: str = "bucc") -> dict[str, float]:
     c = bucc_counts(mined, gold)
     return {f"{prefix}_precision": c.precision, f"{prefix}_recall": c.recall, f"{prefix}_f1": c.f1,
-            f"{prefix}_pairs": float(c.true_positives + c.false_positives), f"{prefix}_gold": float(len(gold))}
+            f"{prefix}_pairs": c.true_positives + c.false_positives, f"{prefix}_gold": len(gold)}
 
 
 def best_threshold(scores: np.ndarray, correct: np.ndarray, n_gold: int) -> dict[str, float]:
@@ -78,12 +78,13 @@ def precision_at_1(ids: np.ndarray) -> float:
 
 
 def tatoeba_metrics(fwd_top1: np.ndarray, bwd_top1: np.ndarray, prefix: str) -> dict[str, float]:
-    """P@1 both ways (in %), their mean, and xsim error (100 - P@1) as LASER reports it."""
-    src2tgt = 100 * precision_at_1(fwd_top1[:, None])
-    tgt2src = 100 * precision_at_1(bwd_top1[:, None])
+    """P@1 both ways, their mean, and xsim error (1 - P@1), each a share in [0, 1] as every
+    rate the toolkit reports (LASER prints xsim error in %: 100 times these)."""
+    src2tgt = precision_at_1(fwd_top1[:, None])
+    tgt2src = precision_at_1(bwd_top1[:, None])
     mean = (src2tgt + tgt2src) / 2
     return {f"{prefix}_p@1_src2tgt": src2tgt, f"{prefix}_p@1_tgt2src": tgt2src, f"{prefix}_p@1_mean": mean,
-            f"{prefix}_xsim_error_src2tgt": 100 - src2tgt, f"{prefix}_xsim_error_tgt2src": 100 - tgt2src}
+            f"{prefix}_xsim_error_src2tgt": 1 - src2tgt, f"{prefix}_xsim_error_tgt2src": 1 - tgt2src}
 
 
 def signature(**settings) -> str:

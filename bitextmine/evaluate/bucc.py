@@ -36,15 +36,16 @@ def read_id_sentences(path: str | Path) -> IdSentences:
     return IdSentences(ids, texts)
 
 
-def read_gold(path: str | Path) -> set[tuple[str, str]]:
-    gold = set()
+def read_gold(path: str | Path) -> dict[tuple[str, str], int]:
+    """The gold pairs ``src_id<TAB>tgt_id``, each with the line it was read from."""
+    gold: dict[tuple[str, str], int] = {}
     for number, line in enumerate(read_shard(str(path)).lines, 1):
         if not line.strip():
             continue
         fields = line.split("\t")
         if len(fields) != 2:
             raise BitextmineError("expected src_id<TAB>tgt_id", path=path, line=number)
-        gold.add((fields[0].strip(), fields[1].strip()))
+        gold.setdefault((fields[0].strip(), fields[1].strip()), number)
     return gold
 
 
@@ -94,8 +95,9 @@ def evaluate_bucc_files(src: str | Path, tgt: str | Path, gold: str | Path, enco
     from bitextmine.mine.thresholds import mine_and_choose
     from bitextmine.progress import encode_with_progress
 
-    src_s, tgt_s, gold_pairs = read_id_sentences(src), read_id_sentences(tgt), read_gold(gold)
-    _warn_absent_gold(gold_pairs, src_s, tgt_s, gold)
+    src_s, tgt_s, gold_lines = read_id_sentences(src), read_id_sentences(tgt), read_gold(gold)
+    check_gold_ids(gold_lines, src_s, tgt_s, (src, tgt, gold))
+    gold_pairs = set(gold_lines)
     cfg = replace(cfg, device=resolve_device(cfg.device))
     encoder = load_encoder(encoder_name, device=cfg.device)
     src_unique, tgt_unique = list(dict.fromkeys(src_s.texts)), list(dict.fromkeys(tgt_s.texts))
@@ -115,10 +117,16 @@ def evaluate_bucc_files(src: str | Path, tgt: str | Path, gold: str | Path, enco
                                    retrieval=cfg.retrieval)}
 
 
-def _warn_absent_gold(gold: set[tuple[str, str]], src: IdSentences, tgt: IdSentences, path) -> None:
-    """Gold pairs naming ids the files do not hold can never be found: say how many."""
+def check_gold_ids(gold: dict[tuple[str, str], int], src: IdSentences, tgt: IdSentences, paths) -> None:
+    """Refuse gold pairs that name ids the sentence files do not hold: such a pair could never
+    be found and would lower the recall silently (gold of other files, of a whole corpus
+    beside a part of it, or ids with a typo)."""
+    src_path, tgt_path, gold_path = paths
     src_ids, tgt_ids = set(src.ids), set(tgt.ids)
-    absent = sum(1 for a, b in gold if a not in src_ids or b not in tgt_ids)
+    absent = [(line, a, b) for (a, b), line in gold.items() if a not in src_ids or b not in tgt_ids]
     if absent:
-        log.warning("%s: %d of %d gold pairs name ids absent from the sentence files; they count as missed",
-                    path, absent, len(gold))
+        line, a, b = min(absent)
+        missing = (f"source id {a!r} is not in {src_path}" if a not in src_ids
+                   else f"target id {b!r} is not in {tgt_path}")
+        raise BitextmineError(f"{missing} ({len(absent)} of {len(gold)} gold pairs name ids the sentence files lack; "
+                              "give the gold of these files)", path=gold_path, line=line)

@@ -182,8 +182,8 @@ def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, seed: int = defaults
 
 
 def check_target_precision(target: float) -> None:
-    if not 0 < target <= 1:
-        raise BitextmineError(f"--target-precision is a share in (0, 1], such as 0.9 for 90%, not {target:g}")
+    if not 0 < target < 1:  # as mine's: an estimate never promises 100 %
+        raise BitextmineError(f"--target-precision is a share in (0, 1), such as 0.9 for 90%, not {target:g}")
 
 
 def calibrate_sets(src: list, tgt: list, cfg: MineConfig, target_precision: float, seeds: str | None = None,

@@ -42,9 +42,26 @@ def evaluate_aligned(x: np.ndarray, y: np.ndarray, name: str, score: str = "cosi
 
 
 def tatoeba_sets(data_dir: str | Path, langs: list[str]) -> list[tuple[str, Path, Path]]:
-    """(name, foreign file, English file) of each language in a Tatoeba directory."""
+    """(name, foreign file, English file) of each language in a Tatoeba directory.
+
+    A language is named by any ISO 639 code (``de``, ``deu``, ``ger``); the files are found
+    by their own code (``tatoeba.deu-eng.deu``), which names the set. A code that matches no
+    file names the file its ISO 639-3 spelling would have (the error says it is missing).
+    """
+    import re
+
+    from bitextmine.filter.langid import language_key, same_language_codes
+
     data_dir = Path(data_dir)
-    return [(lang, data_dir / f"tatoeba.{lang}-eng.{lang}", data_dir / f"tatoeba.{lang}-eng.eng") for lang in langs]
+    present = [m.group(1) for p in sorted(data_dir.glob("tatoeba.*-eng.*"))
+               if (m := re.fullmatch(r"tatoeba\.([^.]+)-eng\.\1", p.name))] if data_dir.is_dir() else []
+    sets = []
+    for lang in langs:
+        language_key(lang, "--langs")  # an unknown code is an error, not a missing file
+        found = same_language_codes(lang, present)
+        code = found[0] if found else lang
+        sets.append((code, data_dir / f"tatoeba.{code}-eng.{code}", data_dir / f"tatoeba.{code}-eng.eng"))
+    return sets
 
 
 def evaluate_aligned_files(sets: list[tuple[str, Path, Path]], encoder_name: str, cfg,
@@ -79,6 +96,6 @@ def evaluate_aligned_files(sets: list[tuple[str, Path, Path]], encoder_name: str
         x = encode_with_progress(encoder.for_language(language_suffix(src)), src_lines, f"encode {name}", progress)
         y = encode_with_progress(encoder.for_language(language_suffix(tgt)), tgt_lines, f"encode {name}", progress)
         metrics.update(evaluate_aligned(x, y, name, cfg.score, cfg.device, cfg.k))
-        metrics[f"{name}_pairs"] = float(len(src_lines))
+        metrics[f"{name}_pairs"] = len(src_lines)
     return {"metrics": metrics, "primary_metric": "p@1_mean",
             "signature": signature(encoder=encoder.identity.name, score=cfg.score)}

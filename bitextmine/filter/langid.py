@@ -70,6 +70,20 @@ def speaks(languages: Iterable[str], lang: str) -> bool:
     return key is not None and key in {find_language_key(code.split("-")[0]) for code in languages}
 
 
+def same_language_codes(code: str, available: Iterable[str]) -> list[str]:
+    """The codes among ``available`` (as file names spell them) that name the language
+    ``code`` names: the code itself when present, else those of its language
+    (``de`` -> ``deu``; ``zh`` -> ``cmn``, ``yue``, ...), the ISO 639-3 spelling first."""
+    available = list(available)
+    if code in available:
+        return [code]
+    key = language_key(code)
+    same = [other for other in available if find_language_key(other) == key]
+    lang = _iso_lookup(code.replace("_", "-").split("-")[0])
+    first = lang.pt3 if lang is not None else None
+    return sorted(same, key=lambda other: (other != first, other))
+
+
 def language_key(value: str, option: str = "language") -> str:
     """The language a code names, as the filter compares it (``deu`` -> ``de``, ``yue`` ->
     ``zh``). An unknown code is an error that names ``option``."""
