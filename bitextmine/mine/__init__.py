@@ -21,7 +21,12 @@ from bitextmine.errors import BitextmineError
 from bitextmine.mine.knn import Neighbours, best_distinct, exact_knn_both_ways, index_knn
 from bitextmine.mine.rescore import select_with_exact_margins
 from bitextmine.mine.scoring import RETRIEVALS, SCORE_ALIASES, SCORES, Pairs, candidates, retrieve
-from bitextmine.mine.sentences import UniqueSentences, line_digests, unique_sentences  # noqa: F401 (re-exported)
+from bitextmine.mine.sentences import (  # noqa: F401 (re-exported)
+    UniqueSentences,
+    check_k,
+    line_digests,
+    unique_sentences,
+)
 from bitextmine.mine.thresholds import select_pairs, threshold_record
 
 log = logging.getLogger(__name__)
@@ -166,6 +171,8 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
     for corpus, side in ((src, src_side), (tgt, tgt_side)):
         if not len(side):
             raise BitextmineError("no sentence to mine: every line is blank", path=corpus.sets[0].path)
+    if cfg.score != "cosine":  # a plain cosine needs no neighbourhood
+        check_k(cfg.k, {"source": len(src_side), "target": len(tgt_side)}, src.sets[0].path)
     x = SelectedRows(src, src_side.rows)
     y = SelectedRows(tgt, tgt_side.rows)
     log.info("mining %d x %d distinct sentences (%d x %d rows), k=%d, %s margin, %s retrieval, threshold %s",
@@ -204,8 +211,8 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
     mined.stats = {
         "bitextmine_version": __version__,
         "parameters": {**asdict(cfg), "threshold_source": selection.choice.reason, "search": search,
-                       "src_index": str(src_index) if src_index else None,
-                       "tgt_index": str(tgt_index) if tgt_index else None},
+                       "src_index": [str(p) for p in src_index] if src_index else None,
+                       "tgt_index": [str(p) for p in tgt_index] if tgt_index else None},
         "encoder": src.encoder.to_dict(),
         "src": {"sets": src.describe(), "rows": src_side.total_rows, "blank": src_side.blank_rows,
                 "distinct": len(src_side)},

@@ -22,7 +22,7 @@ from bitextmine.errors import BitextmineError
 from bitextmine.io.pairs import Pair
 from bitextmine.mine.knn import Neighbours, as_float32, exact_knn
 from bitextmine.mine.scoring import margin_scores
-from bitextmine.mine.sentences import unique_sentences
+from bitextmine.mine.sentences import check_k, unique_sentences
 from bitextmine.mine.thresholds import Selection, select_pairs
 
 log = logging.getLogger(__name__)
@@ -153,6 +153,8 @@ def score_bitext_file(pairs_file: str, src_corpus: EmbeddingCorpus, tgt_corpus: 
         return loaded
 
     src, tgt = BitextSide(src_corpus), BitextSide(tgt_corpus)
+    if cfg.score != "cosine":
+        check_k(cfg.k, {"source pool": len(src.distinct), "target pool": len(tgt.distinct)}, src_corpus.sets[0].path)
     scores = score_bitext([p.src for p in pairs], [p.tgt for p in pairs], src, tgt, encoder, cfg.score, cfg.k,
                           cfg.device, progress)
     counts.update(src_in_pool=src.found, tgt_in_pool=tgt.found)

@@ -74,6 +74,16 @@ def line_digests(lines: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return digests, np.fromiter(map(operator.not_, keys), dtype=bool, count=len(keys))
 
 
+def check_k(k: int, sides: dict[str, int], path=None) -> None:
+    """``-k`` against the distinct sentences of each side: a neighbourhood as large as the side
+    averages over all of it, and the margin then says nothing about the pair."""
+    for side, count in sides.items():
+        if k >= count:
+            raise BitextmineError(f"-k {k} needs more than {k} distinct sentences on each side, but the {side} side "
+                                  f"has {count}: give a smaller -k (the margin compares a pair with the k nearest "
+                                  "other sentences)", path=path)
+
+
 def _as_keys(digests: np.ndarray) -> np.ndarray:
     """(n, 2) uint64 digests as n records, which numpy sorts and searches as one key."""
     return np.ascontiguousarray(digests).view([("high", np.uint64), ("low", np.uint64)]).reshape(-1)
