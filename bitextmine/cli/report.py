@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from bitextmine.cli.options import Quiet, command
+from bitextmine.cli.options import Quiet, command, json_option, json_to_stdout, output_option, usage_error
+from bitextmine.io.atomic import write_json
 
 app = typer.Typer()
 
 
-@command(app)
+@command(app, epilog="""\b
+Example:
+    bitextmine report pairs.tsv -o report/index.html --filter-report clean.tsv.filter.json""")
 def report(
     mined: Annotated[str, typer.Argument(metavar="PAIRS", show_default=False,
                                          help="Mined pairs TSV (score<TAB>src<TAB>tgt...).")],
-    output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE", show_default=False,
-                                         help="HTML file; the PNGs are written beside it.")],
+    output: output_option("HTML file; the PNGs are written beside it (- for standard output: the page alone)."),
     meta: Annotated[str | None, typer.Option(metavar="FILE", show_default=False,
                                              help="Mining sidecar JSON (default: PAIRS.json when present).")] = None,
     filter_report: Annotated[str | None, typer.Option(metavar="FILE", show_default=False,
@@ -25,6 +26,7 @@ def report(
     calibration: Annotated[str | None, typer.Option(
         metavar="FILE", show_default=False,
         help="A `bitextmine calibrate --json` file: plot its estimated precision and recall.")] = None,
+    json_out: json_option("The files written and the figures' counts as JSON (- for standard output).") = None,
     quiet: Quiet = False,
 ) -> None:
     """Write a mining report: one HTML page that opens without a server.
@@ -32,16 +34,16 @@ def report(
     It holds the histogram of all candidate scores, the pairs kept and the estimated
     precision against the threshold (the threshold in use marked), sampled pairs per
     score band, the filter counts and the parameters.
-
-    \b
-    Example:
-        bitextmine report pairs.tsv -o report/index.html --filter-report clean.tsv.filter.json
     """
     import logging
 
     from bitextmine.cli import setup_logging
     from bitextmine.evaluate.report import make_report
 
+    if output == "-" and json_to_stdout(json_out):
+        raise usage_error("the page already goes to standard output: give --json a file", "--json")
     setup_logging(quiet)
     written = make_report(mined, output, meta, filter_report, calibration)
     logging.getLogger("bitextmine").info("wrote %s", ", ".join(str(p) for p in written))
+    if json_out:
+        write_json(json_out, {"input": mined, "output": output, "written": [str(p) for p in written]})

@@ -18,6 +18,7 @@ from bitextmine.cli.options import (
     json_to_stdout,
     print_table,
 )
+from bitextmine.errors import printable
 from bitextmine.io.atomic import write_json
 
 app = typer.Typer()
@@ -41,7 +42,11 @@ LauncherOption = Annotated[Launcher, typer.Option(
          "(submitit job arrays) or inline (this process, one task at a time).")]
 
 
-@command(app)
+@command(app, epilog="""\b
+Examples:
+    bitextmine run examples/pipeline-ccmatrix.yaml
+    bitextmine run pipeline.yaml --launcher slurm --stage embed --stage index
+    bitextmine run pipeline.yaml --launcher slurm --set resources.embed.gpus=0""")
 def run(
     pipeline: Pipeline,
     launcher: LauncherOption = Launcher(defaults.LAUNCHER),
@@ -49,18 +54,14 @@ def run(
         metavar="STAGE", show_default=False,
         help="Run only these stages (repeatable): embed, index, mine, filter.")] = None,
     settings: Settings = None,
+    json_out: json_option("The stages (tasks run and skipped, seconds, outputs) and the pairs files as JSON "
+                          "(- for standard output).") = None,
     quiet: Quiet = False,
 ) -> None:
     """Run embed -> index -> mine -> filter over every shard and language pair of a pipeline.
 
     Finished tasks are skipped, so a killed run resumes where it was. On Slurm, a stage
     whose resources no node of the partition has stops the run before anything is submitted.
-
-    \b
-    Examples:
-        bitextmine run examples/pipeline-ccmatrix.yaml
-        bitextmine run pipeline.yaml --launcher slurm --stage embed --stage index
-        bitextmine run pipeline.yaml --launcher slurm --set resources.embed.gpus=0
     """
     from bitextmine.choices import STAGES
     from bitextmine.cli import setup_logging
@@ -71,16 +72,29 @@ def run(
     cfg = load_config(pipeline, settings or ())
     chosen = {s.value for s in stage} if stage else set(STAGES)
     summaries = run_pipeline(cfg, launcher.value, tuple(s for s in STAGES if s in chosen), progress=not quiet)
+    aside = json_to_stdout(json_out)
     print_table(["stage", "tasks", "ran", "skipped", "seconds", "output"],
                 [[s.stage, s.tasks, s.ran, s.skipped, f"{s.seconds:.1f}",
-                  str(Path(s.outputs[0]).parent) if s.outputs else "-"] for s in summaries])
+                  str(Path(s.outputs[0]).parent) if s.outputs else "-"] for s in summaries], err=aside)
+    pairs = {}
     for path in final_outputs(cfg):
         if path.exists():
             with path.open(encoding="utf-8") as lines:
-                typer.echo(f"pairs: {path} ({sum(1 for _ in lines)} lines)")
+                pairs[str(path)] = sum(1 for _ in lines)
+            typer.echo(printable(f"pairs: {path} ({pairs[str(path)]} lines)"), err=True)  # the table alone on stdout
+    if json_out:
+        write_json(json_out, {"pipeline": str(pipeline), "output": str(cfg.output),
+                              "stages": [{"stage": s.stage, "tasks": s.tasks, "ran": s.ran, "skipped": s.skipped,
+                                          "seconds": round(s.seconds, 3), "outputs": [str(p) for p in s.outputs]}
+                                         for s in summaries],
+                              "pairs": [{"file": path, "lines": lines} for path, lines in pairs.items()]})
 
 
-@command(app)
+@command(app, epilog="""\b
+Examples:
+    bitextmine plan examples/pipeline-ccmatrix.yaml --json plan.json
+    bitextmine plan pipeline.yaml --launcher slurm
+    bitextmine plan pipeline.yaml --remeasure""")
 def plan(
     pipeline: Pipeline,
     device: device_option("Device the calibration run measures: auto, cpu or cuda:N.") = defaults.DEVICE,
@@ -92,36 +106,40 @@ def plan(
         help="Pairs mined per sentence of the smaller side: mine's exact margins and the filter grow with it. "
              "By default measured on a sample where both sides are embedded, else assumed "
              f"({defaults.PLAN_MINED_SHARE:g}). A previous run's: pairs / rows in its mine sidecar.")] = None,
+    remeasure: Annotated[bool, typer.Option(
+        "--remeasure", help="Calibrate this machine again instead of using the calibration kept from an earlier "
+                            "plan with the same settings and version (under $XDG_CACHE_HOME/bitextmine/plan).")]
+    = False,
     quiet: Quiet = False,
 ) -> None:
     """Estimate RAM, GPU memory, disk and time per stage before anything runs.
 
     The estimates come from the corpus line counts and throughputs measured by a quick
-    calibration on a sample, on this machine. With --launcher slurm, also the job arrays,
-    the resources of a task and the queue-free wall time on the partition.
-
-    \b
-    Examples:
-        bitextmine plan examples/pipeline-ccmatrix.yaml --json plan.json
-        bitextmine plan pipeline.yaml --launcher slurm
+    calibration on a sample, on this machine (kept for the next plan with the same
+    settings and version). With --launcher slurm, also the job arrays, the resources of a
+    task and the queue-free wall time on the partition.
     """
     from dataclasses import asdict
 
     from bitextmine.cli import setup_logging
     from bitextmine.launch.config import load_config
-    from bitextmine.launch.plan import estimate
+    from bitextmine.launch.plan import estimate, total
 
     setup_logging(quiet)
     cfg = load_config(pipeline, settings or ())
     partition = _slurm_partition(cfg) if launcher == Launcher.slurm else None
-    estimates, measured = estimate(cfg, device, progress=not quiet, mined_share=mined_share)
+    estimates, measured = estimate(cfg, device, progress=not quiet, mined_share=mined_share, remeasure=remeasure)
     aside = json_to_stdout(json_out)
-    typer.echo(f"measured on this machine: {measured['embed_sentences_per_second']:.0f} sentences/s embedding, "
-               f"{measured['knn_gflops']:.0f} GFLOP/s exact search", err=aside)
+    calibration = measured["calibration"]
+    when = (f"kept from {calibration['measured_at']} (--remeasure to measure again)" if calibration["cached"]
+            else "measured now, kept for the next plan")
+    typer.echo(f"this machine: {measured['embed_sentences_per_second']:.0f} sentences/s embedding, "
+               f"{measured['knn_gflops']:.0f} GFLOP/s exact search; calibration {when}", err=True)
+    everything = total(estimates)
     print_table(["stage", "tasks", "RAM GB", "GPU GB", "disk GB", "time", "basis"],
                 [[e.stage, e.tasks, f"{e.ram_gb:.2f}", f"{e.gpu_gb:.2f}", f"{e.disk_gb:.3f}", _duration(e.seconds),
-                  e.basis] for e in estimates], err=aside)
-    plan_json = {"measured": measured, "stages": [asdict(e) for e in estimates]}
+                  e.basis] for e in [*estimates, everything]], err=aside)
+    plan_json = {"measured": measured, "stages": [asdict(e) for e in estimates], "total": asdict(everything)}
     if partition is not None:
         plan_json["slurm"] = _print_slurm_plan(cfg, estimates, partition, aside)
     if json_out:

