@@ -17,6 +17,22 @@ def report_document(cfg: FilterConfig, report: FilterReport) -> dict:
     return {"config": cfg.to_dict(), **report.to_dict()}
 
 
+def filter_file(input: str, cfg: FilterConfig, output: str, json_out: str | None = None,
+                rejects: str | None = None) -> FilterReport:
+    """``bitextmine filter``: the pairs of ``input`` filtered into ``output``, the report to
+    ``json_out`` (default: OUTPUT.filter.json beside a regular output). Outputs that would
+    replace the input are refused before any work; all are locked while they are written."""
+    from bitextmine.io.atomic import refuse_overwriting_inputs, sidecar_path
+    from bitextmine.io.lock import output_locks
+    from bitextmine.io.pairs import read_pairs
+
+    json_path = json_out if json_out is not None else sidecar_path(output, ".filter.json")
+    outputs = [output, json_path, rejects]
+    refuse_overwriting_inputs(outputs, [input])
+    with output_locks(outputs):
+        return filter_pairs_to_files(read_pairs(input), cfg, output, json_path, rejects)
+
+
 def filter_pairs_to_files(pairs: list[Pair], cfg: FilterConfig, output: str, report_path: Path | None,
                           rejects: str | None) -> FilterReport:
     pair_filter = PairFilter(cfg)
