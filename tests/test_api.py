@@ -1,0 +1,126 @@
+"""The Python API (``bitextmine.api``): what the commands do, on lists and arrays.
+
+The README's examples run as they are written; the functions agree with the commands on
+the same input (``mine`` with ``bitextmine mine``, ``score_pairs`` with ``mine``'s scores).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import EXAMPLES, REPO, clustered_vectors, make_embedding_set, read_lines
+
+
+def readme_api_blocks() -> list[str]:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## Python API", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)\n```", section, re.S)
+
+
+@pytest.mark.slow
+def test_the_readme_examples_run_and_say_what_they_claim(monkeypatch):
+    monkeypatch.chdir(REPO)
+    blocks = readme_api_blocks()
+    assert len(blocks) == 2
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102 (the README's own code)
+    vectors, pairs, chosen = namespace["vectors"], namespace["pairs"], namespace["chosen"]
+    assert vectors.shape == (2, 512) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+    gold = {tuple(int(v) - 1 for v in line.split("\t")) for line in read_lines(EXAMPLES / "gold.tsv")}
+    right = sum((p["src"], p["tgt"]) in gold for p in pairs)
+    assert right / len(pairs) >= 0.85 and right >= 250 and chosen["threshold_source"].startswith("adaptive")
+    assert [p["score"] for p in pairs] == sorted((p["score"] for p in pairs), reverse=True)
+    assert namespace["scores"].shape == (2,) and 0 < len(namespace["kept"]) <= len(pairs)
+    assert namespace["aligned"]["p@1_mean"] > 0.9 and namespace["bucc"]["bucc_f1"] > 0.8
+
+
+def test_importing_bitextmine_and_its_api_loads_no_torch():
+    probe = ("import sys\nimport bitextmine\nassert 'numpy' not in sys.modules\nfrom bitextmine import api\n"
+             "print(sorted(m for m in ('torch', 'faiss', 'typer') if m in sys.modules), callable(bitextmine.api.mine))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[]", "True"]
+
+
+@pytest.fixture
+def pools(tmp_path):
+    """Synthetic fp16 vectors (as a set stores them) with 40 translations, as arrays and as sets."""
+    x = clustered_vectors(120, dim=32, seed=7)
+    y = clustered_vectors(100, dim=32, seed=8)
+    y[:40] = x[:40] + 0.05 * np.random.default_rng(9).standard_normal((40, 32)).astype(np.float32)
+    y /= np.linalg.norm(y, axis=1, keepdims=True)
+    x, y = x.astype(np.float16).astype(np.float32), y.astype(np.float16).astype(np.float32)
+    make_embedding_set(tmp_path / "x", x, [f"Satz {i}" for i in range(120)])
+    make_embedding_set(tmp_path / "y", y, [f"sentence {i}" for i in range(100)])
+    return x, y, tmp_path
+
+
+def test_mine_on_arrays_gives_the_commands_pairs_and_scores(cli, pools):
+    from bitextmine import api
+
+    x, y, where = pools
+    result = cli("mine", "--src", where / "x", "--tgt", where / "y", "--threshold", "1.0", "-o", "-", "-q", "--ids")
+    assert result.exit_code == 0, result.stderr
+    rows = [line.split("\t") for line in result.stdout.splitlines()]
+    found = api.mine(x, y, threshold=1.0, device="cpu")
+    assert [(p["src"], p["tgt"]) for p in found] == [(int(r[3].split(":")[1]) - 1, int(r[4].split(":")[1]) - 1)
+                                                     for r in rows]
+    assert np.allclose([p["score"] for p in found], [float(r[0]) for r in rows], atol=2e-6)
+    assert sum(p["src"] == p["tgt"] < 40 for p in found) >= 38 and "src_text" not in found[0]
+    from bitextmine.errors import BitextmineError
+
+    with pytest.raises(BitextmineError, match="-k 120"):
+        api.mine(x, y, k=120, threshold=1.0, device="cpu")
+
+
+def test_score_pairs_on_arrays_scores_as_mine(pools):
+    from bitextmine import api
+
+    x, y, _ = pools
+    found = api.mine(x, y, threshold=1.0, device="cpu")
+    src = np.stack([x[p["src"]] for p in found])
+    tgt = np.stack([y[p["tgt"]] for p in found])
+    scores = api.score_pairs(src, tgt, x, y, device="cpu")
+    assert np.allclose(scores, [p["score"] for p in found], atol=2e-6)
+    cosines = api.score_pairs(src, tgt, x, y, score="cosine", device="cpu")
+    assert np.allclose(cosines, np.einsum("ij,ij->i", src, tgt))
+
+
+def test_filter_pairs_keeps_what_the_filter_keeps(cli, tmp_path):
+    from bitextmine import api
+
+    pairs = [(1.3, "Das ist ein Haus.", "This is a house."), (1.2, "Gleich.", "Gleich."),
+             (float("nan"), "Ein Boot.", "A boat."), (1.1, "Das ist ein Haus.", "This is a house, again.")]
+    kept = api.filter_pairs(pairs)
+    assert kept == [pairs[0]]
+    assert api.filter_pairs(pairs, reasons=True) == [None, "copy", "score_cap", "dedup"]
+    assert api.filter_pairs([(a, b) for _, a, b in pairs], dedup="pair") == [("Das ist ein Haus.", "This is a house."),
+                                                                          ("Ein Boot.", "A boat."),
+                                                                          ("Das ist ein Haus.",
+                                                                           "This is a house, again.")]
+    (tmp_path / "p.tsv").write_text("".join(f"{s}\t{a}\t{b}\n" for s, a, b in pairs))
+    assert cli("filter", tmp_path / "p.tsv", "-o", "-", "-q").stdout.splitlines() == ["1.300000\tDas ist ein Haus.\t"
+                                                                                      "This is a house."]
+
+
+def test_evaluate_on_arrays_gives_shares(pools):
+    from bitextmine import api
+    from bitextmine.errors import BitextmineError
+
+    x, y, _ = pools
+    metrics = api.evaluate_tatoeba(x[:40], y[:40], device="cpu")
+    assert metrics["pairs"] == 40 and 0.9 <= metrics["p@1_mean"] <= 1
+    assert metrics["xsim_error_src2tgt"] == pytest.approx(1 - metrics["p@1_src2tgt"])
+    with pytest.raises(BitextmineError, match="aligned"):
+        api.evaluate_tatoeba(x[:40], y[:39], device="cpu")
+    with pytest.raises(BitextmineError, match="give a list of sentences"):
+        api.embed("one string, not a list")
