@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from bitextmine import defaults
 from bitextmine.encoders.base import Encoder, EncoderIdentity
-from bitextmine.errors import BitextmineError
+from bitextmine.errors import BitextmineError, printable
 
 EncoderFactory = Callable[[str, str, str], Encoder]
 
@@ -57,13 +57,14 @@ def _suggestion(spec: str) -> str:
     """What a name that is a path probably meant: ``ckpt/x`` -> ``ckpt:ckpt/x``."""
     from pathlib import Path
 
+    shown = printable(spec)
     if not ("/" in spec or Path(spec).is_dir()):
         return ""
     config = Path(spec) / "config.json"
     if (Path(spec) / "modules.json").is_file() or (config.is_file() and "model_type" in config.read_text(
             encoding="utf-8", errors="replace")):
-        return f"; a sentence-transformers model directory is named hf:{spec}"
-    return f"; a checkpoint of bitextmine train is named ckpt:{spec}"
+        return f"; a sentence-transformers model directory is named hf:{shown}"
+    return f"; a checkpoint of bitextmine train is named ckpt:{shown}"
 
 
 def check_encoder_spec(spec: str) -> str:
