@@ -473,3 +473,15 @@ def test_target_precision_has_one_range_on_every_verb(cli, tmp_path, share):
 def test_plan_on_a_directory_says_so(cli, tmp_path):
     one_line_error(cli("plan", tmp_path, "-q"), f"{tmp_path}: is a directory; give the pipeline file")
     one_line_error(cli("run", tmp_path, "-q"), "is a directory")
+
+
+def test_mine_with_filter_shares_the_warning_and_strict(cli, tmp_path):
+    from tests.conftest import example_like_sets
+
+    de, en = example_like_sets(tmp_path)
+    args = ["mine", "--src", de, "--tgt", en, "--threshold", "1.1", "--filter", "--src-lang", "en", "--tgt-lang", "de"]
+    warned = cli(*args, "-o", tmp_path / "p.tsv", "-q")
+    assert warned.exit_code == 0 and "columns look swapped" in warned.stderr, warned.stderr
+    assert "swapped" in json.loads((tmp_path / "p.tsv.json").read_text())["filter"]["warnings"][0]
+    one_line_error(cli(*args, "-o", tmp_path / "strict.tsv", "-q", "--strict"), "columns look swapped", "(--strict)")
+    assert not (tmp_path / "strict.tsv").exists() and not (tmp_path / "strict.tsv.json").exists()
