@@ -485,3 +485,28 @@ def test_mine_with_filter_shares_the_warning_and_strict(cli, tmp_path):
     assert "swapped" in json.loads((tmp_path / "p.tsv.json").read_text())["filter"]["warnings"][0]
     one_line_error(cli(*args, "-o", tmp_path / "strict.tsv", "-q", "--strict"), "columns look swapped", "(--strict)")
     assert not (tmp_path / "strict.tsv").exists() and not (tmp_path / "strict.tsv.json").exists()
+
+
+@pytest.mark.parametrize("verb", ["embed", "index", "score-pairs", "report", "calibrate", "eval tatoeba", "eval bucc",
+                                  "train", "run", "plan"])
+def test_json_never_replaces_an_input(cli, tmp_path, repeating_sets, verb):
+    de, en = repeating_sets
+    pairs = gold_pairs(tmp_path)
+    config = tmp_path / "p.yaml"
+    config.write_text(f"output: {tmp_path / 'out'}\nlanguages: {{de: {de / 'de.txt'}, en: {en / 'en.txt'}}}\n"
+                      "pairs: [[de, en]]\n")
+    args, victim = {
+        "embed": (["embed", de / "de.txt", "-o", tmp_path / "emb"], de / "de.txt"),
+        "index": (["index", de, "-o", tmp_path / "idx"], de / "manifest.json"),
+        "score-pairs": (["score-pairs", pairs, "--src", de, "--tgt", en, "-o", tmp_path / "s.tsv"], pairs),
+        "report": (["report", pairs, "-o", tmp_path / "r.html"], pairs),
+        "calibrate": (["calibrate", "--src", de, "--tgt", en], en / "manifest.json"),
+        "eval tatoeba": (["eval", "tatoeba", de / "de.txt", en / "en.txt"], en / "en.txt"),
+        "eval bucc": (["eval", "bucc", pairs, pairs, pairs], pairs),
+        "train": (["train", pairs, "-o", tmp_path / "ckpt", "--max-steps", "1"], pairs),
+        "run": (["run", config, "--launcher", "inline"], config),
+        "plan": (["plan", config], de / "de.txt"),
+    }[verb]
+    before = snapshot(tmp_path)
+    one_line_error(cli(*args, "--json", victim, "-q"), str(victim), "input")
+    assert_unchanged(before, tmp_path)

@@ -13,6 +13,7 @@ from bitextmine.cli.options import (
     MarginAlias,
     Quiet,
     Strict,
+    check_json_output,
     command,
     device_option,
     json_option,
@@ -68,6 +69,7 @@ def calibrate(
     from bitextmine.evaluate.calibrate import calibrate_sets
     from bitextmine.mine import MineConfig
 
+    check_json_output(json_out, [*src, *tgt, seeds])
     setup_logging(quiet)
     cfg = MineConfig(k=k, score=score_of(score, margin), retrieval=retrieval.value, device=device)
     result, recommended = calibrate_sets(src, tgt, cfg, target_precision, seeds, seed, progress=not quiet)

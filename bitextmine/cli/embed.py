@@ -10,6 +10,7 @@ from bitextmine import defaults
 from bitextmine.choices import Precision, TextErrors
 from bitextmine.cli.options import (
     Quiet,
+    check_json_output,
     command,
     device_option,
     encoder_option,
@@ -72,7 +73,9 @@ def embed(
     setup_logging(quiet)
     cfg = EmbedConfig(encoder=encoder, device=device, precision=precision.value, batch_tokens=batch_tokens,
                       max_tokens=max_tokens, errors=errors.value, overwrite=overwrite, lang=lang)
-    emb_set = embed_shards(expand_shards(shards), output, cfg, progress=not quiet)
+    sources = expand_shards(shards)
+    check_json_output(json_out, [*sources, output])
+    emb_set = embed_shards(sources, output, cfg, progress=not quiet)
     summary = emb_set.summary()
     logging.getLogger("bitextmine").info("%s: %d shard(s), %d rows, %d blank, %d truncated", output,
                                          len(summary["shards"]), summary["rows"], summary["blank_lines"],

@@ -13,6 +13,7 @@ from bitextmine.cli.options import (
     Group,
     MarginAlias,
     Quiet,
+    check_json_output,
     command,
     device_option,
     encoder_option,
@@ -91,6 +92,7 @@ def tatoeba(
     sets += [(a.name, a, b) for a, b in zip(files[::2], files[1::2], strict=True)]
     if not sets:
         raise usage_error("give SRC TGT files, or --data and --langs")
+    check_json_output(json_out, [data, *(path for _, a, b in sets for path in (a, b))])
     setup_logging(quiet)
     cfg = MineConfig(score=score_of(score, margin), device=device)
     report = evaluate_aligned_files(sets, encoder, cfg, progress=not quiet)
@@ -131,6 +133,7 @@ def bucc(
     from bitextmine.evaluate.bucc import evaluate_bucc_files
     from bitextmine.mine import MineConfig
 
+    check_json_output(json_out, [src, tgt, gold])
     setup_logging(quiet)
     cfg = MineConfig(k=k, score=score_of(score, margin), retrieval=retrieval.value, threshold=threshold,
                      device=device)

@@ -9,7 +9,7 @@ import typer
 
 from bitextmine import defaults
 from bitextmine.choices import IndexDevice
-from bitextmine.cli.options import Quiet, command, json_option, output_option
+from bitextmine.cli.options import Quiet, check_json_output, command, json_option, output_option
 from bitextmine.io.atomic import write_json
 
 app = typer.Typer()
@@ -51,6 +51,7 @@ def index(
     setup_logging(quiet)
     cfg = IndexConfig(index_type=index_type, nprobe=nprobe, train_sample=train_sample, seed=seed,
                       device=device.value, trained_from=str(trained_from) if trained_from else None)
+    check_json_output(json_out, [*embeddings, trained_from, output])
     meta = build_index([str(p) for p in embeddings], output, cfg, quiet=quiet)
     logging.getLogger("bitextmine").info("%s: %s, %d vectors, %.1f s", output, meta["factory"], meta["ntotal"],
                                          meta["seconds"])
@@ -75,6 +76,7 @@ def index_merge(
     from bitextmine.index import merge_indexes
 
     setup_logging(quiet)
+    check_json_output(json_out, [*indexes, output])
     meta = merge_indexes([str(p) for p in indexes], output)
     logging.getLogger("bitextmine").info("%s: %d vectors", output, meta["ntotal"])
     if json_out:

@@ -303,6 +303,15 @@ def with_filter_options(func):
 
 # --- writing results -----------------------------------------------------------------------
 
+def check_json_output(json_out: str | None, inputs: list, outputs: list = ()) -> None:
+    """``--json FILE`` checked before any work: neither an input nor inside one (an artifact
+    directory the command reads or writes counts as one), nor another of its outputs."""
+    if json_out is not None:
+        from bitextmine.io.atomic import refuse_overwriting_inputs
+
+        refuse_overwriting_inputs([json_out, *outputs], [str(i) for i in inputs if i is not None])
+
+
 def json_to_stdout(*paths: str | None) -> bool:
     return any(path == "-" for path in paths)
 

@@ -6,7 +6,15 @@ from typing import Annotated
 
 import typer
 
-from bitextmine.cli.options import Quiet, command, json_option, json_to_stdout, output_option, usage_error
+from bitextmine.cli.options import (
+    Quiet,
+    check_json_output,
+    command,
+    json_option,
+    json_to_stdout,
+    output_option,
+    usage_error,
+)
 from bitextmine.io.atomic import write_json
 
 app = typer.Typer()
@@ -42,6 +50,7 @@ def report(
 
     if output == "-" and json_to_stdout(json_out):
         raise usage_error("the page already goes to standard output: give --json a file", "--json")
+    check_json_output(json_out, [mined, meta, filter_report, calibration], [output])
     setup_logging(quiet)
     written = make_report(mined, output, meta, filter_report, calibration)
     logging.getLogger("bitextmine").info("wrote %s", ", ".join(str(p) for p in written))

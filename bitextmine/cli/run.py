@@ -12,6 +12,7 @@ from bitextmine import defaults
 from bitextmine.choices import Launcher, Stage
 from bitextmine.cli.options import (
     Quiet,
+    check_json_output,
     command,
     device_option,
     json_option,
@@ -70,6 +71,7 @@ def run(
 
     setup_logging(quiet)
     cfg = load_config(pipeline, settings or ())
+    check_json_output(json_out, [pipeline, *(s for shards in cfg.languages.values() for s in shards)])
     chosen = {s.value for s in stage} if stage else set(STAGES)
     summaries = run_pipeline(cfg, launcher.value, tuple(s for s in STAGES if s in chosen), progress=not quiet)
     aside = json_to_stdout(json_out)
@@ -127,6 +129,7 @@ def plan(
 
     setup_logging(quiet)
     cfg = load_config(pipeline, settings or ())
+    check_json_output(json_out, [pipeline, *(s for shards in cfg.languages.values() for s in shards)])
     partition = _slurm_partition(cfg) if launcher == Launcher.slurm else None
     estimates, measured = estimate(cfg, device, progress=not quiet, mined_share=mined_share, remeasure=remeasure)
     aside = json_to_stdout(json_out)

@@ -12,6 +12,7 @@ from bitextmine.choices import Score
 from bitextmine.cli.options import (
     MarginAlias,
     Quiet,
+    check_json_output,
     command,
     device_option,
     json_option,
@@ -70,6 +71,7 @@ def score_pairs_command(
             raise usage_error(f"give the {name[2:]} pool: {name} SET", name)
     if output == "-" and json_to_stdout(json_out):
         raise usage_error("the pairs already go to standard output: give --json a file", "--json")
+    check_json_output(json_out, [pairs, *src, *tgt], [output])
     setup_logging(quiet)
     cfg = MineConfig(k=k, score=score_of(score, margin), device=device)
     summary = score_pairs_to_file(pairs, src, tgt, cfg, output, sort=sort, progress=not quiet)

@@ -10,6 +10,7 @@ import typer
 from bitextmine.choices import Amp, LrSchedule, Pooling, Preset, Recipe, StudentSides
 from bitextmine.cli.options import (
     Quiet,
+    check_json_output,
     command,
     device_option,
     encoder_name,
@@ -208,6 +209,8 @@ def train(
 
     setup_logging(quiet)
     specs = task_specs(data or [], task or [])
+    check_json_output(json_out, [*(p for s in specs for given in s.files for p in given.split(",")), dev, spm_model,
+                                 output])
     settings = dict(preset=preset.value, dim=dim, layers=layers, heads=heads, ff=ff, pooling=pooling.value,
                     char_ngram_buckets=char_ngrams, max_tokens=max_tokens, init=init,
                     train_embeddings=train_embeddings, freeze_network=freeze_network,
