@@ -15,7 +15,20 @@ from typing import Annotated
 import typer
 
 from bitextmine import __version__
-from bitextmine.cli import calibrate, doctor, embed, evaluate, filter, index, mine, report, run, score_pairs, train
+from bitextmine.cli import (
+    calibrate,
+    doctor,
+    embed,
+    evaluate,
+    filter,
+    index,
+    mine,
+    prepare,
+    report,
+    run,
+    score_pairs,
+    train,
+)
 from bitextmine.cli.options import Group, Interrupted
 from bitextmine.errors import BitextmineError
 
@@ -26,7 +39,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     rich_markup_mode="rich",
 )
-for verb in (embed, index, mine, filter, score_pairs, report, calibrate, doctor, run, train):
+for verb in (prepare, embed, index, mine, filter, score_pairs, report, calibrate, doctor, run, train):
     app.add_typer(verb.app)
 app.add_typer(evaluate.app, name="eval")
 
@@ -44,7 +57,7 @@ def _root(
 ) -> None:
     """Mine parallel sentences (bitext) from monolingual corpora.
 
-    Pipeline: embed -> index -> mine -> filter; eval measures the result.
+    Pipeline: prepare -> embed -> index -> mine -> filter; eval measures the result.
 
     \b
     Example (the bundled German-English sample):

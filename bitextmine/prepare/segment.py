@@ -138,8 +138,8 @@ class Segmenter:
 
 def _place_quote(text: str, cut: int) -> int:
     """A cut before ``"`` that closes the sentence (``no." Then``: right after it and before a
-    space; in unspaced scripts, while a quote is open) moves past it; a cut after white space and an opening quote (``no. "Then``) moves
-    before the quote."""
+    space; in unspaced scripts, while a quote is open) moves past it; a cut after white space
+    and an opening quote (``no. "Then``) moves before the quote."""
     if 0 < cut < len(text) and text[cut] == _STRAIGHT_QUOTE and not text[cut - 1].isspace():
         if cut + 1 == len(text) or text[cut + 1].isspace() or text.count(_STRAIGHT_QUOTE, 0, cut) % 2:
             return cut + 1  # right after the sentence, then a space or the end (or, unspaced, a quote open)
