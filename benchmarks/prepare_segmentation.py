@@ -113,7 +113,8 @@ def main() -> None:
                     per_lang[name].setdefault(lang, Recovery()).add(result)
                     cuts = 100 * result.extra_cuts / result.lines
                     cells.append(f"{100 * result.share:.1f} ({cuts:.1f}; {result.pieces / seconds / 1000:.0f}k/s)")
-                print(f"| {lang} | {source} | {separator!r} | {sum(len(d) for d in docs)} | " + " | ".join(cells) + " |")
+                lines = sum(len(d) for d in docs)
+                print(f"| {lang} | {source} | {separator!r} | {lines} | " + " | ".join(cells) + " |")
     print("\nper language, all sources: recovered % (extra cuts per 100 lines)\n")
     print("| segmenter | " + " | ".join(LANGS) + " | mean | lowest |")
     print("|---|" + "---:|" * (len(LANGS) + 2))

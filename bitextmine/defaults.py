@@ -19,16 +19,18 @@ PREPARE_ID_FIELD = "id"
 PREPARE_URL_FIELD = "url"
 PREPARE_ERRORS = "strict"  # bad input is an error naming file and line; "skip" counts and leaves it out
 # A sentence is kept when its length, in characters with a CJK character counting three (the
-# filter's measure), lies in these bounds: shorter lines are fragments, headings, buttons; longer
-# ones are run-on text that no encoder reads whole (the filter's bound)
-PREPARE_MIN_CHARS = 10
+# filter's measure), lies in these bounds: shorter lines are fragments and buttons ("1.", "Foto:");
+# longer ones are run-on text that no encoder reads whole (the filter's bound). 10 lost 0.7-1.7 %
+# of the Czech and Hindi Tatoeba-domain lines ("On nespí.", "मज़े करो।"), 5 almost none
+PREPARE_MIN_CHARS = 5
 PREPARE_MAX_CHARS = 1000
 PREPARE_MIN_LETTER_SHARE = 0.5  # letters / visible characters, as the filter's rule
 # Language ID keeps a sentence when the detector gives the language at least this probability
-# among the candidates (FILTER_LID_CANDIDATES and the language): measured on Tatoeba and news
-# (benchmarks/RESULTS.md, prepare), 0.1 loses 0.0-2.2 % of a language's own sentences (Russian
-# taken for Ukrainian, Czech for Slovak) and keeps 0.0-0.2 % of English news sentences
-PREPARE_MIN_LANG_PROB = 0.1
+# among the candidates (FILTER_LID_CANDIDATES and the language), i.e. drops it when it is 98 %
+# sure of another. Measured (benchmarks/RESULTS.md, prepare): 0.1 dropped 2.2 % of the Russian
+# and 1.0 % of the Czech lines (taken for Bulgarian, Slovak), 0.02 1.4 % and 0.4 %, while English
+# news sentences kept stay at 0.0-0.3 % either way
+PREPARE_MIN_LANG_PROB = 0.02
 PREPARE_SHARD_LINES = 1_000_000  # sentences a shard at most (a document's sentences stay together)
 # Documents judged together by a worker: enough text for full language-ID batches, small enough
 # that the parent holds only a few of them (2 per worker) whatever the input's size

@@ -47,11 +47,11 @@ def run(
     launcher: LauncherOption = Launcher(defaults.LAUNCHER),
     stage: Annotated[list[Stage] | None, typer.Option(
         metavar="STAGE", show_default=False,
-        help="Run only these stages (repeatable): embed, index, mine, filter.")] = None,
+        help="Run only these stages (repeatable): prepare, embed, index, mine, filter.")] = None,
     settings: Settings = None,
     quiet: Quiet = False,
 ) -> None:
-    """Run embed -> index -> mine -> filter over every shard and language pair of a pipeline.
+    """Run prepare -> embed -> index -> mine -> filter over every shard and language pair of a pipeline.
 
     Finished tasks are skipped, so a killed run resumes where it was. On Slurm, a stage
     whose resources no node of the partition has stops the run before anything is submitted.
@@ -109,10 +109,12 @@ def plan(
 
     from bitextmine.cli import setup_logging
     from bitextmine.launch.config import load_config
+    from bitextmine.launch.pipeline import with_prepared_shards
     from bitextmine.launch.plan import estimate
 
     setup_logging(quiet)
-    cfg = load_config(pipeline, settings or ())
+    # a pipeline that starts from documents is estimated from its prepared shards
+    cfg = with_prepared_shards(load_config(pipeline, settings or ()))
     partition = _slurm_partition(cfg) if launcher == Launcher.slurm else None
     estimates, measured = estimate(cfg, device, progress=not quiet, mined_share=mined_share)
     aside = json_to_stdout(json_out)

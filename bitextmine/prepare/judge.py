@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from bitextmine.prepare.config import PrepareConfig
+from bitextmine.prepare.dedup import sentence_hash
 from bitextmine.prepare.rules import LanguageCheck, normalise_document, tidy_sentence
 from bitextmine.prepare.segment import Segmenter
 
@@ -17,6 +18,7 @@ from bitextmine.prepare.segment import Segmenter
 @dataclass
 class JudgedBatch:
     kept: list[list[tuple[int, str]]]  # per document: (sentence number from 1, sentence) of the kept ones
+    hashes: list[int] = field(default_factory=list)  # of the kept sentences, in order (for dedup)
     sentences: int = 0  # sentences segmented
     rejected: Counter = field(default_factory=Counter)  # rule -> sentences
     lid_unsupported: bool = False
@@ -54,6 +56,8 @@ class DocumentJudge:
             else:
                 batch.rejected["lid"] += 1
         batch.lid_unsupported = self.languages is not None and not self.languages.supported
+        if self.cfg.active("dedup"):  # hashed here, in the workers: the parent only looks them up
+            batch.hashes = [sentence_hash(sentence) for kept in batch.kept for _, sentence in kept]
         return batch
 
     def _languages_match(self, sentences: list[str]) -> list[bool]:

@@ -57,15 +57,17 @@ def tidy_sentence(sentence: str) -> str:
 
 
 _CODE = re.compile(r"[{}]|</|=>|function\s*\(|lorem ipsum|javascript", re.IGNORECASE)
+# what any of the marks below needs (most sentences have none: one search settles them)
+_MAYBE = re.compile(r"[{}|»›•·@]|</|=>|[Ii]psum|IPSUM|[Jj]ava[Ss]cript|JAVASCRIPT|function|://|www\.")
 _NAVIGATION = re.compile(r"(?:^|\s)[|»›•·](?=\s|$)")
 _LINKS = re.compile(r"(?:https?://|www\.)\S+|[\w.+-]+@[\w-]+\.[\w.-]+", re.IGNORECASE)
 
 
 def is_boilerplate(sentence: str) -> bool:
     """Code, navigation, or links taking half the sentence (see the module docs)."""
-    if _CODE.search(sentence) is not None:
-        return True
-    if len(_NAVIGATION.findall(sentence)) >= 3:
+    if _MAYBE.search(sentence) is None:
+        return False
+    if _CODE.search(sentence) is not None or len(_NAVIGATION.findall(sentence)) >= 3:
         return True
     if ("://" in sentence or "www." in sentence or "@" in sentence) \
             and 2 * sum(len(m) for m in _LINKS.findall(sentence)) >= len(sentence):

@@ -22,7 +22,7 @@ from bitextmine import defaults
 from bitextmine.errors import BitextmineError
 from bitextmine.io.provenance import Origin
 from bitextmine.prepare.config import PrepareConfig
-from bitextmine.prepare.dedup import SeenSentences, sentence_hash
+from bitextmine.prepare.dedup import SeenSentences
 from bitextmine.prepare.judge import DocumentJudge, JudgedBatch
 from bitextmine.prepare.readers import Document, ReadCounts, read_documents
 from bitextmine.prepare.shards import (
@@ -226,10 +226,9 @@ def _write_batch(batch: Batch, result: JudgedBatch, path: str, cfg: PrepareConfi
     counts.rejected.update(result.rejected)
     flat = [(document, number, sentence) for document, kept in zip(batch.documents, result.kept, strict=True)
             for number, sentence in kept]
-    new = seen.claim([sentence_hash(s) for _, _, s in flat], shard) if cfg.active("dedup") else [True] * len(flat)
-    for (document, number, sentence), fresh in zip(flat, new, strict=True):
-        if fresh:
-            writer.write(sentence, Origin(path, document.id, document.url, number))
+    new = seen.claim(result.hashes, shard) if cfg.active("dedup") else [True] * len(flat)
+    writer.write_many([(sentence, Origin(path, document.id, document.url, number))
+                       for (document, number, sentence), fresh in zip(flat, new, strict=True) if fresh])
     counts.kept += sum(new)
     counts.rejected["dedup"] += len(new) - sum(new)
 

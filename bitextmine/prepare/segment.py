@@ -15,7 +15,8 @@ and no others:
 - ``……`` ending a Chinese or Japanese sentence;
 - ``|`` and a lone Latin ``I`` written for the danda in Hindi (``।`` itself is the library's);
 - ``etc.``-like abbreviations that end sentences (``usw.``, ``atd.``) before a capital;
-- German words the library lists as abbreviations though they end sentences (``mich``, ``mag``).
+- words the library lists as abbreviations though they end sentences (German ``mich``, ``mag``,
+  English ``May``).
 
 A lone short abbreviation cut off by the library (``M.``, ``डॉ.``) is joined to what follows.
 """
@@ -40,51 +41,60 @@ _BEFORE_NUMBERS = frozenset(
 # abbreviations that often end a sentence: followed by a capital, they do
 _FINAL_ABBREVIATIONS = ("etc", "usw", "atd", "apod", "aj", "ecc", "itd", "itp")
 # words the library takes for abbreviations, measured to end sentences (language -> words)
-_WORDS_NOT_ABBREVIATIONS = {"de": ("mich", "mag"), "cs": ("tu", "slov"), "fr": ("vol", "art")}
+_WORDS_NOT_ABBREVIATIONS = {"de": ("mich", "mag", "Bart", "Art"), "cs": ("tu", "slov"), "fr": ("vol", "art"),
+                            "en": ("May",)}
 
 
-def _capital_next(text: str, match: re.Match) -> bool:
+def _capital_next(text: str, position: int) -> bool:
     """Whether the next letter (after an opening quote) is a capital, or of a script without case."""
-    for char in text[match.end():match.end() + 3]:
+    for char in text[position:position + 3]:
         if char.isalpha():
             return char.isupper() or not char.islower()
     return False
 
 
-def _word_before_number(text: str, match: re.Match) -> bool:
-    """"word. 20": a word that is not an abbreviation of those written before numbers."""
-    return match.group(1).lower() not in _BEFORE_NUMBERS
+def _word_before(text: str, end: int) -> str:
+    """The letters right before ``end``."""
+    start = end
+    while start > 0 and text[start - 1].isalpha():
+        start -= 1
+    return text[start:end]
 
 
-def _acronym_before_capital(text: str, match: re.Match) -> bool:
-    """"… for ODS. Then": an acronym (not a Roman numeral: "Karel IV. Praha") then a capital."""
-    word = match.group(1)
-    return word.isupper() and word.strip("IVXLCDM") != "" and _capital_next(text, match)
+# where a sentence may end: ., ! or ? (a closing quote), then white space
+_PUNCTUATION_SPACE = re.compile(r"[.!?][\"”’»]?\s+")
 
 
-def _always(text: str, match: re.Match) -> bool:
-    return True
+def _cut_after_word(text: str, match: re.Match, not_abbreviations: frozenset[str]) -> bool:
+    """Whether a ``.`` (``!``, ``?``) and the space after it end a sentence that the library ran on:
+
+    - a digit follows a word of two letters or more (ordinals "3. 10. 2013" follow numbers),
+      other than an abbreviation written before numbers ("ca. 20", "Nr. 5");
+    - a capital follows an abbreviation that ends sentences ("etc."), a word of the language
+      the library takes for an abbreviation ("mich."), or an acronym ("ODS."; not a Roman
+      numeral: "Karel IV. Praha")."""
+    word = _word_before(text, match.start())
+    if len(word) < 2:
+        return False
+    after = match.end()
+    if text[after].isdigit():
+        return word.lower() not in _BEFORE_NUMBERS
+    if text[match.start()] != "." or not _capital_next(text, after):
+        return False
+    return word.lower() in _FINAL_ABBREVIATIONS or word in not_abbreviations \
+        or (word.isupper() and word.strip("IVXLCDM") != "")
 
 
-# (pattern, check of each match): a cut at the end of each match that passes its check
-_EXTRA_BOUNDARIES = [
-    # a digit after the end of a word (ordinals "3. 10. 2013" are numbers, not words)
-    (re.compile(r"([^\W\d_]{2,})[.!?][\"”’»]?\s+(?=\d)"), _word_before_number),
+# (strings one of which must be in the text for the pattern to be worth running, pattern): a
+# cut at the end of each match
+_SCRIPT_BOUNDARIES = [
     # 。！？ then a digit or a Latin letter, which the library takes for the same sentence
-    (re.compile(rf"(?<=[。！？])[{re.escape(_CLOSING)}]*(?=[0-9A-Za-z０-９])"), _always),
-    # …… after a CJK character, before another
-    (re.compile(rf"(?<=[{_WIDE}])(?:……|\.\.\.|…)(?=\s*[{_WIDE}\w])"), _always),
+    (("。", "！", "？"), re.compile(rf"(?<=[。！？])[{re.escape(_CLOSING)}]*(?=[0-9A-Za-z０-９])")),
+    # an ellipsis after a CJK character, before another
+    (("…", "..."), re.compile(rf"(?<=[{_WIDE}])(?:……|…|\.\.\.)(?=\s*[{_WIDE}\w])")),
     # the danda written as | or I
-    (re.compile(rf"(?<=[{_DEVANAGARI}])\s?(?:\||\s[I])(?=\s+[\"“‘'{_DEVANAGARI}])"), _always),
-    (re.compile(r"\b(?:" + "|".join(_FINAL_ABBREVIATIONS) + r")\.\s+", re.IGNORECASE), _capital_next),
-    # (lower-case Latin, Cyrillic and Greek letters left out of the match: most words never try)
-    (re.compile(r"\b([^\W\d_a-zß-ÿа-яёα-ω]{2,})\.\s+"), _acronym_before_capital),
+    (("|", " I "), re.compile(rf"(?<=[{_DEVANAGARI}])\s?(?:\||\s[I])(?=\s+[\"“‘'{_DEVANAGARI}])")),
 ]
-
-
-def _word_boundaries(lang: str) -> re.Pattern | None:
-    words = _WORDS_NOT_ABBREVIATIONS.get(lang)
-    return re.compile(r"\b(?:" + "|".join(words) + r")\.\s+") if words else None
 
 
 class Segmenter:
@@ -95,8 +105,7 @@ class Segmenter:
 
         self.lang = lang
         self._split = sentencex.segment
-        words = _word_boundaries(lang)
-        self._patterns = _EXTRA_BOUNDARIES + ([(words, _capital_next)] if words is not None else [])
+        self._not_abbreviations = frozenset(_WORDS_NOT_ABBREVIATIONS.get(lang, ()))
 
     def sentences(self, text: str) -> list[str]:
         """The sentences of ``text``, stripped, in order; each line a paragraph of its own."""
@@ -108,8 +117,13 @@ class Segmenter:
 
     def _paragraph(self, text: str) -> Iterator[str]:
         cuts = set(self._library_cuts(text))
-        for pattern, check in self._patterns:
-            cuts.update(m.end() for m in pattern.finditer(text) if check(text, m))
+        for match in _PUNCTUATION_SPACE.finditer(text):
+            if match.end() not in cuts and match.end() < len(text) \
+                    and _cut_after_word(text, match, self._not_abbreviations):
+                cuts.add(match.end())
+        for triggers, pattern in _SCRIPT_BOUNDARIES:
+            if any(trigger in text for trigger in triggers):
+                cuts.update(m.end() for m in pattern.finditer(text))
         cuts.discard(0)
         cuts.discard(len(text))
         pieces, start, pending = [], 0, ""

@@ -93,12 +93,17 @@ class ShardWriter:
         self._temps = [path.with_name(f".{path.name}.{os.getpid()}.tmp") for path in self._paths]
         self._files = [open(tmp, "wb") for tmp in self._temps]  # closed by finish or abort
 
-    def write(self, sentence: str, origin: Origin) -> None:
-        for data, out, digest in zip(((sentence + "\n").encode(), origin.row().encode()), self._files, self._digests,
+    def write_many(self, lines: list[tuple[str, Origin]]) -> None:
+        """Sentences and their origins, in order."""
+        if not lines:
+            return
+        for out, digest, data in zip(self._files, self._digests,
+                                     ("".join(s + "\n" for s, _ in lines), "".join(o.row() for _, o in lines)),
                                      strict=True):
+            data = data.encode()
             out.write(data)
             digest.update(data)
-        self.lines += 1
+        self.lines += len(lines)
 
     def finish(self) -> dict:
         """Rename both files into place; their record (names, lines, checksums)."""
