@@ -34,6 +34,7 @@ def warc_documents(path: str, options: ReadOptions, counts: ReadCounts,
             try:
                 record = next(records)
             except StopIteration:
+                _check_the_end(stream, path, number, bad)
                 return
             except (ArchiveLoadFailed, EOFError, OSError, ValueError) as e:
                 bad(BitextmineError(f"record {number + 1}: not a readable WARC record (truncated or damaged "
@@ -47,6 +48,19 @@ def warc_documents(path: str, options: ReadOptions, counts: ReadCounts,
                                headers.get_header("WARC-Target-URI") or "", number)
     finally:
         stream.close()
+
+
+def _check_the_end(stream, path: str, number: int, bad: Callable[[BitextmineError], None]) -> None:
+    """The archive ends where its records do: warcio ends quietly on a damaged compressed stream,
+    which reading on past it tells."""
+    try:
+        rest = stream.read(1 << 16)
+    except Exception as e:  # gzip, lzma and zstd each raise their own
+        bad(BitextmineError(f"after record {number}: cannot decompress (truncated or damaged file?): {e}", path=path))
+        return
+    if rest.strip():
+        bad(BitextmineError(f"after record {number}: {len(rest)} bytes that are no WARC record (truncated or damaged "
+                            "file?)", path=path))
 
 
 def _record_text(record, path: str, number: int, counts: ReadCounts,
