@@ -1,6 +1,7 @@
 """`bitextmine prepare` end to end on JSONL documents with English and repeated documents mixed in.
 
     python -m benchmarks.prepare_quality [--n 2000] [--english 0.1] [--repeated 0.05] [--data ../shared/data]
+        [--min-lang-prob P] [--min-chars N]
 
 Per language, documents of 2-10 reference lines (benchmarks/prepare_sets.py; Chinese
 joined without spaces) become a JSONL file with ``--english`` as many English news
@@ -16,6 +17,9 @@ default settings. Measured on its output, through the provenance sidecars:
   same documents, before any rule;
 - English: the share of kept sentences that come from the English documents;
 - written twice: output lines equal to an earlier output line (must be 0).
+
+Then language ID alone, line by line, at several thresholds: the share of the language's own
+reference lines it drops and of English news lines it keeps.
 """
 
 from __future__ import annotations
@@ -131,6 +135,26 @@ def _recovered_lines(doc: list[str], kept: list[str], separator: str) -> list[bo
     return out
 
 
+THRESHOLDS = (0.01, 0.02, 0.05, 0.1, 0.5)
+
+
+def language_id_table(langs, n: int, data: Path) -> None:
+    """Per language and threshold: its own reference lines dropped, English news lines kept
+    (the language ID of `prepare` alone, line by line)."""
+    from bitextmine.prepare.rules import LanguageCheck
+
+    english = sample(sources("eng", data)["news"], 3000)
+    print("\nlanguage ID alone, per threshold (min_lang_prob): own lines dropped % / English news lines kept %\n")
+    print("| language | lines | " + " | ".join(f"{t:g}" for t in THRESHOLDS) + " |")
+    print("|---|---:|" + "---:|" * len(THRESHOLDS))
+    for lang in langs:
+        check = LanguageCheck(lang, 0.0)
+        own = check.probabilities([line for lines in sources(lang, data).values() for line in sample(lines, n)])
+        other = check.probabilities(english)
+        cells = [f"{100 * (own < t).mean():.1f} / {100 * (other >= t).mean():.2f}" for t in THRESHOLDS]
+        print(f"| {lang} | {len(own)} | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=2000, help="reference lines per source (a seeded sample)")
@@ -159,6 +183,7 @@ def main() -> None:
         values = [r[key] for r in results]
         print(f"\n{key}: mean {100 * sum(values) / len(values):.1f} %, lowest {100 * min(values):.1f} %", end="")
     print()
+    language_id_table(args.langs, args.n, args.data)
 
 
 if __name__ == "__main__":

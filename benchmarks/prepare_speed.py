@@ -42,7 +42,7 @@ def make_input(lang: str, sentences: int, path: Path, data: Path) -> int:
         while written < sentences:
             rng.shuffle(pool)
             for doc in documents(pool, seed=round_):
-                numbered = [f"{s[:-1]} {written + i}{s[-1]}" if s[-1] in ".?!。？！" else f"{s} {written + i}"
+                numbered = [f"{s[:-1]} {written + i}{s[-1]}" if s[-1] in ".?!。？！।" else f"{s} {written + i}"
                             for i, s in enumerate(doc)]
                 text = separator.join(numbered)
                 out.write(text + "\n")

@@ -28,8 +28,8 @@ PREPARE_MIN_LETTER_SHARE = 0.5  # letters / visible characters, as the filter's 
 # Language ID keeps a sentence when the detector gives the language at least this probability
 # among the candidates (FILTER_LID_CANDIDATES and the language), i.e. drops it when it is 98 %
 # sure of another. Measured (benchmarks/RESULTS.md, prepare): 0.1 dropped 2.2 % of the Russian
-# and 1.0 % of the Czech lines (taken for Bulgarian, Slovak), 0.02 1.4 % and 0.4 %, while English
-# news sentences kept stay at 0.0-0.3 % either way
+# and 0.9 % of the Czech lines (taken for Bulgarian, Slovak), 0.02 1.4 % and 0.3 %, while the
+# English news sentences kept stay at 0.0-0.3 % either way
 PREPARE_MIN_LANG_PROB = 0.02
 PREPARE_SHARD_LINES = 1_000_000  # sentences a shard at most (a document's sentences stay together)
 # Documents judged together by a worker: enough text for full language-ID batches, small enough
