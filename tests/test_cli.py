@@ -18,8 +18,8 @@ import pytest
 from bitextmine import __version__
 from tests.conftest import EXAMPLES, REPO, clustered_vectors, make_embedding_set, read_lines
 
-VERBS = [["eval"], ["prepare"], ["embed"], ["index"], ["index-merge"], ["mine"], ["filter"], ["score-pairs"], ["report"],
-         ["calibrate"], ["doctor"], ["run"], ["plan"], ["train"], ["eval", "tatoeba"], ["eval", "bucc"]]
+VERBS = [["eval"], ["prepare"], ["embed"], ["index"], ["index-merge"], ["mine"], ["filter"], ["score-pairs"],
+         ["report"], ["calibrate"], ["doctor"], ["run"], ["plan"], ["train"], ["eval", "tatoeba"], ["eval", "bucc"]]
 
 
 def bitextmine(*args: str, env: dict | None = None, cwd=None) -> subprocess.CompletedProcess:

@@ -431,8 +431,13 @@ def test_mine_docs_names_both_documents_and_report_shows_them(cli, tmp_path):
 def test_the_documents_example_pipeline_runs_from_documents_to_pairs(cli, tmp_path):
     """examples/pipeline-documents.yaml: prepare, embed, mine, filter; the pairs name both documents,
     the English story and the copy on the German site are gone, and a rerun redoes nothing."""
+    from bitextmine.launch.config import load_config
+    from bitextmine.launch.pipeline import with_prepared_shards
+
     out = tmp_path / "run"
     example = REPO / "examples" / "pipeline-documents.yaml"
+    early = cli("run", example, "--launcher", "inline", "-q", "--set", f"output={out}", "--stage", "embed")
+    assert early.exit_code == 1 and "languages.de are documents, not prepared yet" in early.stderr
     result = cli("run", example, "--launcher", "inline", "-q", "--set", f"output={out}")
     assert result.exit_code == 0, result.stderr
     summary = json.loads((out / "summary.json").read_text())
@@ -452,3 +457,6 @@ def test_the_documents_example_pipeline_runs_from_documents_to_pairs(cli, tmp_pa
     again = cli("run", example, "--launcher", "inline", "-q", "--set", f"output={out}")
     assert again.exit_code == 0
     assert [s["ran"] for s in json.loads((out / "summary.json").read_text())["stages"]] == [0, 0, 0, 0, 0]
+    # plan counts the prepared shards, as embed reads them
+    planned = with_prepared_shards(load_config(example, [f"output={out}"]))
+    assert planned.languages == {lang: (str(out / "prepare" / lang / f"{lang}.0000.txt"),) for lang in ("de", "en")}

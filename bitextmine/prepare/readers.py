@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from bitextmine.errors import BitextmineError
-from bitextmine.io.text import STDIN, binary_lines, open_binary
+from bitextmine.io.text import binary_lines
 
 _FORMAT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".parquet": "parquet",
                     ".warc": "warc", ".wet": "warc", ".arc": "warc"}
@@ -170,9 +170,3 @@ def _warc_documents(path: str, options: ReadOptions, counts: ReadCounts) -> Iter
 
     yield from warc_documents(path, options, counts, lambda error: _bad(error, options, counts))
 
-
-def check_inputs_readable(paths: list[str]) -> None:
-    """Each input opens (a missing or unreadable file is an error before any work)."""
-    for path in paths:
-        if path != STDIN:
-            open_binary(path).close()
