@@ -373,6 +373,25 @@ def test_workers_give_the_output_of_one_process(tmp_path, monkeypatch):
     assert len(one["shards"]) >= 2 and one["rejected"]["dedup"] >= one["kept"]  # the copies all went
 
 
+def _die(texts):
+    import os
+
+    os._exit(9)  # a worker killed (out of memory)
+
+
+def test_a_worker_that_dies_stops_the_run_instead_of_waiting(tmp_path, monkeypatch):
+    from concurrent.futures.process import BrokenProcessPool
+
+    from bitextmine.prepare import PrepareConfig, prepare_inputs
+    from bitextmine.prepare import run as prepare_run
+
+    monkeypatch.setattr(prepare_run, "_judge_texts", _die)
+    path = write_jsonl(tmp_path / "docs.jsonl", [{"text": " ".join(GERMAN)}])
+    with pytest.raises(BrokenProcessPool):
+        prepare_inputs([str(path)], tmp_path / "out", PrepareConfig(lang="de", workers=2))
+    assert not list((tmp_path / "out").glob("*.txt")) and not list((tmp_path / "out").glob(".*.tmp"))
+
+
 @pytest.mark.parametrize("args, mention", [
     (["--lang", "klingon"], "--lang"),
     (["--lang", "de", "--format", "html"], "--format"),

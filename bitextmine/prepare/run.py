@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bitextmine import defaults
+from bitextmine.devices import available_cpus
 from bitextmine.errors import BitextmineError
 from bitextmine.io.provenance import Origin
 from bitextmine.prepare.config import PrepareConfig
@@ -72,25 +73,22 @@ def _judge_texts(texts: list[str]) -> JudgedBatch:
 
 
 class Judges:
-    """``DocumentJudge`` in forked worker processes (or here, with one worker), results in order."""
+    """``DocumentJudge`` in forked worker processes (or here, with one worker), results in order.
+
+    A worker that dies (killed, out of memory) breaks the pool: the run stops with that error
+    (a crash, which ``run`` retries), rather than waiting for a result that never comes."""
 
     def __init__(self, cfg: PrepareConfig):
-        import os
-
         global _JUDGE
         _JUDGE = DocumentJudge(cfg)  # the language model loaded once, shared by the forks
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        self.workers = cfg.workers or cpus
+        self.lid_unsupported = _JUDGE.languages is not None and not _JUDGE.languages.supported
+        self.workers = cfg.workers or available_cpus()
         self._pool = None
         if self.workers > 1:
             import multiprocessing
-            import warnings
+            from concurrent.futures import ProcessPoolExecutor
 
-            with warnings.catch_warnings():
-                # Python 3.12+ warns about fork in a threaded process (numpy's BLAS threads): the
-                # workers use none of them
-                warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
-                self._pool = multiprocessing.get_context("fork").Pool(self.workers)
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"))
 
     def judged(self, batches: Iterator[Batch]) -> Iterator[tuple[Batch, JudgedBatch]]:
         if self._pool is None:
@@ -99,18 +97,26 @@ class Judges:
             return
         pending: deque = deque()
         for batch in batches:
-            pending.append((batch, self._pool.apply_async(_judge_texts, ([d.text for d in batch.documents],))))
+            pending.append((batch, self._submit([d.text for d in batch.documents])))
             if len(pending) >= 2 * self.workers:
                 done, result = pending.popleft()
-                yield done, result.get()
+                yield done, result.result()
         while pending:
             done, result = pending.popleft()
-            yield done, result.get()
+            yield done, result.result()
+
+    def _submit(self, texts: list[str]):
+        import warnings
+
+        with warnings.catch_warnings():
+            # Python 3.12+ warns about fork in a threaded process (numpy's BLAS threads, the pool's
+            # own manager thread): the workers, forked on demand, use none of them
+            warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
+            return self._pool.submit(_judge_texts, texts)
 
     def close(self) -> None:
         if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
+            self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 # --- one run ------------------------------------------------------------------------------
@@ -156,6 +162,9 @@ def prepare_inputs(inputs: list[str], output: str | Path, cfg: PrepareConfig, ov
         try:
             seen.forget_shards_from(len(manifest.shards))
             judges = Judges(cfg)
+            manifest.lid_unsupported = judges.lid_unsupported
+            if judges.lid_unsupported:
+                log.warning("the language detector does not know %s: language ID keeps every sentence", cfg.lang)
             _run(inputs, cfg, manifest, seen, judges, progress)
         finally:
             if judges is not None:

@@ -135,6 +135,7 @@ class Manifest:
     shards: list[dict] = field(default_factory=list)
     complete: bool = False
     seconds: float = 0.0
+    lid_unsupported: bool = False  # the detector does not know the language: language ID kept everything
 
     @property
     def path(self) -> Path:
@@ -153,6 +154,7 @@ class Manifest:
             totals.add(Counts.from_dict(record.get("tail", {})))
             read.update({k: v for k, v in record.get("read", {}).items() if isinstance(v, int)})
         return {"config": self.config, "complete": self.complete, "seconds": round(self.seconds, 3),
+                "lid_unsupported": self.lid_unsupported,
                 "documents": read["documents"], "bad_input": read["bad"], "not_text": read["not_text"],
                 **totals.to_dict(), "lines": sum(s["lines"] for s in self.shards), "inputs": self.inputs,
                 "shards": self.shards}
@@ -182,7 +184,7 @@ def load_manifest(directory: Path) -> Manifest | None:
         raise BitextmineError(f"not a {FORMAT_NAME} manifest of version {FORMAT_VERSION}", path=path)
     try:
         manifest = Manifest(directory, data["config"], data["inputs"], data["shards"], bool(data["complete"]),
-                            float(data.get("seconds", 0.0)))
+                            float(data.get("seconds", 0.0)), bool(data.get("lid_unsupported", False)))
         for i, shard in enumerate(manifest.shards):
             plain_file_name(directory, shard["file"], ".txt", f"shards.{i}.file", path)
             plain_file_name(directory, shard["provenance"], SIDECAR_SUFFIX, f"shards.{i}.provenance", path)
