@@ -18,7 +18,7 @@ and no others:
 - words the library lists as abbreviations though they end sentences (German ``mich``, ``mag``,
   English ``May``).
 
-A lone short abbreviation cut off by the library (``M.``, ``डॉ.``) is joined to what follows.
+A lone short abbreviation cut off by the library (``M.``, ``Dr.``) is joined to what follows.
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ class Segmenter:
             piece = pending + text[start:cut]
             start = cut
             if _lone_abbreviation(piece) and cut < len(text):
-                pending = piece  # "M." or "डॉ." cut off: it belongs to what follows
+                pending = piece  # "M." or "Dr." cut off: it belongs to what follows
                 continue
             pending = ""
             pieces.append(piece)
@@ -169,5 +169,5 @@ _LONE_ABBREVIATION = re.compile(r"\s*[^\W\d_]{1,3}\.\s*")
 
 
 def _lone_abbreviation(piece: str) -> bool:
-    """A piece that is one word of at most three letters and a period (``M.``, ``Dr.``, ``डॉ.``)."""
+    """A piece that is one word of at most three letters and a period (``M.``, ``Dr.``)."""
     return _LONE_ABBREVIATION.fullmatch(piece) is not None and not piece.strip()[0].islower()
