@@ -36,7 +36,10 @@ class SeenSentences:
         self.path = Path(path)
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
+            # one process uses it: an exclusive lock and a rollback journal, no shared memory (which a
+            # write-ahead log needs and network file systems, where Slurm jobs write, lack)
+            self._db.execute("PRAGMA locking_mode=EXCLUSIVE")
+            self._db.execute("PRAGMA journal_mode=DELETE")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(f"PRAGMA cache_size={-1024 * int(cache_mb)}")
             self._db.execute("CREATE TABLE IF NOT EXISTS seen (hash INTEGER PRIMARY KEY, shard INTEGER NOT NULL)")

@@ -136,7 +136,8 @@ def _manifest_for(output: Path, inputs: list[str], cfg: PrepareConfig, overwrite
     if not overwrite:
         raise BitextmineError("holds sentences prepared from other inputs or settings; give --overwrite to "
                               "replace them, or another directory", path=output)
-    for path in [*old.shard_files(), *(output / s["provenance"] for s in old.shards), output / DEDUP_NAME]:
+    for path in [*old.shard_files(), *(output / s["provenance"] for s in old.shards), output / DEDUP_NAME,
+                 output / f"{DEDUP_NAME}-journal"]:
         path.unlink(missing_ok=True)
     return fresh
 
@@ -173,8 +174,7 @@ def prepare_inputs(inputs: list[str], output: str | Path, cfg: PrepareConfig, ov
             manifest.seconds += time.time() - started
         manifest.complete = True
         manifest.save()
-        (output / DEDUP_NAME).unlink(missing_ok=True)
-        for suffix in ("-wal", "-shm"):
+        for suffix in ("", "-journal"):
             (output / f"{DEDUP_NAME}{suffix}").unlink(missing_ok=True)
     return manifest.report()
 
