@@ -11,7 +11,9 @@ fresh process (its start, the language model's loading and the workers' start in
 with default settings; the rate is segmented sentences per wall-clock second, and per
 second of CPU time of the command and its workers (the steadier figure on a shared
 machine). The load average before each run is printed: other work on the machine slows
-the wall-clock rate.
+the wall-clock rate. Peak RSS is the largest resident size any of the command's processes
+reached so far in this benchmark's process (run the sizes in increasing order to see whether
+it grows with the input).
 """
 
 from __future__ import annotations
@@ -71,7 +73,8 @@ def run_once(path: Path, lang: str, workers: int | None) -> dict:
     report = json.loads((output / "report.json").read_text())
     shutil.rmtree(output)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"wall": wall, "cpu": cpu, "load": load, "sentences": report["sentences"], "kept": report["kept"]}
+    return {"wall": wall, "cpu": cpu, "load": load, "sentences": report["sentences"], "kept": report["kept"],
+            "rss_mb": after.ru_maxrss / 1024}  # the largest of the command's processes so far (kB on Linux)
 
 
 def main() -> None:
@@ -84,8 +87,8 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{os.cpu_count()} CPUs, {len(os.sched_getaffinity(0))} usable")
     print("| language | chars/sentence | sentences | kept | load before | wall s | sentences/s | CPU s | "
-          "sentences per CPU-s |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "sentences per CPU-s | peak RSS MB |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as tmp:
         for lang in args.langs:
             path = Path(tmp) / f"{lang}.txt"
@@ -93,7 +96,8 @@ def main() -> None:
             for _ in range(args.repeats):
                 r = run_once(path, lang, args.workers)
                 print(f"| {lang} | {width} | {r['sentences']:,} | {r['kept']:,} | {r['load']:.1f} | {r['wall']:.1f} | "
-                      f"{r['sentences'] / r['wall']:,.0f} | {r['cpu']:.1f} | {r['sentences'] / r['cpu']:,.0f} |",
+                      f"{r['sentences'] / r['wall']:,.0f} | {r['cpu']:.1f} | {r['sentences'] / r['cpu']:,.0f} | "
+                      f"{r['rss_mb']:.0f} |",
                       flush=True)
 
 
