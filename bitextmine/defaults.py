@@ -31,7 +31,9 @@ PREPARE_MIN_LETTER_SHARE = 0.5  # letters / visible characters, as the filter's 
 # and 0.9 % of the Czech lines (taken for Bulgarian, Slovak), 0.02 1.4 % and 0.3 %, while the
 # English news sentences kept stay at 0.0-0.3 % either way
 PREPARE_MIN_LANG_PROB = 0.02
-PREPARE_SHARD_LINES = 1_000_000  # sentences a shard at most (a document's sentences stay together)
+# a shard is closed once it holds this many sentences (after the batch that takes it there: whole
+# documents, a few thousand sentences over at most): an embedding task of minutes on a CPU
+PREPARE_SHARD_LINES = 1_000_000
 # Documents judged together by a worker: enough text for full language-ID batches, small enough
 # that the parent holds only a few of them (2 per worker) whatever the input's size
 PREPARE_BATCH_CHARS = 1 << 19

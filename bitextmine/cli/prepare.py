@@ -62,8 +62,8 @@ def prepare(
     skip: Annotated[list[PrepareRule] | None, typer.Option(
         "--skip", metavar="RULE", rich_help_panel=RULES, show_default=False,
         help="Switch a rule off (repeatable): " + ", ".join(r.value for r in PrepareRule) + ".")] = None,
-    shard_lines: Annotated[int, typer.Option(metavar="N", min=1,
-                                             help="Sentences a shard at most (whole documents).")]
+    shard_lines: Annotated[int, typer.Option(
+        metavar="N", min=1, help="A shard is closed once it holds this many sentences (whole documents).")]
     = defaults.PREPARE_SHARD_LINES,
     workers: Annotated[int | None, typer.Option(metavar="N", min=1, show_default=False,
                                                 help="Worker processes (default: one per CPU).")] = None,
