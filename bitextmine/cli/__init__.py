@@ -16,7 +16,20 @@ from typing import Annotated
 import typer
 
 from bitextmine import __version__
-from bitextmine.cli import calibrate, doctor, embed, evaluate, filter, index, mine, report, run, score_pairs, train
+from bitextmine.cli import (
+    calibrate,
+    doctor,
+    embed,
+    evaluate,
+    filter,
+    index,
+    mine,
+    prepare,
+    report,
+    run,
+    score_pairs,
+    train,
+)
 from bitextmine.cli.options import Group, Interrupted
 from bitextmine.errors import BitextmineError, BitextmineWarning, printable
 
@@ -32,7 +45,7 @@ Example (the bundled German-English sample):
     bitextmine embed examples/de-en/en.txt -o out/en
     bitextmine mine --src out/de --tgt out/en -o out/pairs.tsv""",
 )
-for verb in (embed, index, mine, filter, score_pairs, report, calibrate, doctor, run, train):
+for verb in (prepare, embed, index, mine, filter, score_pairs, report, calibrate, doctor, run, train):
     app.add_typer(verb.app)
 app.add_typer(evaluate.app, name="eval")
 
@@ -50,7 +63,13 @@ def _root(
 ) -> None:
     """Mine parallel sentences (bitext) from monolingual corpora.
 
-    Pipeline: embed -> index -> mine -> filter; eval measures the result.
+    Pipeline: prepare -> embed -> index -> mine -> filter; eval measures the result.
+
+    \b
+    Example (the bundled German-English sample):
+        bitextmine embed examples/de-en/de.txt -o out/de
+        bitextmine embed examples/de-en/en.txt -o out/en
+        bitextmine mine --src out/de --tgt out/en -o out/pairs.tsv
     """
 
 

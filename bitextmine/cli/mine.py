@@ -76,6 +76,9 @@ def mine(
     device: device_option("Exact search on auto (a GPU when there is one), cpu or cuda:N.",
                           rich_help_panel=SEARCH) = defaults.DEVICE,
     with_ids: Annotated[bool, typer.Option("--ids", help="Add src_id and tgt_id columns (shard:line).")] = False,
+    with_docs: Annotated[bool, typer.Option(
+        "--docs", help="Add src_doc and tgt_doc columns after the ids: each sentence's document (its URL, else "
+                       "input:id), from the provenance sidecars of `bitextmine prepare`.")] = False,
     json_out: json_option("The parameters and counts as JSON (default: OUTPUT.json; none when OUTPUT is -; "
                           "- for standard output).") = None,
     meta: Annotated[str | None, typer.Option("--meta", hidden=True, help="Old name of --json.")] = None,
@@ -110,7 +113,7 @@ def mine(
     cfg = MineConfig(k=k, score=score_of(score, margin), retrieval=retrieval.value, threshold=threshold,
                      top_n=top_n, nprobe=nprobe, device=device, target_precision=target_precision,
                      exact_margins=exact_margins)
-    target = PairsOutput(output=output, meta=json_out, with_ids=with_ids,
+    target = PairsOutput(output=output, meta=json_out, with_ids=with_ids, with_docs=with_docs,
                          filter=filter_cfg if filter_pairs else None, rejects=rejects)
     mined = mine_to_files(src, tgt, cfg, target, src_index=src_index, tgt_index=tgt_index, progress=not quiet)
     logging.getLogger("bitextmine").info("%d pairs at %s >= %g -> %s", len(mined), cfg.score,

@@ -53,13 +53,13 @@ def run(
     launcher: LauncherOption = Launcher(defaults.LAUNCHER),
     stage: Annotated[list[Stage] | None, typer.Option(
         metavar="STAGE", show_default=False,
-        help="Run only these stages (repeatable): embed, index, mine, filter.")] = None,
+        help="Run only these stages (repeatable): prepare, embed, index, mine, filter.")] = None,
     settings: Settings = None,
     json_out: json_option("The stages (tasks run and skipped, seconds, outputs) and the pairs files as JSON "
                           "(- for standard output).") = None,
     quiet: Quiet = False,
 ) -> None:
-    """Run embed -> index -> mine -> filter over every shard and language pair of a pipeline.
+    """Run prepare -> embed -> index -> mine -> filter over every shard and language pair of a pipeline.
 
     Finished tasks are skipped, so a killed run resumes where it was. On Slurm, a stage
     whose resources no node of the partition has stops the run before anything is submitted.
@@ -125,10 +125,12 @@ def plan(
 
     from bitextmine.cli import setup_logging
     from bitextmine.launch.config import load_config
+    from bitextmine.launch.pipeline import with_prepared_shards
     from bitextmine.launch.plan import estimate, total
 
     setup_logging(quiet)
-    cfg = load_config(pipeline, settings or ())
+    # a pipeline that starts from documents is estimated from its prepared shards
+    cfg = with_prepared_shards(load_config(pipeline, settings or ()))
     check_json_output(json_out, [pipeline, *(s for shards in cfg.languages.values() for s in shards)])
     partition = _slurm_partition(cfg) if launcher == Launcher.slurm else None
     estimates, measured = estimate(cfg, device, progress=not quiet, mined_share=mined_share, remeasure=remeasure)

@@ -99,6 +99,26 @@ class EmbeddingCorpus:
         return [{"path": str(s.path.resolve()), "fingerprint": set_fingerprint(s), "rows": s.total_rows}
                 for s in self.sets]
 
+    def documents(self, global_ids: np.ndarray) -> list[str]:
+        """The document of each row, from the provenance sidecar beside its text shard (``prepare``
+        writes them): its URL, else ``input:document``; empty for a shard without a sidecar."""
+        from bitextmine.io.provenance import has_sidecar, read_rows
+
+        offsets = self.shard_offsets()
+        ids = np.asarray(global_ids, dtype=np.int64)
+        shard_of = np.searchsorted(offsets, ids, side="right") - 1
+        out = [""] * len(ids)
+        for s in np.unique(shard_of).tolist():
+            entry = self.shards[s]
+            if not has_sidecar(entry.source):
+                continue
+            where = np.flatnonzero(shard_of == s)
+            lines = (ids[where] - offsets[s] + 1).tolist()
+            origins = read_rows(entry.source, lines, entry.lines)
+            for i, line in zip(where.tolist(), lines, strict=True):
+                out[i] = origins[line].reference()
+        return out
+
     def provenance(self, global_ids: np.ndarray) -> list[str]:
         """``label:line`` (1-based line numbers) for global row ids."""
         offsets = self.shard_offsets()

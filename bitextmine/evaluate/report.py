@@ -44,6 +44,8 @@ class ReportInputs:
     tgt: list[str]
     params: dict | None
     filter_report: dict | None
+    src_docs: list[str] | None = None  # each pair's documents (``mine --docs``), when the file has them
+    tgt_docs: list[str] | None = None
 
 
 class _Parameters(Model):
@@ -96,8 +98,25 @@ def load_inputs(mined: str, meta: str | None = None, filter_report: str | None =
     elif params is not None and isinstance(params.get("filter"), dict):
         filt = params["filter"]
         parse(_FilterCounts, filt, meta_path, "the sidecar's filter counts")
+    src_docs, tgt_docs = _documents(pairs, params)
     return ReportInputs(np.array([p.score for p in pairs], dtype=np.float64), [p.src for p in pairs],
-                        [p.tgt for p in pairs], params, filt)
+                        [p.tgt for p in pairs], params, filt, src_docs, tgt_docs)
+
+
+def _documents(pairs, params: dict | None) -> tuple[list[str] | None, list[str] | None]:
+    """The documents of both sides: the columns the sidecar names src_doc and tgt_doc, or, with
+    no sidecar, the third and fourth extra column (after the ids) when every pair has them."""
+    columns = (params or {}).get("columns")
+    if isinstance(columns, list) and "src_doc" in columns and "tgt_doc" in columns:
+        at = (columns.index("src_doc") - 3, columns.index("tgt_doc") - 3)
+    elif params is None and pairs and all(len(p.extra) >= 4 for p in pairs):
+        at = (2, 3)
+    else:
+        return None, None
+    if at[0] < 0 or at[1] < 0:
+        return None, None
+    return ([p.extra[at[0]] if len(p.extra) > at[0] else "" for p in pairs],
+            [p.extra[at[1]] if len(p.extra) > at[1] else "" for p in pairs])
 
 
 def make_report(mined: str, output: str | Path, meta: str | None = None, filter_report: str | None = None,
@@ -222,8 +241,8 @@ def _estimate_figure(curve: dict, threshold: float | None, xlabel: str):
     return est
 
 
-def _samples(inputs: ReportInputs, seed: int = 0) -> list[tuple[str, list[tuple[float, str, str]]]]:
-    """A few pairs from each score band (quantiles of the scores)."""
+def _samples(inputs: ReportInputs, seed: int = 0) -> list[tuple[str, list[tuple[float, str, str, str, str]]]]:
+    """A few pairs from each score band (quantiles of the scores), with their documents ("" without)."""
     if not len(inputs.scores):
         return []
     rng = random.Random(seed)
@@ -232,7 +251,9 @@ def _samples(inputs: ReportInputs, seed: int = 0) -> list[tuple[str, list[tuple[
     for hi, lo in zip(edges[:-1], edges[1:], strict=True):
         rows = [i for i in range(len(inputs.scores)) if lo <= inputs.scores[i] <= hi]
         picked = sorted(rng.sample(rows, min(SAMPLES_PER_BAND, len(rows))), key=lambda i: -inputs.scores[i])
-        out.append((f"{lo:.3f} – {hi:.3f}", [(inputs.scores[i], inputs.src[i], inputs.tgt[i]) for i in picked]))
+        out.append((f"{lo:.3f} – {hi:.3f}", [(inputs.scores[i], inputs.src[i], inputs.tgt[i],
+                                              inputs.src_docs[i] if inputs.src_docs else "",
+                                              inputs.tgt_docs[i] if inputs.tgt_docs else "") for i in picked]))
     return out
 
 
@@ -302,6 +323,9 @@ def _page(inputs: ReportInputs, images: dict[str, str], title: str, dist: Distri
     if len(scores):
         summary += [("score max", f"{scores.max():.4f}"), ("median", f"{np.median(scores):.4f}"),
                     ("min", f"{scores.min():.4f}")]
+    if inputs.src_docs is not None:
+        summary += [("source documents", f"{len(set(inputs.src_docs) - {''}):,}"),
+                    ("target documents", f"{len(set(inputs.tgt_docs) - {''}):,}")]
     parameters = None
     if inputs.params:
         plotted = ("score_histogram", "threshold_estimate")  # shown above, too long to print
@@ -311,4 +335,5 @@ def _page(inputs: ReportInputs, images: dict[str, str], title: str, dist: Distri
     return environment.get_template("report.html").render(
         title=title, summary=summary, threshold_text=threshold_text, distribution_label=dist.label,
         images=images, estimate_image=images.get(ESTIMATE_FIGURE), samples=_samples(inputs),
+        documents=inputs.src_docs is not None,
         filter_report=inputs.filter_report, parameters=parameters, version=__version__)

@@ -14,6 +14,7 @@ import hashlib
 import io
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -27,12 +28,13 @@ COMPRESSED_SUFFIXES = (".gz", ".zst", ".xz")
 MAGIC = {b"\x1f\x8b": ".gz", b"\x28\xb5\x2f\xfd": ".zst", b"\xfd7zXZ\x00": ".xz"}
 
 
-def expand_shards(args: list[str]) -> list[str]:
+def expand_shards(args: list[str], verb: str = "embed") -> list[str]:
     """Paths, globs and ``-`` as given on the command line -> an ordered list of shards.
 
     A name that exists is that file, even when it holds glob characters (``de[1].txt``);
     otherwise a glob expands in sorted order. A name that is neither an existing file nor
-    a glob that matches one is an error, raised before any work starts.
+    a glob that matches one is an error, raised before any work starts. ``verb`` is the command
+    the messages name.
     """
     shards: list[str] = []
     for arg in args:
@@ -48,7 +50,7 @@ def expand_shards(args: list[str]) -> list[str]:
         elif os.path.exists(arg) and not os.path.isfile(arg):
             # a shard is read twice (checksum, then text): a pipe would be empty the second time
             raise BitextmineError("not a regular file (a pipe or a device?); pipe it to standard input: "
-                                  "... | bitextmine embed -", path=arg)
+                                  f"... | bitextmine {verb} -", path=arg)
         elif not os.path.isfile(arg):
             raise BitextmineError("no such file", path=arg)
         else:
@@ -60,7 +62,7 @@ def expand_shards(args: list[str]) -> list[str]:
         real = os.path.realpath(shard) if shard != STDIN else STDIN
         if real in seen:
             named = "twice" if seen[real] == shard else f"twice (also as {seen[real]})"
-            raise BitextmineError(f"given {named}: each shard can be embedded once", path=shard)
+            raise BitextmineError(f"given {named}: each input can be read once", path=shard)
         seen[real] = shard
     return shards
 
@@ -170,6 +172,24 @@ def _blocks(f, path: str, size: int = 1 << 22):
         if not block:
             return
         yield block
+
+
+def binary_lines(path: str) -> Iterator[tuple[int, bytes]]:
+    """(line number from 1, the line's bytes with its newline) of a file or ``-``, decompressed,
+    read a block at a time (memory bounded whatever the file's size); a UTF-8 byte order
+    mark is not part of line 1. A damaged archive is an error naming it."""
+    number, rest = 0, b""
+    with open_binary(path) as f:
+        for block in _blocks(f, path):
+            if number == 0 and not rest and block.startswith(b"\xef\xbb\xbf"):
+                block = block[3:]
+            lines = (rest + block).split(b"\n")
+            rest = lines.pop()
+            for line in lines:
+                number += 1
+                yield number, line + b"\n"
+    if rest:
+        yield number + 1, rest
 
 
 def count_lines(path: str) -> int:

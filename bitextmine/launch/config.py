@@ -2,10 +2,11 @@
 
     output: out/run                 # everything goes below here
     encoder: usem3
-    languages:                      # shard paths or globs per language
+    languages:                      # shard paths or globs per language (documents, with prepare)
       de: [corpus/de.*.txt.gz]
       en: corpus/en.txt
     pairs: [[de, en]]
+    prepare:  {enabled: false, format: auto, field: text, min_lang_prob: 0.02}   # documents -> shards
     embed:    {max_tokens: 256, batch_tokens: null, precision: auto, errors: strict}
     index:    {type: auto, nprobe: 32, max_rows: 10000000}    # larger languages: several indexes
     mine:     {k: 4, score: ratio, retrieval: max, threshold: null, top_n: null, exact_margins: true}
@@ -34,12 +35,16 @@ from bitextmine import defaults
 from bitextmine.choices import (
     DEDUP_MODES,
     INDEX_DEVICES,
+    INPUT_ERROR_MODES,
+    INPUT_FORMATS,
     PRECISIONS,
+    PREPARE_RULES,
     RETRIEVALS,
     RULES,
     SCORE_ALIASES,
     SCORES,
     STAGES,
+    TEXT_DOCUMENTS,
     TEXT_ERROR_MODES,
 )
 from bitextmine.errors import BitextmineError
@@ -60,6 +65,29 @@ def _device_spec(value: str) -> str:
 
 
 Device = Annotated[Str, AfterValidator(_device_spec)]  # auto, cpu, cuda or cuda:N
+
+
+class PrepareStage(Model):
+    """``bitextmine prepare``'s settings; with ``enabled``, the languages' files are documents."""
+
+    enabled: Bool = False
+    format: Literal[INPUT_FORMATS] = defaults.PREPARE_FORMAT
+    docs: Literal[TEXT_DOCUMENTS] = defaults.PREPARE_TEXT_DOCUMENTS
+    field: Str = defaults.PREPARE_TEXT_FIELD
+    id_field: Str = defaults.PREPARE_ID_FIELD
+    url_field: Str = defaults.PREPARE_URL_FIELD
+    errors: Literal[INPUT_ERROR_MODES] = defaults.PREPARE_ERRORS
+    min_chars: NonNegative = defaults.PREPARE_MIN_CHARS
+    max_chars: Positive = defaults.PREPARE_MAX_CHARS
+    min_letters: Annotated[Float, Field(ge=0.0, le=1.0)] = defaults.PREPARE_MIN_LETTER_SHARE
+    min_lang_prob: Annotated[Float, Field(ge=0.0, le=1.0)] = defaults.PREPARE_MIN_LANG_PROB
+    skip: tuple[Literal[PREPARE_RULES], ...] = ()
+    shard_lines: Positive = defaults.PREPARE_SHARD_LINES
+
+    def settings(self) -> dict:
+        """The settings as ``PrepareConfig`` takes them (less the language and the workers)."""
+        settings = self.model_dump(exclude={"enabled", "docs"})
+        return {**settings, "text_documents": self.docs, "skip": tuple(self.skip)}
 
 
 class EmbedStage(Model):
@@ -160,6 +188,7 @@ class PipelineFile(Model):
     encoder: Str = defaults.ENCODER
     languages: Annotated[dict[Str, list[Str]], Field(min_length=1)]
     pairs: Annotated[list[tuple[Str, Str]], Field(min_length=1)]
+    prepare: PrepareStage = PrepareStage()
     embed: EmbedStage = EmbedStage()
     index: IndexStage = IndexStage()
     mine: MineStage = MineStage()
@@ -181,6 +210,7 @@ class PipelineConfig:
     languages: dict[str, tuple[str, ...]]  # language -> shard paths (globs expanded)
     pairs: tuple[tuple[str, str], ...]
     encoder: str = defaults.ENCODER
+    prepare: PrepareStage = field(default_factory=PrepareStage)
     embed: EmbedStage = field(default_factory=EmbedStage)
     index: IndexStage = field(default_factory=IndexStage)
     mine: MineStage = field(default_factory=MineStage)
@@ -310,11 +340,18 @@ def load_config(path: str | Path, settings: Sequence[str] = ()) -> PipelineConfi
                 raise BitextmineError(f"pairs.{i}: language {lang!r} is not under languages", path=path)
             if raw.filter.enabled and raw.filter.lang_id:
                 _check_language(lang, path)
+    if raw.prepare.enabled:  # prepare keeps the sentences of each language key: they must be ISO 639 codes
+        from bitextmine.filter.langid import find_language_key
+
+        for lang in languages:
+            if find_language_key(lang.replace("_", "-").split("-")[0]) is None:
+                raise BitextmineError(f"languages.{lang}: prepare needs the key to be an ISO 639 code (de, deu)",
+                                      path=path)
     encoder = raw.encoder
     if encoder.startswith("ckpt:") and not os.path.isabs(encoder[5:]):
         encoder = "ckpt:" + str(base / encoder[5:])
     output = (Path(raw.output) if os.path.isabs(raw.output) else base / raw.output).resolve()
     return PipelineConfig(output=output, languages=languages, pairs=tuple(raw.pairs), encoder=encoder,
-                          embed=raw.embed, index=raw.index, mine=raw.mine, filter=raw.filter,
+                          prepare=raw.prepare, embed=raw.embed, index=raw.index, mine=raw.mine, filter=raw.filter,
                           resources=dict(raw.resources), launcher=raw.launcher, source=path,
                           settings=tuple(settings))

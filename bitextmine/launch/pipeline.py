@@ -1,5 +1,7 @@
 """The pipeline as stages of independent tasks, each followed by a merge.
 
+    prepare one task per language           -> out/prepare/LANG/ (sentence shards + provenance), when
+                                               the languages' files are documents (prepare.enabled)
     embed   one task per (language, shard)  -> out/embed/LANG/SHARD/ (a one-shard embedding set)
     index   one task per (language, part)   -> out/index/LANG/part-NNN/ (parts of <= index.max_rows rows)
     mine    one task per language pair      -> out/mine/SRC-TGT.tsv (+ .json)
@@ -31,7 +33,9 @@ from bitextmine.launch.config import PipelineConfig
 log = logging.getLogger(__name__)
 
 MARKER = ".task.json"
-STAGE_VERSION = {"embed": 1, "index": 1, "mine": 1, "filter": 1}  # bump when a stage's output changes
+# bump when a stage's output changes
+STAGE_VERSION = {"prepare": 1, "embed": 1, "index": 1, "mine": 1, "filter": 1}
+DIRECTORY_STAGES = ("prepare", "embed", "index")  # whose output is a directory (the marker inside it)
 
 
 @dataclass
@@ -47,7 +51,7 @@ class Task:
     @property
     def marker(self) -> Path:
         """Inside an output directory; beside an output file."""
-        if self.stage in ("embed", "index"):
+        if self.stage in DIRECTORY_STAGES:
             return self.output / MARKER
         return self.output.parent / f".{self.output.name}{MARKER}"
 
@@ -115,19 +119,64 @@ def _shard_dir(cfg: PipelineConfig, lang: str, shard: str, taken: set[str]) -> P
     return cfg.output / "embed" / lang / name
 
 
+def prepared_dir(cfg: PipelineConfig, lang: str) -> Path:
+    return cfg.output / "prepare" / lang
+
+
+def text_shards(cfg: PipelineConfig, lang: str) -> tuple[str, ...]:
+    """The sentence shards of a language: its files, or what prepare made of its documents."""
+    if not cfg.prepare.enabled:
+        return cfg.languages[lang]
+    from bitextmine.prepare import prepared_shards
+
+    try:
+        return tuple(str(path) for path in prepared_shards(prepared_dir(cfg, lang)))
+    except BitextmineError as e:
+        raise BitextmineError(f"languages.{lang} are documents, not prepared yet ({e.message}): run the prepare "
+                              "stage first", path=cfg.source) from None
+
+
 def embed_dirs(cfg: PipelineConfig, lang: str) -> list[Path]:
     taken: set[str] = set()
-    return [_shard_dir(cfg, lang, s, taken) for s in cfg.languages[lang]]
+    return [_shard_dir(cfg, lang, s, taken) for s in text_shards(cfg, lang)]
+
+
+def with_prepared_shards(cfg: PipelineConfig) -> PipelineConfig:
+    """The pipeline as if its languages were the prepared shards (for ``plan``, which counts lines)."""
+    import dataclasses
+
+    from bitextmine.launch.config import PrepareStage
+
+    if not cfg.prepare.enabled:
+        return cfg
+    return dataclasses.replace(cfg, languages={lang: text_shards(cfg, lang) for lang in cfg.languages},
+                               prepare=PrepareStage())
 
 
 # --- task lists --------------------------------------------------------------------------------
+
+def prepare_tasks(cfg: PipelineConfig) -> list[Task]:
+    """One task per language: its documents in order, deduplicated across all of them."""
+    if not cfg.prepare.enabled:
+        return []
+    settings = cfg.prepare.settings()
+    tasks = []
+    for lang, inputs in cfg.languages.items():
+        out = prepared_dir(cfg, lang)
+        digests = [_digest(path) for path in inputs]
+        tasks.append(Task("prepare", lang, out, "run_prepare",
+                          {"inputs": list(inputs), "output": str(out), "lang": lang,
+                           "workers": cfg.resources_for("prepare").cpus, **settings},
+                          cache_key("prepare", {"lang": lang, **settings}, digests), digests))
+    return tasks
+
 
 def embed_tasks(cfg: PipelineConfig) -> list[Task]:
     tasks = []
     settings = cfg.embed.model_dump()
     params = {"encoder": cfg.encoder, **settings}
     for lang in cfg.languages:
-        for shard, out in zip(cfg.languages[lang], embed_dirs(cfg, lang), strict=True):
+        for shard, out in zip(text_shards(cfg, lang), embed_dirs(cfg, lang), strict=True):
             inputs = [_digest(shard)]
             tasks.append(Task("embed", f"{lang}/{out.name}", out, "run_embed",
                               {"shard": shard, "output": str(out), "encoder": cfg.encoder, "lang": lang, **settings},
@@ -190,7 +239,8 @@ def mine_tasks(cfg: PipelineConfig) -> list[Task]:
                           {"src": [str(p) for p in embed_dirs(cfg, src)], "tgt": [str(p) for p in embed_dirs(cfg, tgt)],
                            "src_index": [str(p) for p in index_dirs(cfg, src)],
                            "tgt_index": [str(p) for p in index_dirs(cfg, tgt)],
-                           "output": str(out), **settings}, cache_key("mine", params, inputs), inputs))
+                           "output": str(out), "with_docs": cfg.prepare.enabled, **settings},
+                          cache_key("mine", {**params, "with_docs": cfg.prepare.enabled}, inputs), inputs))
     return tasks
 
 
@@ -207,11 +257,21 @@ def filter_tasks(cfg: PipelineConfig) -> list[Task]:
     return tasks
 
 
-STAGE_TASKS = {"embed": embed_tasks, "index": index_tasks, "mine": mine_tasks, "filter": filter_tasks}
+STAGE_TASKS = {"prepare": prepare_tasks, "embed": embed_tasks, "index": index_tasks, "mine": mine_tasks,
+               "filter": filter_tasks}
 
 
 # --- the task functions (run anywhere: here, a local worker, a Slurm node) ---------------
 # Each returns the paths it wrote, which the marker records with their checksums.
+
+def run_prepare(inputs: list[str], output: str, lang: str, workers: int, **settings) -> list[str]:
+    """Prepare a language's documents; a run killed midway resumes from its finished shards."""
+    from bitextmine.prepare import PrepareConfig, prepare_inputs
+
+    # the directory is this task's own: what other settings left there is replaced
+    prepare_inputs(inputs, output, PrepareConfig(lang=lang, workers=workers, **settings), overwrite=True)
+    return [output]
+
 
 def run_embed(shard: str, output: str, encoder: str, max_tokens: int, batch_tokens: int | None, precision: str,
               errors: str, device: str, lang: str | None = None) -> list[str]:
@@ -242,12 +302,12 @@ def run_index(embeddings: list[str], output: str, type: str, nprobe: int, train_
 
 def run_mine(src: list[str], tgt: list[str], src_index: list[str], tgt_index: list[str], output: str, k: int,
              score: str, retrieval: str, threshold: float | None, top_n: int | None, nprobe: int | None,
-             device: str, exact_margins: bool = defaults.EXACT_MARGINS) -> list[str]:
+             device: str, exact_margins: bool = defaults.EXACT_MARGINS, with_docs: bool = False) -> list[str]:
     from bitextmine.mine import MineConfig
     from bitextmine.mine.output import PairsOutput, mine_to_files
 
     Path(output).parent.mkdir(parents=True, exist_ok=True)
-    target = PairsOutput(output=output, with_ids=True)
+    target = PairsOutput(output=output, with_ids=True, with_docs=with_docs)
     mine_to_files(src, tgt, MineConfig(k=k, score=score, retrieval=retrieval, threshold=threshold, top_n=top_n,
                                        nprobe=nprobe, device=device, exact_margins=exact_margins),
                   target, src_index=src_index or None, tgt_index=tgt_index or None)
@@ -280,7 +340,8 @@ def run_filter(mined: str, output: str, src_lang: str, tgt_lang: str, enabled: b
     return written
 
 
-TASK_FUNCTIONS = {"run_embed": run_embed, "run_index": run_index, "run_mine": run_mine, "run_filter": run_filter}
+TASK_FUNCTIONS = {"run_prepare": run_prepare, "run_embed": run_embed, "run_index": run_index, "run_mine": run_mine,
+                  "run_filter": run_filter}
 
 
 def execute(task: Task) -> str:

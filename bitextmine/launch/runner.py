@@ -440,7 +440,8 @@ def run_pipeline(cfg: PipelineConfig, launcher: str = defaults.LAUNCHER, stages:
     from bitextmine.io.lock import output_lock
 
     runner = Launcher(cfg, launcher)
-    written = [cfg.output / d for d in ("embed", "index", "mine", "pairs", "logs", "summary.json")]
+    stages = tuple(s for s in stages if s != "prepare" or cfg.prepare.enabled)  # files are sentences already
+    written = [cfg.output / d for d in ("prepare", "embed", "index", "mine", "pairs", "logs", "summary.json")]
     refuse_overwriting_inputs(written, [shard for shards in cfg.languages.values() for shard in shards])
     if launcher == "slurm":
         _check_slurm(cfg, stages)

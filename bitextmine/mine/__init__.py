@@ -130,15 +130,26 @@ class MinedPairs:
     src_ids: list[str]
     tgt_ids: list[str]
     stats: dict = field(default_factory=dict)
+    src_rows: np.ndarray | None = None  # global row of each pair's sides, for their documents
+    tgt_rows: np.ndarray | None = None
+    src_docs: list[str] | None = None  # each side's document (``EmbeddingCorpus.documents``), when asked for
+    tgt_docs: list[str] | None = None
 
     def __len__(self) -> int:
         return len(self.scores)
+
+    def extra_columns(self, i: int, with_ids: bool) -> list[str]:
+        """The ids (``shard:line``) and then the documents of pair ``i``, as far as asked for."""
+        columns = [self.src_ids[i], self.tgt_ids[i]] if with_ids or self.src_docs is not None else []
+        if self.src_docs is not None:
+            columns += [self.src_docs[i].replace("\t", " "), self.tgt_docs[i].replace("\t", " ")]
+        return columns
 
     def as_filter_pairs(self, with_ids: bool = False):
         from bitextmine.filter import Pair
 
         return [Pair(float(self.scores[i]), self.src_text[i].replace("\t", " "), self.tgt_text[i].replace("\t", " "),
-                     [self.src_ids[i], self.tgt_ids[i]] if with_ids else []) for i in range(len(self))]
+                     self.extra_columns(i, with_ids)) for i in range(len(self))]
 
 
 def check_compatible(src: EmbeddingCorpus, tgt: EmbeddingCorpus) -> None:
@@ -207,6 +218,8 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
         tgt_text=tgt_side.texts(pairs.tgt),
         src_ids=src.provenance(src_rows),
         tgt_ids=tgt.provenance(tgt_rows),
+        src_rows=src_rows,
+        tgt_rows=tgt_rows,
     )
     mined.stats = {
         "bitextmine_version": __version__,
@@ -228,7 +241,8 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
 
 
 def write_pairs(mined: MinedPairs, output: str | Path, with_ids: bool = False) -> None:
-    """TSV ``score<TAB>src<TAB>tgt[<TAB>src_id<TAB>tgt_id]``, best first; ``-`` is stdout.
+    """TSV ``score<TAB>src<TAB>tgt[<TAB>src_id<TAB>tgt_id[<TAB>src_doc<TAB>tgt_doc]]``, best first; ``-`` is
+    stdout. The documents are written when they were looked up (``MinedPairs.src_docs``), with the ids.
 
     A tab inside a sentence would shift the columns, so it is written as a space.
     """
@@ -237,7 +251,5 @@ def write_pairs(mined: MinedPairs, output: str | Path, with_ids: bool = False) -
     with atomic_text_writer(output) as out:
         for i in range(len(mined)):
             fields = [f"{mined.scores[i]:.6f}", mined.src_text[i].replace("\t", " "),
-                      mined.tgt_text[i].replace("\t", " ")]
-            if with_ids:
-                fields += [mined.src_ids[i], mined.tgt_ids[i]]
+                      mined.tgt_text[i].replace("\t", " "), *mined.extra_columns(i, with_ids)]
             out.write("\t".join(fields) + "\n")

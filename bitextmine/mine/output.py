@@ -29,6 +29,7 @@ class PairsOutput:
     output: str  # the TSV (.gz/.xz/.zst compress), or - for standard output
     meta: str | None = None  # the sidecar; None: OUTPUT.json beside a regular output, else none
     with_ids: bool = False
+    with_docs: bool = False  # also each side's document (from prepare's provenance sidecars); implies ids
     filter: FilterConfig | None = None  # filter the pairs before writing them
     rejects: str | None = None  # with a filter: the rejected pairs and their reasons
 
@@ -39,6 +40,11 @@ class PairsOutput:
             return str(self.meta)
         default = sidecar_path(self.output, SIDECAR_SUFFIX)
         return None if default is None else str(default)
+
+    def columns(self) -> list[str]:
+        """The columns of the TSV, as ``report`` reads them."""
+        ids = ["src_id", "tgt_id"] if self.with_ids or self.with_docs else []
+        return ["score", "src", "tgt", *ids, *(["src_doc", "tgt_doc"] if self.with_docs else [])]
 
     def files(self) -> list[str]:
         return [str(p) for p in (self.output, self.sidecar(), self.rejects) if p is not None]
@@ -67,6 +73,9 @@ def mine_to_files(src: list[str | Path], tgt: list[str | Path], cfg: MineConfig,
         refuse_overwriting_inputs(target.files(), texts)
         mined = mine_corpora(src_corpus, tgt_corpus, cfg, src_index=src_index, tgt_index=tgt_index,
                              progress=progress)
+        if target.with_docs:
+            mined.src_docs = src_corpus.documents(mined.src_rows)
+            mined.tgt_docs = tgt_corpus.documents(mined.tgt_rows)
         write_mined(mined, target)
     return mined
 
@@ -77,7 +86,7 @@ def write_mined(mined: MinedPairs, target: PairsOutput) -> dict:
     from bitextmine.io.text import file_sha256
     from bitextmine.mine import write_pairs
 
-    stats = {**mined.stats, "output": target.output}
+    stats = {**mined.stats, "output": target.output, "columns": target.columns()}
     if target.filter is not None:
         from bitextmine.filter.run import filter_pairs_to_files, report_document
 
