@@ -2,27 +2,30 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from bitextmine import defaults
 from bitextmine.choices import InputErrors, InputFormat, PrepareRule, TextDocuments
-from bitextmine.cli.options import Quiet, command, finite, json_option, language_code, usage_error
+from bitextmine.cli.options import Quiet, command, finite, json_option, language_code, output_option, usage_error
 
 app = typer.Typer()
 INPUT = "Input"
 RULES = "Rules"
 
 
-@command(app)
+@command(app, epilog="""\b
+Examples:
+    bitextmine prepare 'crawl/de.*.jsonl.gz' -o prep/de --lang de
+    bitextmine prepare CC-MAIN-*.warc.wet.gz -o prep/cs --lang ces --errors skip
+    bitextmine prepare news.parquet -o prep/zh --lang zho --column body --id-field doc_id
+    zcat books.txt.gz | bitextmine prepare - -o prep/fr --lang fr --docs paragraph""")
 def prepare(
     inputs: Annotated[list[str], typer.Argument(
         metavar="INPUT", show_default=False,
         help="Documents: paths, globs (quoted) or - for stdin. .gz, .zst and .xz are decompressed.")],
-    output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR", show_default=False,
-                                         help="Directory of sentence shards (created, or resumed).")],
+    output: output_option("Directory of sentence shards (created, or resumed).", metavar="DIR"),
     lang: Annotated[str, typer.Option(metavar="LANG", show_default=False, callback=language_code,
                                       help="The language to keep (ISO 639: de or deu).")],
     format: Annotated[InputFormat, typer.Option(
@@ -79,13 +82,6 @@ def prepare(
     writes shards of one sentence a line, each with a provenance sidecar (input file,
     document id, URL, sentence number). Re-running resumes.
 
-    \b
-    Examples:
-        bitextmine prepare 'crawl/de.*.jsonl.gz' -o prep/de --lang de
-        bitextmine prepare CC-MAIN-*.warc.wet.gz -o prep/cs --lang ces --errors skip
-        bitextmine prepare news.parquet -o prep/zh --lang zho --column body --id-field doc_id
-        zcat books.txt.gz | bitextmine prepare - -o prep/fr --lang fr --docs paragraph
-        bitextmine embed 'prep/de/*.txt' -o emb/de
     """
     import logging
 
