@@ -376,22 +376,47 @@ def test_the_default_threshold_on_long_real_lines_with_2_percent_translations(us
     assert 2 * precision * recall / (precision + recall) >= best["f1"] - 0.03
 
 
-def test_a_sentence_among_near_duplicates_gives_the_decoy_no_outlier():
-    """The decoy's neighbourhood means count near-duplicates (as the margin across languages
-    does); left out, a row with only duplicates nearby had a mean of 0, and a sentence near it
-    a ratio margin near 2, as if it had a sure partner in its own language."""
-    from bitextmine.mine.thresholds import decoy_best_scores
+def test_the_gap_mixture_recovers_a_known_mixture():
+    """Gaps drawn from the model itself: 5 % translations. The fit finds the share, the null
+    Gumbel and which gaps are the translations'."""
+    from bitextmine.mine.no_gold import fit_gap_mixture
 
     rng = np.random.default_rng(0)
-    z = rng.normal(size=(300, 32))
-    centre = z[0] / np.linalg.norm(z[0])
-    z[1:9] = centre + rng.normal(scale=0.01, size=(8, 32))  # rows 0-8: one sentence written 9 ways
-    z[9] = 0.8 * centre + 0.6 * np.linalg.qr(np.stack([centre, rng.normal(size=32)], 1))[0][:, 1]  # cosine 0.8
-    z = (z / np.linalg.norm(z, axis=1, keepdims=True)).astype(np.float32)
-    scores = decoy_best_scores(z, k=4, score="ratio", queries=1000, seed=0)
-    assert np.isneginf(scores[:9]).all()  # only duplicates nearby: no false partner to score
-    assert 0.85 < scores[9] < 1.1  # 0.8 against the cluster's mean (~0.99) and its own (~0.8)
-    assert scores[np.isfinite(scores)].max() < 1.5
+    null = rng.gumbel(0.03, 0.05, 19_000)
+    true = rng.normal(0.5, 0.2, 1_000)
+    fit = fit_gap_mixture(np.concatenate([null, true]))
+    assert fit.separation() > 8
+    assert abs(fit.share - 0.05) < 0.01
+    assert abs(fit.null_loc - 0.03) < 0.005 and abs(fit.null_scale - 0.05) < 0.005
+    assert fit.posterior[:19_000].mean() < 0.02 and fit.posterior[19_000:].mean() > 0.8
+
+
+def test_query_gaps_tell_translated_queries_apart():
+    """A query whose translation is in the other side has a large gap (its translation far above
+    the best non-translation); one without has the spacing of two non-translations."""
+    from bitextmine.mine.knn import exact_knn_both_ways
+    from bitextmine.mine.no_gold import query_gaps
+
+    x, y = synthetic_pools(2000, 200, seed=11, noise=0.6)
+    _, bwd = exact_knn_both_ways(x, y, 4)
+    gaps = query_gaps(x, y, bwd.mean_sim(), 4, "ratio", seed=0)
+    assert len(gaps.gap) == 2000 and gaps.rows == 2000 and gaps.scale == 1
+    assert np.median(gaps.gap[:200]) > 4 * np.median(np.abs(gaps.gap[200:]))
+    sample = query_gaps(x, y, bwd.mean_sim(), 4, "ratio", seed=0, sample=500)
+    assert len(sample.gap) == 500 and sample.scale == 4
+
+
+def test_pools_that_share_no_translations_keep_nothing():
+    """Two unrelated pools: the estimate finds no group of translations, and mine keeps nothing
+    rather than the pairs a fixed threshold would let through."""
+    from bitextmine.mine.thresholds import mine_and_choose
+
+    x, _ = synthetic_pools(1500, 0, seed=12)
+    y, _ = synthetic_pools(1500, 0, seed=13)
+    pairs, choice = mine_and_choose(x, y, MineConfig(), ())
+    assert choice.source in ("none", "fallback") and choice.warning
+    if choice.source == "none":
+        assert not (pairs.score >= choice.threshold).any()
 
 
 def test_distinct_sentences_are_found_by_digest_across_shards(tmp_path):

@@ -246,12 +246,9 @@ def test_plan_arithmetic_from_given_measurements(tmp_path, monkeypatch):
     assert embed.disk_gb == pytest.approx(1000 * 512 * 2 / 1024**3)
     assert by_stage["mine"].tasks == by_stage["filter"].tasks == 1 and by_stage["index"].tasks == 2
     assert not (tmp_path / "run").exists()
-    # no threshold in the file: mine's decoy search is counted, a sample and its neighbours per side
-    assert "decoy" in by_stage["mine"].basis
-    assert plan._decoy_queries(500, 4) == 500
-    # the sample's 4 x 20,000 neighbours: nearly all distinct in a large pool, overlapping in a small one
-    assert 0.9 * 5 * 20_000 < plan._decoy_queries(1_000_000, 4) < 5 * 20_000
-    assert 20_000 < plan._decoy_queries(60_000, 4) < 0.9 * 60_000
+    # no threshold in the file: the estimate's search is counted, a sample of each side against the other
+    assert "the estimate" in by_stage["mine"].basis
+    assert plan._estimate_queries(500) == 500 and plan._estimate_queries(10**6) == plan.defaults.ESTIMATE_QUERIES
     # nothing embedded yet: the share of rows mined is assumed; given, more pairs mean more
     # exact margins and filtering
     assert "5.0% of the smaller side, assumed" in by_stage["filter"].basis

@@ -25,6 +25,7 @@ from bitextmine.cli.options import (
     score_option,
     target_precision_option,
 )
+from bitextmine.errors import warn
 from bitextmine.io.atomic import write_json
 
 app = typer.Typer()
@@ -43,9 +44,9 @@ def calibrate(
     seeds: Annotated[str | None, typer.Option(
         metavar="PAIRS", show_default=False,
         help="Known translation pairs, src<TAB>tgt (a few hundred): planted in the pools to measure precision "
-             "and recall. Without it, each side mined against itself estimates the false pairs.")] = None,
+             "and recall, beside the no-gold estimate. Without it, the no-gold estimate `mine` uses.")] = None,
     target_precision: target_precision_option(
-        "Recommend the lowest threshold whose precision is at least P (a share: 0.9 for 90%).")
+        "Recommend the threshold of best F1 at precision >= P (a share: 0.9 for 90%), as mine chooses it.")
     = defaults.TARGET_PRECISION,
     k: k_option() = defaults.K,
     score: score_option() = Score(defaults.SCORE),
@@ -59,9 +60,10 @@ def calibrate(
 ) -> None:
     """Estimate precision and recall at each threshold for these pools; recommend one.
 
-    With --seeds, known pairs are planted in the pools and mined back; without, each
-    side mined against itself estimates the false pairs. Each method's failure modes
-    are in the README.
+    Without --seeds: the no-gold estimate and the threshold `mine` would choose for these
+    pools and target, with how sure the estimate is. With --seeds, known pairs are
+    planted in the pools and mined back, and both recommendations are shown. Each
+    method's failure modes are in the README.
     """
     import numpy as np
 
@@ -71,28 +73,41 @@ def calibrate(
 
     check_json_output(json_out, [*src, *tgt, seeds])
     setup_logging(quiet)
-    cfg = MineConfig(k=k, score=score_of(score, margin), retrieval=retrieval.value, device=device)
-    result, recommended = calibrate_sets(src, tgt, cfg, target_precision, seeds, seed, progress=not quiet)
+    cfg = MineConfig(k=k, score=score_of(score, margin), retrieval=retrieval.value, device=device,
+                     target_precision=target_precision)
+    result = calibrate_sets(src, tgt, cfg, seeds, seed, progress=not quiet)
     aside = json_to_stdout(json_out)  # the JSON holds stdout: the table goes to stderr too
     # standard output holds the table alone (piped: pure TSV); what is said about it goes to stderr
     typer.echo(f"method: {result.method}  ({cfg.score} score, k={k}, {cfg.retrieval} retrieval)", err=True)
+    shown = np.unique(np.linspace(0, len(result.thresholds) - 1, min(TABLE_ROWS, len(result.thresholds))).astype(int))
+    print_table(["threshold", "precision %", "recall %", "pairs"],
+                [[f"{result.thresholds[i]:.4f}", f"{100 * result.precision[i]:.1f}",
+                  "-" if np.isnan(result.recall[i]) else f"{100 * result.recall[i]:.1f}", int(result.pairs[i])]
+                 for i in shown], err=aside)
     for note in result.notes():
         typer.echo(note, err=True)
+    for calibration in filter(None, (result.no_gold, result)):
+        typer.echo(recommendation_line(calibration, target_precision), err=True)
+    if result.no_gold is not None and result.no_gold.warning:
+        warn(result.no_gold.warning)
     if result.warning:
-        typer.echo(f"cannot tell: {result.warning}; no estimate, no threshold recommended", err=True)
-    else:
-        shown = np.unique(np.linspace(0, len(result.thresholds) - 1,
-                                      min(TABLE_ROWS, len(result.thresholds))).astype(int))
-        print_table(["threshold", "precision %", "recall %", "pairs"],
-                    [[f"{result.thresholds[i]:.4f}", f"{100 * result.precision[i]:.1f}",
-                      "-" if np.isnan(result.recall[i]) else f"{100 * result.recall[i]:.1f}", int(result.pairs[i])]
-                     for i in shown], err=aside)
-        if recommended is None:
-            typer.echo(f"no threshold reaches {100 * target_precision:g}% estimated precision", err=True)
-        else:
-            typer.echo(f"recommended threshold for {100 * target_precision:g}% precision: {recommended:.4f}",
-                       err=True)
+        warn(result.warning)
     if json_out:
-        write_json(json_out, {**result.to_dict(), "recommended_threshold": recommended,
-                              "target_precision": target_precision,
+        write_json(json_out, {**result.to_dict(), "target_precision": target_precision,
                               "config": {"k": k, "score": cfg.score, "retrieval": cfg.retrieval}})
+
+
+def recommendation_line(result, target_precision: float) -> str:
+    """The recommended threshold and how sure the estimate is of it, in one line."""
+    name = "seeds" if result.method == "seeds" else "no gold"
+    if result.recommended is None:
+        return f"recommended threshold ({name}): none, keep nothing ({result.reason})"
+    line = f"recommended threshold ({name}) for {100 * target_precision:g}% precision: {result.recommended:.4f}"
+    if result.warning:
+        return f"{line} (a fixed fallback: the estimate cannot be trusted here)"
+    sure = f"estimated precision {result.recommended_precision:.2f}"
+    if result.interval:
+        sure += f", 80% interval {result.interval[0]:.2f}-{result.interval[1]:.2f} from sampling alone"
+    if "best F1" in result.reason or "few" in result.reason:  # the target was not reached
+        sure += f"; {result.reason}"
+    return f"{line} ({sure})"

@@ -116,5 +116,6 @@ def mine(
     target = PairsOutput(output=output, meta=json_out, with_ids=with_ids, with_docs=with_docs,
                          filter=filter_cfg if filter_pairs else None, rejects=rejects)
     mined = mine_to_files(src, tgt, cfg, target, src_index=src_index, tgt_index=tgt_index, progress=not quiet)
-    logging.getLogger("bitextmine").info("%d pairs at %s >= %g -> %s", len(mined), cfg.score,
-                                         mined.stats["parameters"]["threshold"], output)
+    threshold = mined.stats["parameters"]["threshold"]
+    logging.getLogger("bitextmine").info("%d pairs at %s >= %s -> %s", len(mined), cfg.score,
+                                         "none" if threshold is None else f"{threshold:g}", output)

@@ -21,22 +21,36 @@ Seeds that also occur in the pools (the same sentence, or a near-identical vecto
 be planted next to their own copies and never mined as planted: those pool rows are left
 out before planting, and the result says how many there were.
 
-**No gold** (``calibrate_without_gold``): the decoy estimate `mine` uses to choose its
-threshold (``bitextmine.mine.thresholds``): each side mined against itself stands for
-sentences without a translation, which gives the number of false pairs at each
-threshold. It says when it cannot tell (too few translations found) instead of giving
-numbers.
+**No gold** (``calibrate_without_gold``): the estimate `mine` uses to choose its threshold
+(the gap mixture, ``bitextmine.mine.no_gold``), and the threshold `mine` would choose for the
+same pools and target (``bitextmine.mine.thresholds.choose_from_estimate``): the same number,
+with a bootstrap interval of the estimated precision there. Where the estimate cannot be
+trusted it says why and recommends `mine`'s fallback.
+
+Both recommend by the same rule as `mine` (``pick_threshold``): the best F1 at the target
+precision, unless the target costs more than ``defaults.TARGET_F1_TOLERANCE`` of F1. With
+seeds, the no-gold estimate is computed too and both recommendations are shown: they agree
+where both are right; seeds unlike the pools (shorter, another domain) or an encoder whose
+translations' gaps overlap the others' make them differ, which the notes say.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
 from bitextmine import defaults
 from bitextmine.errors import BitextmineError
 from bitextmine.mine import MineConfig, mine_vectors
+from bitextmine.mine.knn import exact_knn, exact_knn_both_ways
+from bitextmine.mine.scoring import candidates, retrieve
+from bitextmine.mine.thresholds import (
+    choose_from_estimate,
+    estimate_without_gold,
+    fixed_threshold,
+    pick_threshold,
+)
 
 PLANTED_SHARE = 0.4  # of the seeds planted as pairs; the rest are planted as orphans
 MIN_SEEDS = 20  # fewer cannot estimate the rates G and R at all (a few hundred are enough)
@@ -50,36 +64,59 @@ class Calibration:
     recall: np.ndarray  # nan where unknown
     pairs: np.ndarray  # mined pool pairs with score >= threshold
     details: dict
-    warning: str | None = None  # why the estimate cannot be trusted; then nothing is recommended
+    warning: str | None = None  # why the estimate cannot be trusted (then the recommendation is a fallback)
+    recommended: float | None = None  # the threshold recommended for the target (None: keep nothing)
+    recommended_precision: float | None = None  # estimated precision there
+    interval: tuple[float, float] | None = None  # its bootstrap interval (no-gold estimate)
+    reason: str = ""  # how the recommendation was made
+    precision_low: np.ndarray | None = None
+    precision_high: np.ndarray | None = None
+    no_gold: Calibration | None = None  # beside a seed calibration: the no-gold one, for comparison
 
-    def recommend(self, target_precision: float) -> float | None:
-        """The lowest threshold (most recall) whose estimated precision reaches the target
-        there and at every higher threshold."""
-        if self.warning:
-            return None
-        ok = self.precision >= target_precision
-        # walk down from the highest threshold while precision holds
-        best = None
-        for i in range(len(self.thresholds) - 1, -1, -1):
-            if not ok[i]:
-                break
-            best = float(self.thresholds[i])
-        return best
+    def recommend_for(self, target_precision: float) -> None:
+        """Recommend by `mine`'s rule on this curve (seed calibrations; the no-gold one comes
+        with `mine`'s own choice)."""
+        i, met = pick_threshold(self.precision, self.recall, target_precision)
+        self.recommended, self.recommended_precision = float(self.thresholds[i]), float(self.precision[i])
+        self.reason = (f"best F1 at precision >= {target_precision:g}" if met else
+                       f"precision {target_precision:g} would keep few of the translations: best F1")
 
     def notes(self) -> list[str]:
         """What a user must know about this result, one line each."""
+        out = []
         found = self.details.get("seeds_in_pools", {})
         src, tgt = found.get("source_rows_left_out", 0), found.get("target_rows_left_out", 0)
         if src or tgt:
-            return [f"note: {src} source and {tgt} target pool sentences repeat seed sentences; they were left "
-                    "out of the pools before the seeds were planted"]
-        return []
+            out.append(f"note: {src} source and {tgt} target pool sentences repeat seed sentences; they were left "
+                       "out of the pools before the seeds were planted")
+        other = self.no_gold
+        if other is not None and self.recommended is not None and other.recommended is not None:
+            at_other = float(np.interp(other.recommended, self.thresholds, self.precision))
+            if abs(at_other - (other.recommended_precision or 0)) > CALIBRATIONS_AGREE:
+                out.append(f"note: the seeds and the no-gold estimate disagree: at {other.recommended:.4f} the seeds "
+                           f"measure precision {at_other:.2f}, the no-gold estimate {other.recommended_precision:.2f}. "
+                           "Seeds unlike the pools (shorter, another domain) move the seed curve; translations "
+                           "whose gaps overlap the others' (a weak encoder) move the no-gold one")
+            else:
+                out.append(f"note: the seeds and the no-gold estimate agree within {100 * CALIBRATIONS_AGREE:g} "
+                           f"points at {other.recommended:.4f} (no gold: {other.recommended_precision:.2f}, seeds: "
+                           f"{at_other:.2f})")
+        return out
 
     def to_dict(self) -> dict:
-        out = asdict(self)
-        for key in ("thresholds", "precision", "recall", "pairs"):
-            out[key] = [None if np.isnan(v) else round(float(v), 6) for v in np.asarray(out[key], dtype=float)]
+        out = {"method": self.method, "details": self.details, "warning": self.warning,
+               "recommended_threshold": self.recommended, "recommended_precision": self.recommended_precision,
+               "recommended_interval": list(self.interval) if self.interval else None, "reason": self.reason}
+        for key in ("thresholds", "precision", "recall", "pairs", "precision_low", "precision_high"):
+            values = getattr(self, key)
+            out[key] = None if values is None else [None if np.isnan(v) else round(float(v), 6)
+                                                    for v in np.asarray(values, dtype=float)]
+        if self.no_gold is not None:
+            out["no_gold"] = self.no_gold.to_dict()
         return out
+
+
+CALIBRATIONS_AGREE = 0.05  # precision points within which the seed and no-gold estimates agree
 
 
 def threshold_grid(scores: np.ndarray, points: int = 200) -> np.ndarray:
@@ -99,8 +136,6 @@ def _at_least(scores: np.ndarray, grid: np.ndarray) -> np.ndarray:
 def seeds_in_pools(x_pool, y_pool, seed_src: np.ndarray, seed_tgt: np.ndarray,
                    device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
     """Pool rows (source, target) that repeat a seed sentence: near-identical vectors."""
-    from bitextmine.mine.knn import exact_knn
-
     found = []
     for seeds, pool in ((seed_src, x_pool), (seed_tgt, y_pool)):
         nearest = exact_knn(np.asarray(seeds, dtype=np.float32), pool, 1, device=device)
@@ -164,21 +199,21 @@ def _plant_and_measure(x_pool, y_pool, seed_src: np.ndarray, seed_tgt: np.ndarra
                         "estimated_translations_in_pools": round(t_hat, 1), "pool_sources": n, "pool_targets": m})
 
 
-def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, seed: int = defaults.SEED,
+def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, identities=(), seed: int = defaults.SEED,
                            device: str = "cpu", progress: bool = False) -> Calibration:
-    """The decoy estimate of `mine` (see ``bitextmine.mine.thresholds``), as a curve."""
-    from bitextmine.mine.knn import exact_knn_both_ways
-    from bitextmine.mine.scoring import candidates, retrieve
-    from bitextmine.mine.thresholds import estimate_without_gold
-
+    """`mine`'s estimate and threshold for these pools (``cfg.target_precision``), as a curve."""
     fwd, bwd = exact_knn_both_ways(x_pool, y_pool, cfg.k, device=device, block_rows=cfg.block_rows,
                                    progress=progress)
     pairs = retrieve(*candidates(fwd, bwd, cfg.score), cfg.retrieval, -np.inf)
     estimate = estimate_without_gold(pairs, x_pool, y_pool, cfg, fwd, bwd, device, seed)
-    return Calibration("decoy", estimate.thresholds, estimate.precision, estimate.recall, estimate.pairs,
-                       {"estimated_translations_in_pools": round(estimate.translations, 1),
-                        "pool_sources": len(x_pool), "pool_targets": len(y_pool), **estimate.details},
-                       estimate.warning)
+    fixed, fixed_reason = fixed_threshold(cfg.score, *identities)
+    choice = choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason)
+    return Calibration("no gold (gap mixture)", estimate.thresholds, estimate.precision, estimate.recall,
+                       estimate.pairs, {"estimated_translations_in_pools": round(estimate.translations, 1),
+                                        "pool_sources": len(x_pool), "pool_targets": len(y_pool), **estimate.details},
+                       choice.warning if choice.source in ("fallback", "none") else estimate.warning,
+                       choice.threshold if np.isfinite(choice.threshold) else None, choice.estimated_precision,
+                       choice.interval(), choice.reason, estimate.precision_low, estimate.precision_high)
 
 
 def check_target_precision(target: float) -> None:
@@ -186,30 +221,34 @@ def check_target_precision(target: float) -> None:
         raise BitextmineError(f"--target-precision is a share in (0, 1), such as 0.9 for 90%, not {target:g}")
 
 
-def calibrate_sets(src: list, tgt: list, cfg: MineConfig, target_precision: float, seeds: str | None = None,
-                   seed: int = defaults.SEED, progress: bool = False) -> tuple[Calibration, float | None]:
-    """Calibrate the pools of two embedding-set lists; (curve, recommended threshold or None).
+def calibrate_sets(src: list, tgt: list, cfg: MineConfig, seeds: str | None = None, seed: int = defaults.SEED,
+                   progress: bool = False) -> Calibration:
+    """Calibrate the pools of two embedding-set lists for ``cfg.target_precision``.
 
-    Each distinct sentence is one row of its pool. With ``seeds`` (a pairs file of at
-    least ``MIN_SEEDS`` known translations, embedded with the sets' own encoder) the
-    seed method runs, else the decoy estimate.
+    Each distinct sentence is one row of its pool, as `mine` sees them. Without ``seeds``,
+    `mine`'s estimate and threshold; with ``seeds`` (a pairs file of at least ``MIN_SEEDS``
+    known translations, embedded with the sets' own encoder) the seed method, with the
+    no-gold calibration beside it (``Calibration.no_gold``) for comparison.
     """
     from bitextmine.devices import resolve_device
     from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
     from bitextmine.mine import check_compatible, unique_sentences
 
-    check_target_precision(target_precision)
+    check_target_precision(cfg.target_precision)
     device = resolve_device(cfg.device)
     src_corpus, tgt_corpus = EmbeddingCorpus.load(src), EmbeddingCorpus.load(tgt)
     check_compatible(src_corpus, tgt_corpus)
     x = SelectedRows(src_corpus, unique_sentences(src_corpus).rows)
     y = SelectedRows(tgt_corpus, unique_sentences(tgt_corpus).rows)
+    identities = (src_corpus.encoder, tgt_corpus.encoder)
+    no_gold = calibrate_without_gold(np.asarray(x[:]), np.asarray(y[:]), cfg, identities, seed, device, progress)
     if seeds is None:
-        result = calibrate_without_gold(np.asarray(x[:]), np.asarray(y[:]), cfg, seed, device, progress)
-    else:
-        seed_src, seed_tgt = _embed_seeds(seeds, src_corpus, device, progress)
-        result = calibrate_with_seeds(x, y, seed_src, seed_tgt, cfg, seed, device, progress)
-    return result, result.recommend(target_precision)
+        return no_gold
+    seed_src, seed_tgt = _embed_seeds(seeds, src_corpus, device, progress)
+    result = calibrate_with_seeds(x, y, seed_src, seed_tgt, cfg, seed, device, progress)
+    result.recommend_for(cfg.target_precision)
+    result.no_gold = no_gold
+    return result
 
 
 def _embed_seeds(seeds: str, corpus, device: str, progress: bool) -> tuple[np.ndarray, np.ndarray]:

@@ -227,15 +227,24 @@ def _estimate_figure(curve: dict, threshold: float | None, xlabel: str):
 
     est, ax = plt.subplots(figsize=(7, 3.5), dpi=110)
     t = np.asarray(curve["thresholds"], dtype=np.float64)
+    def column(key):
+        values = np.asarray([np.nan if v is None else v for v in curve.get(key) or []], dtype=np.float64)
+        return values if len(values) == len(t) else None
+
     for key, colour in (("precision", "#aa3377"), ("recall", "#66ccee")):
-        values = np.asarray([np.nan if v is None else v for v in curve.get(key, [])], dtype=np.float64)
-        if len(values) == len(t):
+        if (values := column(key)) is not None:
             ax.plot(t, values, color=colour, label=f"estimated {key}")
+    low, high = column("precision_low"), column("precision_high")
+    if low is not None and high is not None:
+        ax.fill_between(t, low, high, color="#aa3377", alpha=0.2, linewidth=0, label="precision, 80 % interval")
     ax.set_ylim(0, 1.02)
     ax.set_xlabel(f"threshold ({xlabel})")
     ax.set_ylabel("share")
     ax.set_title(f"Estimated precision and recall ({curve.get('method', 'estimate')})")
-    _mark(ax, threshold)
+    _mark(ax, threshold, label=True)
+    recommended = curve.get("recommended_threshold")
+    if isinstance(recommended, (int, float)) and recommended != threshold:
+        ax.axvline(recommended, color="#228833", linestyle=":", label=f"recommended {recommended:g}")
     ax.legend(loc="lower left")
     est.tight_layout()
     return est
@@ -305,12 +314,20 @@ def write_report(inputs: ReportInputs, output: str | Path, title: str = "bitextm
 
 def _threshold_text(params: dict | None, curve: dict | None) -> str:
     parameters = (params or {}).get("parameters") or {}
-    threshold = parameters.get("threshold")
-    if threshold is None:
+    if "threshold" not in parameters:
         return "No threshold recorded (no sidecar JSON)."
-    text = f"Threshold in use: {threshold:g} ({parameters.get('threshold_source', 'not recorded how it was chosen')})."
-    if curve is not None and curve.get("warning"):
-        text += f" The estimate cannot be trusted: {curve['warning']}."
+    threshold, how = parameters["threshold"], parameters.get("threshold_source", "not recorded how it was chosen")
+    text = (f"Threshold in use: {threshold:g} ({how})." if threshold is not None
+            else f"No pair kept ({how}).")
+    if curve is not None:
+        recommended, precision = curve.get("recommended_threshold"), curve.get("estimated_precision")
+        if isinstance(recommended, (int, float)) and recommended != threshold:
+            text += f" Recommended by the estimate: {recommended:g}"
+            text += f" (estimated precision {precision:.2f})." if isinstance(precision, (int, float)) else "."
+        if curve.get("warning"):
+            text += f" The estimate cannot be trusted: {curve['warning']}."
+    if (params or {}).get("threshold_warning"):
+        text += f" Warning: {params['threshold_warning']}."
     return text
 
 

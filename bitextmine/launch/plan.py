@@ -642,11 +642,11 @@ def _mine_estimate(cfg: PipelineConfig, m: dict, lines: dict[str, list[int]], te
                 work[-1] += mined.share * min(n, mm) * (n + mm) / rate
                 basis.add(f"exact margins: {mined.share:.1%} of the smaller side's rows kept in pairs ({mined.how}), "
                           "each side's searched exactly against the other")
-        if cfg.mine.threshold is None:  # the threshold is chosen on the pools: the decoy search
+        if cfg.mine.threshold is None:  # the threshold is chosen on the pools: the estimate's search
             rate = m["knn_one_way_pairs_per_second"]
-            work[-1] += (_decoy_queries(n, k) * n + _decoy_queries(mm, k) * mm) / rate
-            basis.add("no threshold given: each side's decoy searched exactly within its language")
-            # (sampled rows of a side gathered and searched against that side, kept mapped)
+            work[-1] += (_estimate_queries(n) * mm + _estimate_queries(mm) * n) / rate
+            basis.add("no threshold given: a sample of each side searched exactly against the other (the estimate)")
+            # (sampled rows of a side gathered and searched against the other side, kept mapped)
             searched = max(searched, _exact_block_bytes(max(n, mm), max(n, mm))
                            + one_side_mapped)
         work[-1] += (n + mm) / m["text_lines_per_second"]  # the text, read and its distinct sentences kept
@@ -677,14 +677,10 @@ def _through_indexes(queries: int, rows: int, cfg: PipelineConfig, m: dict) -> f
     return sum(_search_seconds(queries, min(part, rows - p), shape, cfg, m) for p in range(0, rows, part))
 
 
-def _decoy_queries(rows: int, k: int) -> int:
-    """Rows of one side searched against that side when mine chooses the threshold: a sample,
-    then the distinct neighbours of the sample outside it (see mine/thresholds.py
-    decoy_best_scores), counted as if the sample's k x sample neighbours fell at random."""
-    sample = min(rows, defaults.DECOY_QUERIES)
-    if sample == rows:
-        return rows
-    return sample + round((rows - sample) * -math.expm1(-sample * k / rows))
+def _estimate_queries(rows: int) -> int:
+    """Rows of one side searched against the other when mine chooses the threshold (a sample,
+    see mine/no_gold.py query_gaps)."""
+    return min(rows, defaults.ESTIMATE_QUERIES)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import numpy as np
 
 from bitextmine import __version__, defaults
 from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows, release_mapped
-from bitextmine.errors import BitextmineError
+from bitextmine.errors import BitextmineError, warn
 from bitextmine.mine.knn import Neighbours, best_distinct, exact_knn_both_ways, index_knn
 from bitextmine.mine.rescore import select_with_exact_margins
 from bitextmine.mine.scoring import RETRIEVALS, SCORE_ALIASES, SCORES, Pairs, candidates, retrieve
@@ -208,8 +208,12 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
     else:
         selection = select_pairs(x, y, cfg, (src.encoder, tgt.encoder), fwd, bwd, device=cfg.device,
                                  progress=progress)
-    pairs, cfg = selection.pairs, replace(cfg, threshold=selection.choice.threshold)
-    log.info("threshold %g (%s)", cfg.threshold, selection.choice.reason)
+    choice = selection.choice
+    if choice.warning:
+        warn(choice.warning)
+    # nothing kept (the pools share no translations) is recorded as no threshold: JSON has no infinity
+    pairs, cfg = selection.pairs, replace(cfg, threshold=choice.threshold if math.isfinite(choice.threshold) else None)
+    log.info("threshold %s (%s)", "none" if cfg.threshold is None else f"{cfg.threshold:g}", choice.reason)
     knn_seconds = time.time() - knn_started
     src_rows, tgt_rows = src_side.rows[pairs.src], tgt_side.rows[pairs.tgt]
     mined = MinedPairs(
@@ -223,7 +227,7 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
     )
     mined.stats = {
         "bitextmine_version": __version__,
-        "parameters": {**asdict(cfg), "threshold_source": selection.choice.reason, "search": search,
+        "parameters": {**asdict(cfg), "threshold_source": choice.reason, "search": search,
                        "src_index": [str(p) for p in src_index] if src_index else None,
                        "tgt_index": [str(p) for p in tgt_index] if tgt_index else None},
         "encoder": src.encoder.to_dict(),
