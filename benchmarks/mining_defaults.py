@@ -1,18 +1,26 @@
 """Does `mine` without --threshold hold on pools that look like real mining?
 
-    python -m benchmarks.mining_defaults [--encoder usem3] [--cache /tmp/bitextmine-bench-cache]
-                                             [--only m30k-de] [--score ratio]
+    python -m benchmarks.mining_defaults [--student ckpt:DIR] [--suite news|default|all]
+                                         [--only NAME,...] [--score ratio] [--variants all|default]
+                                         [--cache /tmp/bitextmine-bench-cache]
 
-Pools are built from parallel data the defaults were never tuned on, made to look like
-mining rather than Tatoeba retrieval: long sentences (Multi30k captions, manythings
-sentences of 8 words or more), "paragraph" lines of 2-4 sentences joined (about the
-length of news sentences), translation shares of 1 %, 5 % and 15 %, pools of 5k-15k
-a side, some of unequal sizes (as BUCC's). Each pool side is shuffled; the sentences
-without a translation have theirs left out of the other side.
+Every pool is mined once with no threshold (exact search, k=4, max retrieval); then each
+way of choosing the threshold without gold (``benchmarks/no_gold_variants.py``: the gap
+mixture `mine` uses, the old decoy, a score mixture, the gap mixture with the leave-one-out
+score, a fixed 1.30) picks its threshold, and the table gives precision / recall / F1 there
+beside the F1-best threshold's, and the estimated precision at the chosen threshold against
+the true one.
 
-For each setting, `mine_vectors` (what `mine` runs) is called with no threshold; the
-table gives precision / recall / F1 at the default threshold (however `mine` chooses
-it when no --threshold is given) and at the F1-best threshold, and both thresholds.
+Pools:
+- ``news``: ../shared/data/news_pools (WMT news, 15 % and 3 % translations): fra-en with the
+  default encoder; ces-en and hin-en with ``--student`` (an add-language checkpoint, X
+  embedded with its ``--lang``), left out without one;
+- built from parallel data the defaults were never tuned on (``default`` adds a subset,
+  ``all`` every setting below): "paragraph" lines of 2-4 joined sentences (about the length
+  of news sentences), short single sentences (captions, manythings, Tatoeba: paraphrase-dense,
+  where gold calls many near-translations wrong), translation shares of 1 %, 5 % and 15 %,
+  some of unequal sizes (as BUCC's). Each pool side is shuffled; the sentences without a
+  translation have theirs left out of the other side.
 Embeddings are cached on disk (keyed by encoder and texts), so reruns only mine.
 """
 
@@ -332,98 +340,171 @@ def prf(correct: np.ndarray, keep: np.ndarray, n_gold: int) -> tuple[float, floa
     return p, r, (2 * p * r / (p + r) if p + r else 0.0)
 
 
-def run_setting(encoder, source: Source, setting: Setting, score: str, cache: Path, seed: int) -> dict | None:
-    """Mine one setting with no threshold; P/R/F1 at the default, the best and the fixed threshold."""
-    from bitextmine.evaluate import best_threshold
-    from bitextmine.mine import MineConfig
-    from bitextmine.mine.knn import exact_knn_both_ways
-    from bitextmine.mine.scoring import candidates, retrieve
-    from bitextmine.mine.thresholds import choose_threshold, fixed_threshold
-
-    pool = make_pool(source, setting, seed)
-    if pool is None:
-        return None
-    x, y = pool_vectors(source_vectors(encoder, source, cache), pool)
-    cfg = MineConfig(score=score)
-    started = time.time()
-    fwd, bwd = exact_knn_both_ways(x, y, cfg.k)
-    every = retrieve(*candidates(fwd, bwd, score), cfg.retrieval, -np.inf)
-    mine_seconds = time.time() - started
-    started = time.time()
-    chosen = choose_threshold(every, x, y, cfg, (encoder.identity,), fwd, bwd)
-    choose_seconds = time.time() - started
-    correct = correct_flags(every, pool.gold)
-    fixed, _ = fixed_threshold(score, encoder.identity)
-    return {"gold": len(pool.gold), "chosen": chosen, "best": best_threshold(every.score, correct, len(pool.gold)),
-            "default": prf(correct, every.score >= chosen.threshold, len(pool.gold)),
-            "fixed": (fixed, *prf(correct, every.score >= fixed, len(pool.gold))),
-            "error": estimate_error(chosen.estimate, every.score, correct),
-            "seconds": (mine_seconds, choose_seconds)}
+NEWS = SHARED / "news_pools"
+# the subset of the built pools `--suite default` runs: long lines and short sentences, 1-15 %
+DEFAULT_BUILT = ("m30k-de-para", "m30k-fr-para", "tt-ru-para", "tt-zh-para", "m30k-de", "tt-ru")
 
 
-def estimate_error(estimate, scores: np.ndarray, correct: np.ndarray) -> tuple[float, float]:
-    """Mean |estimated - true| precision in points over the thresholds that keep >= 20 pairs
-    at a true precision >= 50 %, and the error at the recommended (90 %) threshold."""
-    if estimate is None or estimate.warning:
-        return (np.nan, np.nan)
-    errors = []
-    for t, est in zip(estimate.thresholds, estimate.precision, strict=True):
-        keep = scores >= t
-        if keep.sum() >= 20 and correct[keep].mean() >= 0.5:
-            errors.append(est - correct[keep].mean())
-    ok = np.flatnonzero(estimate.precision >= 0.9)
-    at = np.nan
-    if len(ok):  # the lowest threshold from which the estimate stays >= 90 % (calibrate's recommendation)
-        first = ok[-1]
-        while first - 1 in ok:
-            first -= 1
-        keep = scores >= estimate.thresholds[first]
-        at = estimate.precision[first] - correct[keep].mean()
-    return (100 * float(np.mean(np.abs(errors))) if errors else np.nan, 100 * float(at))
+@dataclass
+class MinedPool:
+    name: str
+    pair: str
+    x: np.ndarray
+    y: np.ndarray
+    gold: set[tuple[int, int]]
+    identity: object
+
+
+def for_language(encoder, lang: str):
+    """What `embed --lang` uses: a routed student's network or its teacher; any other encoder as it is."""
+    return encoder.for_language(lang)
+
+
+def news_pools(usem3, student, cache: Path, only: set[str]) -> list[MinedPool]:
+    """The news pools with gold: fra-en by the default encoder, ces-en / hin-en by the student."""
+    out = []
+    for folder in sorted(NEWS.glob("*-en.*")) if NEWS.is_dir() else []:
+        name, lang = f"news {folder.name}", folder.name.split("-")[0]
+        if only and folder.name not in only and name not in only:
+            continue
+        encoder = usem3 if lang == "fra" else student
+        if encoder is None:
+            print(f"{name}: left out (no --student for {lang})", flush=True)
+            continue
+        foreign = (folder / f"{lang}.txt").read_text(encoding="utf-8").split("\n")[:-1]
+        english = (folder / "en.txt").read_text(encoding="utf-8").split("\n")[:-1]
+        x = embed_cached(for_language(encoder, lang), foreign, cache).astype(np.float32)
+        y = embed_cached(for_language(encoder, "eng"), english, cache).astype(np.float32)
+        gold = {tuple(map(int, line.split("\t"))) for line in (folder / "gold.tsv").read_text().split("\n") if line}
+        out.append(MinedPool(name, f"{lang}-en", x, y, gold, encoder.identity))
+    return out
+
+
+def built_pools(usem3, cache: Path, suite: str, only: set[str], seed: int) -> list[MinedPool]:
+    wanted = {s.source for s in SETTINGS} if suite == "all" else set(DEFAULT_BUILT) if suite == "default" else set()
+    wanted = {w for w in wanted if not only or w in only} | {o for o in only if o in {s.source for s in SETTINGS}}
+    if not wanted:
+        return []
+    all_sources = sources()
+    prepare(all_sources, cache, wanted)
+    out = []
+    for setting in SETTINGS:
+        if setting.source not in wanted:
+            continue
+        source = all_sources[setting.source]
+        pool = make_pool(source, setting, seed)
+        if pool is None:
+            print(f"{setting.label}: too few lines, left out", flush=True)
+            continue
+        x, y = pool_vectors(source_vectors(usem3, source, cache), pool)
+        label = f"{source.name}, {setting.n_src / 1000:g}k x {setting.n_tgt / 1000:g}k, {100 * setting.share:g} %"
+        out.append(MinedPool(label, source.pair, x.astype(np.float32), y.astype(np.float32), pool.gold,
+                             usem3.identity))
+    return out
 
 
 def percent(*values: float) -> str:
     return " / ".join(f"{100 * v:.1f}" for v in values)
 
 
+def estimate_error(outcome, scores: np.ndarray, correct: np.ndarray) -> float:
+    """Mean |estimated - true| precision in points over the thresholds that keep >= 20 pairs at
+    a true precision >= 50 % (nan for a fixed threshold)."""
+    if outcome.thresholds is None:
+        return np.nan
+    errors = []
+    for t, est in zip(outcome.thresholds, outcome.precision, strict=True):
+        keep = scores >= t
+        if keep.sum() >= 20 and correct[keep].mean() >= 0.5 and np.isfinite(est):
+            errors.append(est - correct[keep].mean())
+    return 100 * float(np.mean(np.abs(errors))) if errors else np.nan
+
+
+def run_pool(pool: MinedPool, score: str, variants: dict) -> dict:
+    from benchmarks.no_gold_variants import every_pair
+    from bitextmine.evaluate import best_threshold
+    from bitextmine.mine import MineConfig
+
+    cfg = MineConfig(score=score)
+    pairs, fwd, bwd = every_pair(pool.x, pool.y, cfg)
+    correct = correct_flags(pairs, pool.gold)
+    row = {"best": best_threshold(pairs.score, correct, len(pool.gold)), "variants": {}}
+    for name, variant in variants.items():
+        started = time.time()
+        outcome = variant(pairs, pool.x, pool.y, cfg, (pool.identity,), fwd, bwd)
+        seconds = time.time() - started
+        if not np.isfinite(outcome.threshold) and outcome.how == "fixed":
+            continue
+        keep = pairs.score >= outcome.threshold
+        estimated = (float(np.interp(outcome.threshold, outcome.thresholds, outcome.precision))
+                     if outcome.thresholds is not None and np.isfinite(outcome.threshold) else np.nan)
+        row["variants"][name] = {"threshold": outcome.threshold, "prf": prf(correct, keep, len(pool.gold)),
+                                 "estimated": estimated, "error": estimate_error(outcome, pairs.score, correct),
+                                 "how": outcome.how, "seconds": seconds}
+    return row
+
+
+def cell(v: dict, best_f1: float) -> str:
+    p, r, f1 = v["prf"]
+    est = "" if not np.isfinite(v["estimated"]) else f", est {100 * v['estimated']:.0f}"
+    t = "none" if not np.isfinite(v["threshold"]) else f"{v['threshold']:.3f}"
+    return f"{t}: {percent(p, r, f1)} ({100 * (best_f1 - f1):+.1f}{est})"
+
+
 def main() -> None:
+    from benchmarks.no_gold_variants import VARIANTS
+    from bitextmine.encoders import load_encoder
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--encoder", default="usem3")
+    parser.add_argument("--student", help="ckpt:DIR of an add-language student, for the ces/hin news pools")
+    parser.add_argument("--suite", choices=("news", "default", "all"), default="default")
+    parser.add_argument("--only", default="", help="comma-separated pool names (news folders or built sources)")
+    parser.add_argument("--variants", choices=("all", "default"), default="all",
+                        help="every way tried, or only the gap mixture `mine` uses")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/bitextmine-bench-cache"))
     parser.add_argument("--score", default="ratio")
-    parser.add_argument("--only", default="", help="comma-separated source names")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    from bitextmine.encoders import load_encoder
-
-    encoder = load_encoder(args.encoder, device="cpu")
-    all_sources = sources()
-    wanted = set(filter(None, args.only.split(","))) or {s.source for s in SETTINGS}
-    prepare(all_sources, args.cache, wanted)
-    print(f"encoder {args.encoder}, {args.score} score, k=4, max retrieval; default = mine without --threshold\n")
-    print("| pools | pair | gold | best t: P / R / F1 | default t: P / R / F1 (how) | F1 gap | "
-          "est. P error: mean / at 90 % | fixed t: P / R / F1 |")
-    print("|---|---|---:|---|---|---:|---:|---|")
-    worst_p, worst_gap, seconds = 1.0, 0.0, np.zeros(2)
-    for setting in SETTINGS:
-        if setting.source not in wanted:
-            continue
-        source = all_sources[setting.source]
-        out = run_setting(encoder, source, setting, args.score, args.cache, args.seed)
-        if out is None:
-            print(f"| {setting.label}: too few lines, left out |", flush=True)
-            continue
-        best, chosen, (p, r, f1), fixed = out["best"], out["chosen"], out["default"], out["fixed"]
-        gap = 100 * (best["f1"] - f1)
-        worst_p, worst_gap, seconds = min(worst_p, p), max(worst_gap, gap), seconds + out["seconds"]
-        print(f"| {source.name}, {setting.n_src / 1000:g}k x {setting.n_tgt / 1000:g}k, {100 * setting.share:g} % | "
-              f"{source.pair} | {out['gold']} | {best['threshold']:.3f}: "
-              f"{percent(best['precision'], best['recall'], best['f1'])} | {chosen.threshold:.3f}: "
-              f"{percent(p, r, f1)} ({chosen.source}) | {gap:.1f} | {out['error'][0]:.1f} / {out['error'][1]:+.1f} | "
-              f"{fixed[0]:.3f}: {percent(*fixed[1:])} |", flush=True)
-    print(f"\nlowest precision at the default: {100 * worst_p:.1f} %; largest F1 gap to the best: {worst_gap:.1f} "
-          f"points; mining (kNN + retrieval) {seconds[0]:.0f} s, choosing the threshold {seconds[1]:.0f} s")
+    started = time.time()
+    usem3 = load_encoder("usem3", device="cpu")
+    student = load_encoder(args.student, device="cpu") if args.student else None
+    only = set(filter(None, args.only.split(",")))
+    pools = news_pools(usem3, student, args.cache, only)
+    pools += built_pools(usem3, args.cache, args.suite, only, args.seed)
+    variants = VARIANTS if args.variants == "all" else {"gap mixture": VARIANTS["gap mixture"]}
+    print(f"{args.score} score, k=4, max retrieval; cell: threshold: P / R / F1 (F1 points under the best; "
+          f"estimated precision at the threshold); embedding {time.time() - started:.0f} s\n")
+    print("| pool | pair | gold | best t: P / R / F1 | " + " | ".join(variants) + " |")
+    print("|---|---|---:|---|" + "---|" * len(variants))
+    summary = {name: {"strong": [], "weak": [], "est": [], "err": []} for name in variants}
+    for pool in pools:
+        row = run_pool(pool, args.score, variants)
+        best = row["best"]
+        cells = []
+        for name in variants:
+            v = row["variants"].get(name)
+            cells.append(cell(v, best["f1"]) if v else "-")
+            if v:
+                gap = 100 * (best["f1"] - v["prf"][2])
+                summary[name]["strong" if best["precision"] >= 0.9 else "weak"].append((gap, v["prf"][0]))
+                if np.isfinite(v["estimated"]):
+                    summary[name]["est"].append(abs(v["estimated"] - v["prf"][0]))
+                if np.isfinite(v["error"]):
+                    summary[name]["err"].append(v["error"])
+        print(f"| {pool.name} | {pool.pair} | {len(pool.gold)} | {best['threshold']:.3f}: "
+              f"{percent(best['precision'], best['recall'], best['f1'])} | " + " | ".join(cells) + " |", flush=True)
+    print("\n| way | pools where the best reaches P >= 90 %: largest F1 gap, lowest P | other pools: largest F1 gap | "
+          "|est. P - P| at the threshold: mean / largest | mean |est. P - P| over the curve |")
+    print("|---|---|---|---|---|")
+    for name, s in summary.items():
+        strong = f"{max(g for g, _ in s['strong']):.1f}, {100 * min(p for _, p in s['strong']):.1f} %" \
+            if s["strong"] else "-"
+        weak = f"{max(g for g, _ in s['weak']):.1f}" if s["weak"] else "-"
+        est = f"{100 * np.mean(s['est']):.1f} / {100 * max(s['est']):.1f}" if s["est"] else "-"
+        err = f"{np.mean(s['err']):.1f}" if s["err"] else "-"
+        print(f"| {name} | {strong} | {weak} | {est} | {err} |")
+    print(f"\n{len(pools)} pools in {time.time() - started:.0f} s")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,249 @@
+"""The ways of choosing a threshold without gold that were tried, side by side, on one pool.
+
+``benchmarks.mining_defaults`` runs each of them on every pool; the one `mine` uses is
+``bitextmine.mine.thresholds.choose_threshold`` (the gap mixture). The others are kept here,
+outside the package, so that their figures can be measured again:
+
+- ``old decoy``: each side mined against itself (the default before 2026-12-02);
+- ``score mixture``: the pairs' scores fitted as an exponential tail of non-translations
+  plus a normal bump of translations, from the mode of the scores up;
+- ``gap + u``: the gap mixture with each query's leave-one-out best score as a second
+  variable (the non-translations' best score as the convolution of their second best and
+  the spacing);
+- ``fixed 1.30``: the ratio threshold at which the default encoder does best on news pools
+  on average, the same for every pool.
+
+Each variant returns the threshold and its estimated precision curve (None for a fixed one).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.ndimage import gaussian_filter1d
+from scipy.optimize import minimize
+from scipy.stats import gaussian_kde, gumbel_r, norm
+
+from bitextmine import defaults
+from bitextmine.mine.knn import Neighbours, exact_knn
+from bitextmine.mine.scoring import candidates, margin_scores, retrieve
+from bitextmine.mine.thresholds import choose_threshold, pick_threshold
+
+
+@dataclass
+class Outcome:
+    threshold: float
+    thresholds: np.ndarray | None = None  # the estimate's curve, ascending
+    precision: np.ndarray | None = None
+    how: str = ""
+
+
+def gap_mixture(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
+    choice = choose_threshold(pairs, x, y, cfg, identities, fwd, bwd)
+    e = choice.estimate
+    return Outcome(choice.threshold, e.thresholds, e.precision, choice.source)
+
+
+def fixed(value: float, score: str = "ratio"):
+    def run(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
+        return Outcome(value if cfg.score == score else np.nan, how="fixed")
+    return run
+
+
+def _curve_choice(grid, kept, false, translations, target) -> Outcome:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        precision = np.where(kept > 0, 1 - np.minimum(false, kept) / kept, np.nan)
+        recall = np.clip((kept - false) / max(translations, 1e-9), 0, 1)
+    i, met = pick_threshold(precision, recall, target)
+    return Outcome(float(grid[i]), grid, precision, "target" if met else "best F1")
+
+
+def _grid(scores):
+    lo, hi = np.quantile(scores, [0.01, 1.0])
+    return np.linspace(lo, hi, defaults.ESTIMATE_POINTS, endpoint=False)
+
+
+def _at_least(scores, grid):
+    ordered = np.sort(scores)
+    return (len(ordered) - np.searchsorted(ordered, grid, side="left")).astype(np.float64)
+
+
+# --- score mixture ---------------------------------------------------------------------------
+
+def score_mixture(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
+    s = np.sort(pairs.score.astype(np.float64))
+    grid0 = np.linspace(*np.quantile(s, [0.02, 0.98]), 400)
+    t0 = float(grid0[np.argmax(gaussian_kde(s)(grid0))])
+    z = s[s >= t0]
+
+    def nll(p):
+        a, b, t, mu, sd = np.exp(p[0]), np.exp(p[1]), np.exp(p[2]), p[3], np.exp(p[4])
+        lam = a / b * np.exp(-(z - t0) / b) + t * norm.pdf(z, mu, sd)
+        return -(np.log(lam + 1e-300).sum() - a - t * norm.sf(t0, mu, sd))
+
+    best = None
+    for mu0 in np.linspace(t0 + 0.05, max(np.quantile(z, 0.95), t0 + 0.1), 6):
+        for frac in (0.05, 0.2, 0.5):
+            r = minimize(nll, [np.log(len(z) * (1 - frac)), np.log(0.08), np.log(len(z) * frac + 1), mu0,
+                               np.log(0.1)], method="Nelder-Mead", options={"maxiter": 3000})
+            best = r if best is None or r.fun < best.fun else best
+    a, b, t = np.exp(best.x[0]), np.exp(best.x[1]), np.exp(best.x[2])
+    grid = _grid(pairs.score)
+    false = np.where(grid >= t0, a * np.exp(-(grid - t0) / b), np.inf)
+    return _curve_choice(grid, _at_least(pairs.score, grid), false, t, cfg.target_precision)
+
+
+# --- gap + u ---------------------------------------------------------------------------------
+
+def _leave_one_out(queries, database, database_means, k):
+    """Best ratio margin, the best without it, and the best (mined score) for every query."""
+    found = exact_knn(np.asarray(queries, dtype=np.float32), database, k + defaults.ESTIMATE_EXTRA_NEIGHBOURS)
+    cos = found.sims.astype(np.float64)
+    other = database_means[found.ids]
+    ratio = cos / ((cos[:, :k].mean(1)[:, None] + other) / 2)
+    top = ratio.argmax(1)
+    r = np.arange(len(cos))
+    rest = np.arange(cos.shape[1])[None, :] != top[:, None]
+    c2 = cos[rest].reshape(len(cos), -1)
+    o2 = other[rest].reshape(len(cos), -1)
+    u = (c2 / ((c2[:, :k].mean(1)[:, None] + o2) / 2)).max(1)
+    return ratio[r, top], u
+
+
+def _em_with_u(m1, u, iterations=100, step=0.005, bandwidth=0.02):
+    d = m1 - u
+    lo = u.min() - 0.5
+    grid = np.arange(lo, u.max() + 1.0, step)
+    cell = np.clip(((u - lo) / step).astype(int), 0, len(grid) - 1)
+    q1, q2, q3 = np.quantile(d, [0.25, 0.5, 0.75])
+    scale = (q3 - q1) / 1.5725
+    loc = q2 - 0.3665 * scale
+    top = d[d > np.quantile(d, 0.9)]
+    share, mean, sd = 0.1, top.mean(), max(top.std(), 0.05)
+    w = np.zeros(len(d))
+    kernel = gumbel_r.pdf(np.arange(-0.3, 1.0, step), loc, scale) * step
+    for _ in range(iterations):
+        f0 = gaussian_filter1d(np.bincount(cell, weights=1 - w, minlength=len(grid)), bandwidth / step) + 1e-12
+        f0 /= f0.sum() * step
+        kernel = gumbel_r.pdf(np.arange(-0.3, 1.0, step), loc, scale) * step
+        f1 = np.convolve(f0, kernel)[int(round(0.3 / step)):][:len(grid)] + 1e-12  # a null query's best
+        null = (1 - share) * f0[cell] * gumbel_r.pdf(d, loc, scale)
+        true = share * f1[cell] * norm.pdf(d, mean, sd)
+        w = true / np.maximum(null + true, 1e-300)
+        share = w.mean()
+        mean, sd = (w * d).sum() / w.sum(), np.sqrt((w * (d - (w * d).sum() / w.sum()) ** 2).sum() / w.sum())
+        v = 1 - w
+        m = (v * d).sum() / v.sum()
+        scale = np.sqrt(6 * (v * (d - m) ** 2).sum() / v.sum()) / np.pi
+        loc = m - 0.5772 * scale
+    return w
+
+
+def gap_and_u(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
+    grid = _grid(pairs.score)
+    false, translations = [], []
+    for q, db, means in ((x, y, bwd.mean_sim()), (y, x, fwd.mean_sim())):
+        m1, u = _leave_one_out(q, db, means, cfg.k)
+        w = _em_with_u(m1, u)
+        order = np.argsort(m1)
+        without = np.concatenate([[0.0], np.cumsum((1 - w[order])[::-1])])
+        false.append(without[len(m1) - np.searchsorted(m1[order], grid, side="left")])
+        translations.append(w.sum())
+    return _curve_choice(grid, _at_least(pairs.score, grid), np.mean(false, 0), np.mean(translations),
+                         cfg.target_precision)
+
+
+# --- the old decoy (the default before 2026-12-02) -------------------------------------------
+
+def _own_language_neighbours(z, rows, k):
+    n = len(z)
+    found = exact_knn(np.asarray(z[rows], dtype=np.float32), z, min(k + 2, n))
+    other = (found.ids != rows[:, None]) & (found.ids >= 0)
+
+    def first_k(keep):
+        order = np.argsort(~keep, axis=1, kind="stable")[:, :k]
+        valid = np.take_along_axis(keep, order, 1)
+        return Neighbours(np.where(valid, np.take_along_axis(found.sims, order, 1), -np.inf).astype(np.float32),
+                          np.where(valid, np.take_along_axis(found.ids, order, 1), -1))
+
+    return first_k(other).mean_sim(), first_k(other & (found.sims < 0.95))
+
+
+def _decoy_best_scores(z, k, queries=20_000, seed=0):
+    n = len(z)
+    rows = np.arange(n) if n <= queries else np.sort(np.random.default_rng(seed).choice(n, queries, replace=False))
+    means = np.zeros(n, dtype=np.float32)
+    means[rows], nb = _own_language_neighbours(z, rows, k)
+    others = np.setdiff1d(np.unique(nb.ids[nb.ids >= 0]), rows)
+    if len(others):
+        means[others] = _own_language_neighbours(z, others, k)[0]
+    scores = margin_scores(nb.sims, means[rows][:, None], means[np.maximum(nb.ids, 0)], "ratio")
+    return np.where(nb.ids >= 0, scores, -np.inf).max(axis=1)
+
+
+def _decoy_tail(decoy, grid, caution=0.0, tail=25):
+    ordered = np.sort(decoy[np.isfinite(decoy)])
+    count = (len(ordered) - np.searchsorted(ordered, grid, side="left")).astype(np.float64)
+    if len(ordered) > tail:
+        start = ordered[-tail - 1]
+        scale = max(float(np.mean(ordered[-tail:] - start)), 1e-9)
+        beyond = grid > start
+        count[beyond] = tail * np.exp(-(grid[beyond] - start) / scale)
+    return (count + caution * np.sqrt(count)) / max(len(ordered), 1)
+
+
+def _decoy_estimate(scores, decoy_src, decoy_tgt, n, m, caution):
+    grid = _grid(scores)
+    kept = _at_least(scores, grid)
+    p_pair = np.sqrt(_decoy_tail(decoy_src, grid, caution) / max(n - 1, 1) *
+                     _decoy_tail(decoy_tgt, grid, caution) / max(m - 1, 1))
+    log_miss = np.log1p(-np.minimum(p_pair, 1 - 1e-12))
+    translations = 0.0
+    for _ in range(3):
+        a, b = max(n - translations, 0), max(m - translations, 0)
+        false = np.minimum(np.minimum(a * -np.expm1(b * log_miss), b * -np.expm1(a * log_miss)), kept)
+        true = kept - false
+        usable = true >= kept / 2
+        translations = float(true[usable].max()) if usable.any() else 0.0
+    false = np.maximum(false, kept - translations)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        precision = np.where(kept > 0, (kept - false) / kept, np.nan)
+    return grid, kept, false, translations, precision
+
+
+def old_decoy(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
+    """The decoy with its rule: best cautious F1 at cautious precision >= target, else the most
+    precise threshold (at least the encoder's fixed one)."""
+    from bitextmine.mine.thresholds import fixed_threshold
+
+    if cfg.score != "ratio":  # the decoy judged other scores through an isotonic map: not kept here
+        return Outcome(np.nan, how="ratio only")
+    d_src, d_tgt = _decoy_best_scores(x, cfg.k), _decoy_best_scores(y, cfg.k)
+    grid, kept, false, translations, precision = _decoy_estimate(pairs.score, d_src, d_tgt, len(x), len(y), 0.0)
+    cautious = _decoy_estimate(pairs.score, d_src, d_tgt, len(x), len(y), 1.0)[4]
+    cautious = np.nan_to_num(cautious)
+    fixed_value = fixed_threshold("ratio", *identities)[0]
+    if translations < 20:
+        return Outcome(max(fixed_value, float(grid[int(np.argmax(cautious))])), grid, precision, "few")
+    ok = cautious >= cfg.target_precision
+    if not ok.any():
+        return Outcome(max(fixed_value, float(grid[int(np.argmax(cautious))])), grid, precision, "none reaches")
+    recall = np.clip((kept - false) / translations, 0, 1) * np.where(precision > 0, cautious / np.maximum(
+        precision, 1e-12), 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f1 = np.where(cautious + recall > 0, 2 * cautious * recall / (cautious + recall), 0)
+    i = int(np.argmax(np.where(ok, f1, -1)))
+    return Outcome(float(grid[i]), grid, precision, "target")
+
+
+VARIANTS = {"gap mixture": gap_mixture, "old decoy": old_decoy, "score mixture": score_mixture,
+            "gap + u": gap_and_u, "fixed 1.30": fixed(1.30)}
+
+
+def every_pair(x, y, cfg):
+    """(every pair the retrieval selects, forward and backward neighbours): exact search."""
+    from bitextmine.mine.knn import exact_knn_both_ways
+
+    fwd, bwd = exact_knn_both_ways(x, y, cfg.k)
+    return retrieve(*candidates(fwd, bwd, cfg.score), cfg.retrieval, -np.inf), fwd, bwd
