@@ -1,9 +1,11 @@
 """The ways of choosing a threshold without gold that were tried, side by side, on one pool.
 
 ``benchmarks.mining_defaults`` runs each of them on every pool; the one `mine` uses is
-``bitextmine.mine.thresholds.choose_threshold`` (the gap mixture). The others are kept here,
-outside the package, so that their figures can be measured again:
+``bitextmine.mine.thresholds.choose_threshold`` (the gap mixture, each threshold's false
+pairs bounded by the same-language decoy's). The others are kept here, outside the package,
+so that their figures can be measured again:
 
+- ``gap mixture alone``: without the decoy's bound;
 - ``old decoy``: each side mined against itself (the default before 2026-12-02);
 - ``score mixture``: the pairs' scores fitted as an exponential tail of non-translations
   plus a normal bump of translations, from the mode of the scores up;
@@ -27,8 +29,9 @@ from scipy.stats import gaussian_kde, gumbel_r, norm
 
 from bitextmine import defaults
 from bitextmine.mine.knn import Neighbours, exact_knn
+from bitextmine.mine.no_gold import estimate_from_gaps, query_gaps
 from bitextmine.mine.scoring import candidates, margin_scores, retrieve
-from bitextmine.mine.thresholds import choose_threshold, pick_threshold
+from bitextmine.mine.thresholds import choose_from_estimate, choose_threshold, fixed_threshold, pick_threshold
 
 
 @dataclass
@@ -39,9 +42,18 @@ class Outcome:
     how: str = ""
 
 
-def gap_mixture(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
+def default(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
+    """What `mine` does: the smaller of the gap mixture's and the decoy's false pairs."""
     choice = choose_threshold(pairs, x, y, cfg, identities, fwd, bwd)
     e = choice.estimate
+    return Outcome(choice.threshold, e.thresholds, e.precision, choice.source)
+
+
+def gap_mixture_alone(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
+    src = query_gaps(x, y, bwd.mean_sim(), cfg.k, cfg.score, defaults.SEED)
+    tgt = query_gaps(y, x, fwd.mean_sim(), cfg.k, cfg.score, defaults.SEED + 1)
+    e = estimate_from_gaps(pairs.score, src, tgt, bootstrap=0)
+    choice = choose_from_estimate(e, cfg.target_precision, *fixed_threshold(cfg.score, *identities))
     return Outcome(choice.threshold, e.thresholds, e.precision, choice.source)
 
 
@@ -237,8 +249,8 @@ def old_decoy(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
     return Outcome(float(grid[i]), grid, precision, "target")
 
 
-VARIANTS = {"gap mixture": gap_mixture, "old decoy": old_decoy, "score mixture": score_mixture,
-            "gap + u": gap_and_u, "fixed 1.30": fixed(1.30)}
+VARIANTS = {"mine (gap mixture, decoy bound)": default, "gap mixture alone": gap_mixture_alone,
+            "old decoy": old_decoy, "score mixture": score_mixture, "gap + u": gap_and_u, "fixed 1.30": fixed(1.30)}
 
 
 def every_pair(x, y, cfg):

@@ -145,6 +145,8 @@ ESTIMATE_BOOTSTRAP_ITERATIONS = 40  # each started from the fit, so fewer iterat
 # 99th percentile), on average over the sides, or the pools hold no translations (mine/no_gold.py)
 ESTIMATE_MIN_SEPARATION = 4.6
 ESTIMATE_MAX_SIDE_DISAGREEMENT = 3.0  # one side's count of translations this many times the other's
+DECOY_DUPLICATE_COSINE = 0.95  # same-language neighbours this close are duplicates, not decoys
+DECOY_TAIL = 25  # past the decoy's 25th best score, its share is extrapolated (exponential tail)
 ESTIMATE_POINTS = 400  # thresholds at which precision is estimated
 ESTIMATE_MIN_TRANSLATIONS = 20  # fewer estimated translations: the estimate is used, with a caveat
 SAME_TEXT_COSINE = 0.99  # a pair this close is one sentence on both sides, not a translation

@@ -36,7 +36,7 @@ import numpy as np
 from scipy.stats import gaussian_kde, gumbel_r, norm
 
 from bitextmine import defaults
-from bitextmine.mine.knn import exact_knn
+from bitextmine.mine.knn import Neighbours, exact_knn
 from bitextmine.mine.scoring import margin_scores
 
 
@@ -164,6 +164,77 @@ def _starting_mixture(d: np.ndarray) -> GapMixture:
     return GapMixture(share, loc, scale, float(top.mean()), max(float(top.std()), scale), np.zeros(len(d)))
 
 
+# --- the same-language decoy: the second bound -------------------------------------------------
+
+def _own_language_neighbours(z, rows: np.ndarray, k: int, device: str) -> tuple[np.ndarray, Neighbours]:
+    """For ``rows`` of ``z``: the mean cosine to their k nearest other rows, and their k nearest
+    other rows that are not near-duplicates of them (the candidates for a false pair)."""
+    n = len(z)
+    q = z if len(rows) == n else np.asarray(z[rows], dtype=np.float32)
+    # k + 2: the row itself and one near-duplicate can be dropped without running short
+    found = exact_knn(q, z, min(k + 2, n), device=device)
+    other = (found.ids != rows[:, None]) & (found.ids >= 0)
+
+    def first_k(keep: np.ndarray) -> Neighbours:
+        order = np.argsort(~keep, axis=1, kind="stable")[:, :k]
+        valid = np.take_along_axis(keep, order, 1)
+        return Neighbours(np.where(valid, np.take_along_axis(found.sims, order, 1), -np.inf).astype(np.float32),
+                          np.where(valid, np.take_along_axis(found.ids, order, 1), -1))
+
+    # the mean keeps the near-duplicates: across languages they are in a sentence's neighbourhood too
+    return first_k(other).mean_sim(), first_k(other & (found.sims < defaults.DECOY_DUPLICATE_COSINE))
+
+
+def decoy_best_scores(z, k: int, seed: int, device: str = "cpu", sample: int = defaults.ESTIMATE_QUERIES) -> np.ndarray:
+    """Best ratio margin of (a sample of) the rows of ``z`` among the other rows of ``z``: what a
+    sentence without a translation reaches, if its own language stands for the other (the
+    neighbourhoods of the sample's neighbours are searched too: the margin needs both means)."""
+    n = len(z)
+    rows = sample_rows(n, sample, seed)
+    means = np.zeros(n, dtype=np.float32)
+    means[rows], nb = _own_language_neighbours(z, rows, k, device)
+    others = np.setdiff1d(np.unique(nb.ids[nb.ids >= 0]), rows)
+    if len(others):
+        means[others] = _own_language_neighbours(z, others, k, device)[0]
+    scores = margin_scores(nb.sims, means[rows][:, None], means[np.maximum(nb.ids, 0)], "ratio")
+    return np.where(nb.ids >= 0, scores, -np.inf).max(axis=1)
+
+
+def _decoy_tail(decoy: np.ndarray, grid: np.ndarray, tail: int = defaults.DECOY_TAIL) -> np.ndarray:
+    """Share of decoy scores >= each threshold; past the ``tail``-th best, an exponential fitted to
+    the ``tail`` best (counts run out at the best decoy, where the estimate would jump to zero)."""
+    ordered = np.sort(decoy[np.isfinite(decoy)])
+    if len(ordered) == 0:
+        return np.zeros(len(grid))
+    count = _exceeding(ordered, grid).astype(np.float64)
+    if len(ordered) > tail:
+        start = ordered[-tail - 1]
+        scale = max(float(np.mean(ordered[-tail:] - start)), 1e-9)
+        beyond = grid > start
+        count[beyond] = tail * np.exp(-(grid[beyond] - start) / scale)
+    return count / len(ordered)
+
+
+def decoy_false_pairs(grid, kept, decoy_src: np.ndarray, decoy_tgt: np.ndarray, n: int, m: int) -> np.ndarray:
+    """False pairs >= each threshold by the decoy: a pair of rows without translations is a false
+    pair >= t with probability p(t) (the decoys' exceedance per row met, geometric mean of the
+    sides); a row without a translation finds such a partner among the other side's rows
+    without one. The rows without translation depend on the translations, these on the false
+    pairs: three rounds settle them."""
+    p_pair = np.sqrt(_decoy_tail(decoy_src, grid) / max(n - 1, 1) * _decoy_tail(decoy_tgt, grid) / max(m - 1, 1))
+    log_miss = np.log1p(-np.minimum(p_pair, 1 - 1e-12))
+    translations, false = 0.0, kept
+    for _ in range(3):
+        lonely_src, lonely_tgt = max(n - translations, 0), max(m - translations, 0)
+        false = np.minimum(np.minimum(lonely_src * -np.expm1(lonely_tgt * log_miss),
+                                      lonely_tgt * -np.expm1(lonely_src * log_miss)), kept)
+        true = kept - false
+        usable = true >= kept / 2
+        translations = float(true[usable].max()) if usable.any() else 0.0
+    # no more true pairs than translations: below their scores every further pair is false
+    return np.maximum(false, kept - translations)
+
+
 # --- the estimate ----------------------------------------------------------------------------
 
 @dataclass
@@ -207,33 +278,47 @@ def _false_queries(side: QueryGaps, posterior: np.ndarray, grid: np.ndarray) -> 
     return side.scale * without[_exceeding(ordered, grid)]
 
 
-def _curves(grid, kept, sides, fits):
+def _curves(grid, kept, sides, fits, decoy_false=None):
+    """Precision, recall, false pairs and translations from the gap mixtures, each threshold's
+    false pairs the smaller of theirs and the decoy's (when given)."""
     false = np.minimum(np.mean([_false_queries(s, f.posterior, grid) for s, f in zip(sides, fits, strict=True)],
                                axis=0), kept)
     translations = float(np.mean([s.scale * f.posterior.sum() for s, f in zip(sides, fits, strict=True)]))
+    if decoy_false is not None:
+        false = np.minimum(false, decoy_false)
+        true = kept - false
+        usable = true >= kept / 2  # where the pairs kept are mostly translations
+        translations = max(translations, float(true[usable].max()) if usable.any() else 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         precision = np.where(kept > 0, 1 - false / kept, np.nan)
         recall = np.clip((kept - false) / translations, 0, 1) if translations > 0 else np.zeros(len(grid))
     return precision, recall, false, translations
 
 
-def estimate_from_gaps(pair_scores: np.ndarray, src: QueryGaps, tgt: QueryGaps, seed: int = defaults.SEED,
-                       bootstrap: int = defaults.ESTIMATE_BOOTSTRAP) -> NoGoldEstimate:
+def estimate_from_gaps(pair_scores: np.ndarray, src: QueryGaps, tgt: QueryGaps, decoys: tuple | None = None,
+                       seed: int = defaults.SEED, bootstrap: int = defaults.ESTIMATE_BOOTSTRAP) -> NoGoldEstimate:
     """Precision and recall at each threshold of ``pair_scores`` (every pair mined) from both
-    sides' query gaps; with a bootstrap interval (queries resampled, the mixture refitted)."""
+    sides' query gaps and, when given, both sides' decoy scores (``decoy_best_scores``: the
+    false pairs at each threshold are the smaller of the two estimates); with a bootstrap
+    interval (queries resampled, the mixtures refitted)."""
     scores = np.sort(np.asarray(pair_scores, dtype=np.float64))
     grid = threshold_grid(scores)
     kept = _exceeding(scores, grid).astype(np.float64)
     sides = (src, tgt)
     fits = [fit_gap_mixture(s.gap) for s in sides]
-    precision, recall, false, translations = _curves(grid, kept, sides, fits)
+    decoy_false = None if decoys is None else decoy_false_pairs(grid, kept, *decoys, src.rows, tgt.rows)
+    precision, recall, false, translations = _curves(grid, kept, sides, fits, decoy_false)
     estimate = NoGoldEstimate(grid, precision, recall, kept, false, translations)
     estimate.details = {
-        "method": "gap mixture", "queries": [int(len(s.gap)) for s in sides],
+        "method": "gap mixture" + (" and decoy" if decoys is not None else ""),
+        "queries": [int(len(s.gap)) for s in sides],
         "translations_by_side": [round(s.scale * f.posterior.sum(), 1) for s, f in zip(sides, fits, strict=True)],
         "mixtures": [_described(f) for f in fits]}
+    if decoy_false is not None:
+        gap_false = np.mean([_false_queries(s, f.posterior, grid) for s, f in zip(sides, fits, strict=True)], axis=0)
+        estimate.details["decoy_lower_at"] = round(float(np.mean(decoy_false < gap_false)), 3)  # share of thresholds
     if bootstrap and len(grid):
-        estimate.precision_low, estimate.precision_high = _bootstrap(grid, kept, sides, fits, seed, bootstrap)
+        estimate.precision_low, estimate.precision_high = _bootstrap(grid, kept, sides, fits, decoys, seed, bootstrap)
     estimate.warning = _doubt(estimate, fits)
     return estimate
 
@@ -243,18 +328,28 @@ def _described(fit: GapMixture) -> dict:
     return {**{key: round(getattr(fit, key), 4) for key in named}, "separation": round(fit.separation(), 2)}
 
 
-def _bootstrap(grid, kept, sides, fits, seed: int, rounds: int) -> tuple[np.ndarray, np.ndarray]:
+def _bootstrap(grid, kept, sides, fits, decoys, seed: int, rounds: int) -> tuple[np.ndarray, np.ndarray]:
+    """The 10th and 90th percentiles of the precision over refits on resampled queries (and
+    resampled decoy scores): the sampling error, not the error of the models."""
     rng = np.random.default_rng(seed)
+
+    def resampled(values: np.ndarray) -> np.ndarray:
+        return rng.integers(0, len(values), len(values))
+
     curves = []
     for _ in range(rounds):
         drawn, refits = [], []
         for side, fit in zip(sides, fits, strict=True):
-            pick = rng.integers(0, len(side.gap), len(side.gap))
+            pick = resampled(side.gap)
             again = QueryGaps(side.best[pick], side.gap[pick], side.rows)
             start = GapMixture(fit.share, fit.null_loc, fit.null_scale, fit.true_mean, fit.true_sd, fit.posterior)
             drawn.append(again)
             refits.append(fit_gap_mixture(again.gap, start, defaults.ESTIMATE_BOOTSTRAP_ITERATIONS))
-        curves.append(_curves(grid, kept, drawn, refits)[0])
+        decoy_false = None
+        if decoys is not None:
+            decoy_false = decoy_false_pairs(grid, kept, *(d[resampled(d)] for d in decoys), sides[0].rows,
+                                            sides[1].rows)
+        curves.append(_curves(grid, kept, drawn, refits, decoy_false)[0])
     low, high = np.nanquantile(np.array(curves), [0.1, 0.9], axis=0)
     return low, high
 

@@ -29,6 +29,7 @@ from bitextmine.embed.corpus import release_mapped
 from bitextmine.mine.knn import Neighbours, exact_knn_both_ways
 from bitextmine.mine.no_gold import (
     NoGoldEstimate,
+    decoy_best_scores,
     estimate_from_gaps,
     few_translations,
     query_gaps,
@@ -84,7 +85,10 @@ def estimate_without_gold(pairs, x, y, cfg, fwd: Neighbours, bwd: Neighbours, de
     ``cfg.score``): a sample of each side searched exactly in the other (``no_gold.py``)."""
     src = query_gaps(x, y, bwd.mean_sim(), cfg.k, cfg.score, seed, device)
     tgt = query_gaps(y, x, fwd.mean_sim(), cfg.k, cfg.score, seed + 1, device)
-    return estimate_from_gaps(pairs.score, src, tgt, seed)
+    decoys = None
+    if cfg.score == "ratio":  # the decoy's margins are ratios: it bounds the ratio's false pairs only
+        decoys = (decoy_best_scores(x, cfg.k, seed, device), decoy_best_scores(y, cfg.k, seed + 1, device))
+    return estimate_from_gaps(pairs.score, src, tgt, decoys, seed)
 
 
 @dataclass
