@@ -9,7 +9,7 @@ import pytest
 
 from bitextmine.embed.corpus import EmbeddingCorpus
 from bitextmine.mine import MineConfig, mine_corpora
-from tests.conftest import EXAMPLES, REPO, clustered_vectors, example_like_sets, make_embedding_set
+from tests.conftest import EXAMPLES, REPO, clustered_vectors, example_like_sets, make_embedding_set, read_lines
 
 
 @pytest.fixture(scope="module")
@@ -419,6 +419,25 @@ def test_pools_that_share_no_translations_keep_nothing():
     assert choice.source in ("none", "fallback") and choice.warning
     if choice.source == "none":
         assert not (pairs.score >= choice.threshold).any()
+
+
+@pytest.mark.slow
+def test_real_pools_without_translations_or_of_one_text_keep_nothing_and_say_why(usem3):
+    """The examples' sentences that have no translation opposite (200 German, 200 English):
+    nothing kept, where a fixed threshold kept junk; the same set on both sides: nothing kept,
+    said so (identical sentences are no translations)."""
+    from bitextmine.mine.thresholds import mine_and_choose
+
+    gold = [line.split("\t") for line in (EXAMPLES / "gold.tsv").read_text().splitlines()]
+    de, en = read_lines(EXAMPLES / "de.txt"), read_lines(EXAMPLES / "en.txt")
+    with_de, with_en = {int(a) - 1 for a, _ in gold}, {int(b) - 1 for _, b in gold}
+    x = usem3.encode([s for i, s in enumerate(de) if i not in with_de])
+    y = usem3.encode([s for i, s in enumerate(en) if i not in with_en])
+    pairs, choice = mine_and_choose(x, y, MineConfig(), (usem3.identity,))
+    assert choice.source == "none" and "no translations found" in choice.warning
+    assert not (pairs.score >= choice.threshold).any() and (pairs.score >= 1.14).sum() > 20  # what 1.14 kept
+    _, same = mine_and_choose(x, x, MineConfig(), (usem3.identity,))
+    assert same.source == "none" and "same sentence on both sides" in same.warning
 
 
 def test_distinct_sentences_are_found_by_digest_across_shards(tmp_path):

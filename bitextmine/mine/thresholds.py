@@ -137,7 +137,8 @@ def choose_from_estimate(estimate: NoGoldEstimate, target: float, fixed: float, 
     trusted; nothing kept when it finds no translations."""
     if not len(estimate.thresholds):
         return ThresholdChoice(fixed, "fallback", f"{fixed_reason}; no pairs to estimate precision on", estimate)
-    if not translations_found(estimate) or estimate.translations < defaults.ESTIMATE_NO_TRANSLATIONS:
+    if not translations_found(estimate) or min(estimate.details["translations_by_side"]) < \
+            defaults.ESTIMATE_NO_TRANSLATIONS:
         why = ("no translations found in these pools (the candidates' gaps show no group of translations apart from "
                "the rest): nothing kept. Do the two sides translate each other, and does the encoder know both "
                "languages? --threshold keeps pairs anyway")
@@ -166,15 +167,15 @@ def choose_threshold(pairs, x, y, cfg, identities, fwd: Neighbours, bwd: Neighbo
     if cfg.threshold is not None:
         return ThresholdChoice(float(cfg.threshold), "user", "user")
     fixed, fixed_reason = fixed_threshold(cfg.score, *identities)
+    same = float(np.mean(pairs.cosine >= defaults.SAME_TEXT_COSINE)) if len(pairs) else 0.0
+    if same >= defaults.SAME_TEXT_SHARE:
+        # identical sentences are no translations, though every estimate would count them as sure
+        why = (f"{same:.0%} of the pairs are the same sentence on both sides (cosine >= "
+               f"{defaults.SAME_TEXT_COSINE:g}): the two sides hold one text, or one language; nothing kept "
+               "(--threshold keeps pairs anyway)")
+        return ThresholdChoice(float("inf"), "none", f"none: {why}", None, why)
     estimate = estimate_without_gold(pairs, x, y, cfg, fwd, bwd, device)
-    choice = choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason)
-    kept = pairs.cosine[pairs.score >= choice.threshold]
-    if len(kept) and np.mean(kept >= defaults.SAME_TEXT_COSINE) >= 0.5:
-        # identical sentences are no translations, though every estimate counts them as sure
-        same = (f"{np.mean(kept >= defaults.SAME_TEXT_COSINE):.0%} of the pairs kept are the same sentence on both "
-                f"sides (cosine >= {defaults.SAME_TEXT_COSINE:g}): are the two sides one text, or one language?")
-        choice.warning = "; ".join(filter(None, [same, choice.warning]))
-    return choice
+    return choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason)
 
 
 @dataclass
