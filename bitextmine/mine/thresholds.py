@@ -86,8 +86,8 @@ def estimate_without_gold(pairs, x, y, cfg, fwd: Neighbours, bwd: Neighbours, de
     src = query_gaps(x, y, bwd.mean_sim(), cfg.k, cfg.score, seed, device)
     tgt = query_gaps(y, x, fwd.mean_sim(), cfg.k, cfg.score, seed + 1, device)
     decoys = None
-    if cfg.score == "ratio":  # the decoy's margins are ratios: it bounds the ratio's false pairs only
-        decoys = (decoy_best_scores(x, cfg.k, seed, device), decoy_best_scores(y, cfg.k, seed + 1, device))
+    if cfg.score != "cosine":  # a margin divides out the monolingual/cross-lingual difference; a cosine does not
+        decoys = tuple(decoy_best_scores(z, cfg.k, cfg.score, seed + i, device) for i, z in enumerate((x, y)))
     return estimate_from_gaps(pairs.score, src, tgt, decoys, seed)
 
 
