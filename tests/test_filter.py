@@ -276,7 +276,7 @@ def test_an_unknown_language_is_an_error_that_names_the_option(value):
 
 
 def test_language_codes_count_as_their_macrolanguage():
-    from bitextmine.filter.langid import language_key
+    from bitextmine.languages import language_key
 
     assert {language_key(c) for c in ("de", "deu", "ger", "de-AT", "de_CH", "DE")} == {"de"}
     assert {language_key(c) for c in ("zh", "zho", "chi", "cmn", "yue", "wuu", "zh-Hant")} == {"zh"}

@@ -142,7 +142,7 @@ def test_files_name_their_language():
 
 
 def test_text_files_and_checkpoints_name_languages_as_iso_639():
-    from bitextmine.filter.langid import language_suffix, speaks
+    from bitextmine.languages import language_suffix, speaks
 
     assert language_suffix("/t/tatoeba.ces-eng.ces") == "ces" and language_suffix("news.de.txt.gz") == "de"
     assert language_suffix("de-en.training.en") == "en" and language_suffix("wmt.zh.xz") == "zh"

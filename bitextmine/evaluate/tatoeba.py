@@ -50,7 +50,7 @@ def tatoeba_sets(data_dir: str | Path, langs: list[str]) -> list[tuple[str, Path
     """
     import re
 
-    from bitextmine.filter.langid import language_key, same_language_codes
+    from bitextmine.languages import language_key, same_language_codes
 
     data_dir = Path(data_dir)
     present = [m.group(1) for p in sorted(data_dir.glob("tatoeba.*-eng.*"))
@@ -76,8 +76,8 @@ def evaluate_aligned_files(sets: list[tuple[str, Path, Path]], encoder_name: str
     from bitextmine.devices import resolve_device
     from bitextmine.encoders import load_encoder
     from bitextmine.evaluate import signature
-    from bitextmine.filter.langid import language_suffix
     from bitextmine.io.text import read_shard
+    from bitextmine.languages import language_suffix
     from bitextmine.progress import encode_with_progress
 
     for _, src, tgt in sets:

@@ -69,7 +69,7 @@ class FilterConfig:
                                       f"--{high.replace('_', '-')} {getattr(self, high)}: no pair could pass")
         for option, lang in (("--src-lang", self.src_lang), ("--tgt-lang", self.tgt_lang)):
             if lang is not None:
-                from bitextmine.filter.langid import language_key
+                from bitextmine.languages import language_key
 
                 language_key(lang, option)  # an unknown code is an error, never language ID silently off
 

@@ -312,7 +312,7 @@ def apply_settings(data, settings: Sequence[str]):
 
 def _check_language(lang: str, path: Path) -> None:
     """A language key that the filter's language ID will read as an ISO 639 code."""
-    from bitextmine.filter.langid import language_key
+    from bitextmine.languages import language_key
 
     try:
         language_key(lang, f"languages.{lang}")
@@ -341,7 +341,7 @@ def load_config(path: str | Path, settings: Sequence[str] = ()) -> PipelineConfi
             if raw.filter.enabled and raw.filter.lang_id:
                 _check_language(lang, path)
     if raw.prepare.enabled:  # prepare keeps the sentences of each language key: they must be ISO 639 codes
-        from bitextmine.filter.langid import find_language_key
+        from bitextmine.languages import find_language_key
 
         for lang in languages:
             if find_language_key(lang.replace("_", "-").split("-")[0]) is None:

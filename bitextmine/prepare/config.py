@@ -36,7 +36,7 @@ class PrepareConfig:
     workers: int | None = None  # None: one per CPU this process may use
 
     def __post_init__(self):
-        from bitextmine.filter.langid import language_key
+        from bitextmine.languages import language_key
 
         object.__setattr__(self, "skip", tuple(self.skip))
         language_key(self.lang, "--lang")  # an unknown code is an error before any work

@@ -28,7 +28,7 @@ class DocumentJudge:
     """Segments documents and applies the rules that judge a sentence by itself."""
 
     def __init__(self, cfg: PrepareConfig):
-        from bitextmine.filter.langid import language_key
+        from bitextmine.languages import language_key
 
         self.cfg = cfg
         self.rules = cfg.sentence_rules()

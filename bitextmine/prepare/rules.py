@@ -101,7 +101,8 @@ class LanguageCheck:
     every sentence (``supported`` is False)."""
 
     def __init__(self, lang: str, min_prob: float):
-        from bitextmine.filter.langid import LanguageIdentifier, detector_keys, language_key
+        from bitextmine.filter.langid import LanguageIdentifier, detector_keys
+        from bitextmine.languages import language_key
 
         self.key = language_key(lang, "--lang")
         self.supported = self.key in detector_keys()

@@ -88,7 +88,7 @@ def language_codes(language: str) -> list[str]:
     ``de``): its two- and three-letter words that are language codes, English included."""
     import re
 
-    from bitextmine.filter.langid import find_language_key
+    from bitextmine.languages import find_language_key
 
     keys: list[str] = []
     for word in re.split(r"[^A-Za-z]+", language):

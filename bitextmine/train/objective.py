@@ -163,7 +163,7 @@ def guard_sentences(data: ParallelData, groups: dict[str, list[int]], known: set
 
 def known_languages(data: ParallelData, teacher: Encoder) -> set[str]:
     """The training files whose names name a language the teacher knows (``train.eng-deu``)."""
-    from bitextmine.filter.langid import speaks
+    from bitextmine.languages import speaks
 
     teacher_languages = getattr(teacher, "languages", ())
     return {lang for lang in set(data.language or ())
