@@ -120,7 +120,7 @@ K = 4  # neighbours that define the margin (LASER, xsim)
 SCORE = "ratio"  # the ratio margin of Artetxe & Schwenk 2019
 RETRIEVAL = "max"  # greedy one-to-one over forward and backward candidates (LASER BUCC setting)
 # Score thresholds on LASER's scale. An encoder may declare its own, measured on held-out
-# data (MINING_THRESHOLDS in encoders/usem3.py); those take precedence.
+# data (``Encoder.mining_thresholds``, recorded in the sets it embeds); those take precedence.
 THRESHOLDS = {
     "ratio": 1.06,  # stopes module default (WikiMatrix used 1.04; LASER BUCC optimum 1.086-1.093)
     "distance": 0.04,

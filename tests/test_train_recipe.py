@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from bitextmine import defaults
+from bitextmine.encoders.base import EncoderIdentity
 from bitextmine.train import TrainConfig, train
 from bitextmine.train.data import ParallelData, language_codes, language_of_file, read_parallel
 from bitextmine.train.recipes import RECIPES, recipe_config, resolve
@@ -157,7 +158,7 @@ def test_known_languages_are_those_the_teacher_names():
     from bitextmine.train.objective import known_languages
 
     class Teacher:
-        languages = ("de", "fr", "zh-tw", "en")
+        identity = EncoderIdentity("teacher", "1", 2, "t" * 64, languages=("de", "fr", "zh-tw", "en"))
 
     data = ParallelData(["a"] * 4, ["b"] * 4, language=["train.eng-deu", "train.eng-ces", "fra-eng", "en.txt"])
     assert known_languages(data, Teacher()) == {"train.eng-deu", "fra-eng"}
@@ -168,7 +169,7 @@ def test_a_routed_run_scores_its_dev_slice_as_mining_will():
     from bitextmine.train.loop import routed_dev
 
     class Teacher:
-        languages = ("de", "en")
+        identity = EncoderIdentity("teacher", "1", 2, "t" * 64, languages=("de", "en"))
 
         def encode(self, texts, max_tokens):
             return np.full((len(texts), 2), float(max_tokens))

@@ -29,11 +29,13 @@ import torch
 from pydantic import ConfigDict
 
 from bitextmine import defaults
-from bitextmine.encoders.base import Encoder, EncoderIdentity
+from bitextmine.encoders.base import Encoder, EncoderIdentity, MiningThresholds
+from bitextmine.encoders.registry import load_encoder, with_declarations
 from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import atomic_path, save_json
 from bitextmine.io.paths import confined, plain_file_name
-from bitextmine.io.validate import Int, Model, Str, parse
+from bitextmine.io.validate import Float, Int, Model, Str, parse
+from bitextmine.languages import speaks
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +72,11 @@ def load_tensors(path: Path) -> dict[str, torch.Tensor]:
         raise BitextmineError(f"cannot read safetensors file: {e}", path=path) from None
 
 
+class ThresholdsRecord(Model):
+    scores: dict[Str, Float]
+    measured: Str
+
+
 class CheckpointConfig(Model):
     """What ``config.json`` must hold for loading; the rest (training settings, tasks) is a record."""
 
@@ -82,6 +89,7 @@ class CheckpointConfig(Model):
     teacher: Str | None = None
     teacher_languages: list[Str] | None = None
     compatible_with: Str | None = None
+    mining_thresholds: ThresholdsRecord | None = None  # the teacher's, for the space it shares
     weights_sha256: Str | None = None  # absent in checkpoints written before it was recorded
 
 
@@ -204,13 +212,20 @@ class CheckpointEncoder(Encoder):
 
         digest = self.config.get("weights_sha256") or file_sha256(self.directory / WEIGHTS,
                                                                   self.directory / self.config["tokenizer"])
-        return EncoderIdentity(name=self.name, version=f"bitextmine=={__version__}", dim=self.dim,
-                               weights_sha256=digest, compatible_with=self.config.get("compatible_with"))
+        routed = self.config.get("teacher_languages")
+        identity = self.declared_identity(f"bitextmine=={__version__}", digest, self.config.get("compatible_with"),
+                                          tuple(routed) if routed is not None else None)
+        # a checkpoint written before it recorded its teacher's thresholds: those of the space it shares
+        return with_declarations(identity)
+
+    @property
+    def mining_thresholds(self) -> MiningThresholds | None:
+        """The thresholds of the teacher whose space the checkpoint shares, recorded by training."""
+        recorded = self.config.get("mining_thresholds")
+        return MiningThresholds.from_dict(recorded) if recorded is not None else None
 
     def for_language(self, lang: str | None) -> Encoder:
-        from bitextmine.languages import speaks
-
-        routed = self.config.get("teacher_languages")
+        routed = self.identity.teacher_languages
         if not lang or not routed or not speaks(routed, lang):
             return self
         return self.teacher
@@ -218,8 +233,6 @@ class CheckpointEncoder(Encoder):
     @cached_property
     def teacher(self) -> Encoder:
         """The teacher of a checkpoint that routes its languages to it, opened on first use."""
-        from bitextmine.encoders import load_encoder
-
         teacher = load_encoder(self.config["teacher"], device=self.device, precision=self.precision)
         if teacher.identity.space() != self.identity.space():
             raise BitextmineError(f"the teacher {self.config['teacher']} is not the encoder this checkpoint learned "

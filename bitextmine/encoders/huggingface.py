@@ -50,12 +50,8 @@ class SentenceTransformerEncoder(Encoder):
         for key, tensor in sorted(self.model.state_dict().items()):
             digest.update(key.encode())
             digest.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy())
-        return EncoderIdentity(
-            name=self.name,
-            version=f"sentence-transformers=={version('sentence-transformers')}",
-            dim=self.dim,
-            weights_sha256=digest.hexdigest(),
-        )
+        return self.declared_identity(version=f"sentence-transformers=={version('sentence-transformers')}",
+                                      weights_sha256=digest.hexdigest())
 
     @property
     def _tokenizer(self):

@@ -165,7 +165,7 @@ def known_languages(data: ParallelData, teacher: Encoder) -> set[str]:
     """The training files whose names name a language the teacher knows (``train.eng-deu``)."""
     from bitextmine.languages import speaks
 
-    teacher_languages = getattr(teacher, "languages", ())
+    teacher_languages = teacher.identity.languages or ()
     return {lang for lang in set(data.language or ())
             if any(speaks(teacher_languages, code) for code in language_codes(lang) if code != "en")}
 
