@@ -106,10 +106,10 @@ DISAGREE = [  # numbers that do not match: a wrong pair or a wrong translation
 
 
 def test_numbers_written_differently_agree_and_different_numbers_do_not():
-    from bitextmine.filter import _numbers_agree
+    from bitextmine.filter.text import same_numbers
 
-    assert [pair for pair in AGREE if not _numbers_agree(*pair)] == []
-    assert [pair for pair in DISAGREE if _numbers_agree(*pair)] == []
+    assert [pair for pair in AGREE if not same_numbers(*pair)] == []
+    assert [pair for pair in DISAGREE if same_numbers(*pair)] == []
 
 
 @pytest.mark.slow
@@ -186,7 +186,7 @@ def test_near_copy_shortcuts_decide_as_the_plain_definition():
     overlaps and thresholds, against Jaccard computed plainly."""
     import random
 
-    from bitextmine.filter import _near_copy
+    from bitextmine.filter.text import near_copy
 
     def plain(a, b, threshold):
         x, y = set(a.split()), set(b.split())
@@ -205,7 +205,7 @@ def test_near_copy_shortcuts_decide_as_the_plain_definition():
         if rng.random() < 0.2:
             b = b[:rng.randint(1, len(b))]
         threshold = rng.choice((0.0, 0.3, 0.5, 0.8, 0.9, 0.95, 1.0))
-        decided.append(_near_copy(" ".join(a), " ".join(b), threshold))
+        decided.append(near_copy(" ".join(a), " ".join(b), threshold))
         assert decided[-1] == plain(" ".join(a), " ".join(b), threshold), (a, b, threshold)
     assert 0.1 < sum(decided) / len(decided) < 0.9
 

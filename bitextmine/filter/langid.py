@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 
 from bitextmine import defaults
+from bitextmine.filter.text import normalise
 from bitextmine.languages import iso_language, key_of, language_key
 
 _BATCH = 1024  # texts advanced together through the automaton; bounds the padding memory
@@ -194,8 +195,6 @@ def without_names(text: str, other: str) -> str:
     """``text`` without the words it shares with ``other``, capitalised words and the particles
     before them: names, numbers and borrowed terms, which say little about the language of a
     side and mislead the detector on short lines ("Erdoğan visits Vienna" reads as Turkish)."""
-    from bitextmine.filter import normalise
-
     shared = set(normalise(text).split()) & set(normalise(other).split())
     words = list(_WORD.finditer(text))
     drop = [w.group()[0].isupper() or normalise(w.group()) in shared for w in words]

@@ -6,8 +6,10 @@ import contextlib
 import logging
 from pathlib import Path
 
-from bitextmine.filter import FilterConfig, FilterReport, Pair, PairFilter
+from bitextmine.filter.config import FilterConfig, FilterReport
+from bitextmine.filter.rules import PairFilter
 from bitextmine.io.atomic import atomic_text_writer, write_json
+from bitextmine.io.pairs import Pair
 
 log = logging.getLogger(__name__)
 
