@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from bitextmine.errors import BitextmineError
-from bitextmine.evaluate import best_threshold, bucc_metrics
+from bitextmine.evaluate.metrics import best_threshold, bucc_metrics, signature
 from bitextmine.io.text import read_shard
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,6 @@ def evaluate_bucc_sentences(src_s: IdSentences, tgt_s: IdSentences, gold_pairs: 
 
     from bitextmine.devices import resolve_device
     from bitextmine.encoders import load_encoder
-    from bitextmine.evaluate import signature
     from bitextmine.mine.thresholds import mine_and_choose
     from bitextmine.progress import encode_with_progress
 

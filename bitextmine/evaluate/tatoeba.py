@@ -8,7 +8,7 @@ import numpy as np
 
 from bitextmine import defaults
 from bitextmine.errors import BitextmineError
-from bitextmine.evaluate import tatoeba_metrics
+from bitextmine.evaluate.metrics import signature, tatoeba_metrics
 from bitextmine.mine.knn import exact_knn_both_ways
 from bitextmine.mine.scoring import best_per, candidates
 
@@ -75,7 +75,6 @@ def evaluate_aligned_files(sets: list[tuple[str, Path, Path]], encoder_name: str
 
     from bitextmine.devices import resolve_device
     from bitextmine.encoders import load_encoder
-    from bitextmine.evaluate import signature
     from bitextmine.io.text import read_shard
     from bitextmine.languages import language_suffix
     from bitextmine.progress import encode_with_progress
