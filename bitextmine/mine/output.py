@@ -17,7 +17,8 @@ from bitextmine.errors import BitextmineError
 
 if TYPE_CHECKING:
     from bitextmine.filter import FilterConfig
-    from bitextmine.mine import MineConfig, MinedPairs
+    from bitextmine.mine.config import MineConfig
+    from bitextmine.mine.corpora import MinedPairs
 
 SIDECAR_SUFFIX = ".json"
 
@@ -60,7 +61,7 @@ def mine_to_files(src: list[str | Path], tgt: list[str | Path], cfg: MineConfig,
     from bitextmine.embed.corpus import EmbeddingCorpus
     from bitextmine.io.atomic import refuse_overwriting_inputs
     from bitextmine.io.lock import output_locks
-    from bitextmine.mine import mine_corpora
+    from bitextmine.mine.corpora import mine_corpora
 
     def listed(value) -> list:
         return [] if value is None else [value] if isinstance(value, (str, Path)) else list(value)
@@ -84,7 +85,7 @@ def write_mined(mined: MinedPairs, target: PairsOutput) -> dict:
     """The pairs (filtered when asked), then the sidecar with the TSV's checksum; return the sidecar."""
     from bitextmine.io.atomic import is_regular_output, write_json
     from bitextmine.io.text import file_sha256
-    from bitextmine.mine import write_pairs
+    from bitextmine.mine.corpora import write_pairs
 
     stats = {**mined.stats, "output": target.output, "columns": target.columns()}
     if target.filter is not None:
