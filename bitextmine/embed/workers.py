@@ -14,6 +14,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from bitextmine.embed.embedding_set import ShardEntry
+from bitextmine.embed.shard import embed_shard
+from bitextmine.encoders import load_encoder
 from bitextmine.errors import BitextmineError
 
 POLL_SECONDS = 2.0
@@ -22,9 +24,6 @@ POLL_SECONDS = 2.0
 def _worker(device: str, out_dir: str, cfg, todo, results, threads: int) -> None:
     try:
         import torch
-
-        from bitextmine.embed import embed_shard
-        from bitextmine.encoders import load_encoder
 
         torch.set_num_threads(threads)
         if device.startswith("cuda"):
