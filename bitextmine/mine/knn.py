@@ -409,7 +409,7 @@ def index_knn(index, queries: np.ndarray, database: np.ndarray, k: int, nprobe: 
     ``id_map`` turns the index's ids (global row ids of its embedding set) into rows of
     ``database``; ids it maps to -1 (rows not searched, e.g. blank lines) are dropped.
     """
-    from bitextmine.index import ivf_of
+    from bitextmine.index.faiss_index import ivf_of
 
     ivf = ivf_of(index)
     if ivf is not None:
