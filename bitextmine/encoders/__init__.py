@@ -1,4 +1,5 @@
-"""Sentence encoders behind one interface (``base``), looked up by name (``registry``).
+"""Sentence encoders behind one interface (``base``), looked up by name (``registry``);
+what a recorded identity declares (``declarations``).
 
 ``usem3`` (the default, ``usem3``), ``ckpt:DIR`` (``checkpoint``, networks in
 ``transformer``), ``hf:NAME`` (``huggingface``) and plugins registered under the
@@ -7,14 +8,8 @@
 """
 
 from bitextmine.encoders.base import Encoder, EncoderIdentity, MiningThresholds
-from bitextmine.encoders.registry import (
-    BUILTIN,
-    EncoderFactory,
-    check_encoder_spec,
-    load_encoder,
-    shared_thresholds,
-    with_declarations,
-)
+from bitextmine.encoders.declarations import shared_thresholds, with_declarations
+from bitextmine.encoders.registry import BUILTIN, EncoderFactory, check_encoder_spec, load_encoder
 
 __all__ = ["BUILTIN", "Encoder", "EncoderFactory", "EncoderIdentity", "MiningThresholds", "check_encoder_spec",
            "load_encoder", "shared_thresholds", "with_declarations"]

