@@ -158,7 +158,8 @@ def test_dedup_remembers_hashes_on_disk_and_forgets_unfinished_shards(tmp_path):
 # --- formats -----------------------------------------------------------------------------------
 
 def read_all(path, **options):
-    from bitextmine.prepare.readers import ReadCounts, ReadOptions, read_documents
+    from bitextmine.prepare.documents import ReadCounts, ReadOptions
+    from bitextmine.prepare.readers import read_documents
 
     counts = ReadCounts()
     return list(read_documents(str(path), ReadOptions(**options), counts)), counts

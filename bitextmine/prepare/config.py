@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from bitextmine import defaults
 from bitextmine.choices import INPUT_ERROR_MODES, INPUT_FORMATS, PREPARE_RULES, TEXT_DOCUMENTS
 from bitextmine.errors import BitextmineError
-from bitextmine.prepare.readers import ReadOptions
+from bitextmine.prepare.documents import ReadOptions
 from bitextmine.prepare.rules import SentenceRules
 
 # the range of each number setting, (least, most) with None for no bound; the command line's limits too

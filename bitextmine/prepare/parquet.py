@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
 from bitextmine.errors import BitextmineError
 from bitextmine.io.text import STDIN, open_binary
-
-if TYPE_CHECKING:
-    from bitextmine.prepare.readers import Document, ReadOptions
+from bitextmine.prepare.documents import Document, ReadOptions
 
 PARQUET_BATCH_ROWS = 8192  # rows read at once: a batch of long documents stays a few MB
 
@@ -29,8 +26,6 @@ def _seekable(path: str):
 def parquet_documents(path: str, options: ReadOptions, bad: Callable[[BitextmineError], None]) -> Iterator[Document]:
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from bitextmine.prepare.readers import Document
 
     try:
         parquet = pq.ParquetFile(_seekable(path))

@@ -24,8 +24,9 @@ from bitextmine.errors import BitextmineError
 from bitextmine.io.provenance import Origin
 from bitextmine.prepare.config import PrepareConfig
 from bitextmine.prepare.dedup import SeenSentences
+from bitextmine.prepare.documents import Document, ReadCounts
 from bitextmine.prepare.judge import DocumentJudge, JudgedBatch
-from bitextmine.prepare.readers import Document, ReadCounts, read_documents
+from bitextmine.prepare.readers import read_documents
 from bitextmine.prepare.shards import (
     DEDUP_NAME,
     Counts,

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
 from bitextmine.errors import BitextmineError
 from bitextmine.io.text import open_binary
-
-if TYPE_CHECKING:
-    from bitextmine.prepare.readers import Document, ReadCounts, ReadOptions
+from bitextmine.prepare.documents import Document, ReadCounts, ReadOptions
 
 # WARC record types whose payload is the page's text: WET conversions, and resources and
 # responses served as plain text
@@ -23,8 +20,6 @@ def warc_documents(path: str, options: ReadOptions, counts: ReadCounts,
     need an HTML extractor: use the WET files) are counted in ``not_text``."""
     from warcio.archiveiterator import ArchiveIterator
     from warcio.exceptions import ArchiveLoadFailed
-
-    from bitextmine.prepare.readers import Document
 
     number = 0
     stream = open_binary(path)
