@@ -30,6 +30,7 @@ from bitextmine.cli import (
     score_pairs,
     train,
 )
+from bitextmine.cli.logs import setup_logging
 from bitextmine.cli.options import Group, Interrupted
 from bitextmine.errors import BitextmineError, BitextmineWarning, printable
 
@@ -71,35 +72,6 @@ def _root(
         bitextmine embed examples/de-en/en.txt -o out/en
         bitextmine mine --src out/de --tgt out/en -o out/pairs.tsv
     """
-
-
-class _StderrHandler(logging.StreamHandler):
-    """Writes to whatever ``sys.stderr`` is at the time (it may be redirected later)."""
-
-    @property
-    def stream(self):
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, value):
-        pass
-
-
-class _PrintableFormatter(logging.Formatter):
-    """Messages name files; a control character in a name is printed as an escape."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return printable(super().format(record))
-
-
-def setup_logging(quiet: bool) -> None:
-    """Messages to stderr; --quiet keeps warnings and errors only."""
-    logger = logging.getLogger("bitextmine")
-    if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
-        handler = _StderrHandler()
-        handler.setFormatter(_PrintableFormatter("bitextmine: %(message)s"))
-        logger.addHandler(handler)
-    logger.setLevel(logging.WARNING if quiet else logging.INFO)
 
 
 def _exit_status(code) -> int:

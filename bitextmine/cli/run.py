@@ -10,6 +10,7 @@ import typer
 
 from bitextmine import defaults
 from bitextmine.choices import Launcher, Stage
+from bitextmine.cli.logs import setup_logging
 from bitextmine.cli.options import (
     Quiet,
     check_json_output,
@@ -65,7 +66,6 @@ def run(
     whose resources no node of the partition has stops the run before anything is submitted.
     """
     from bitextmine.choices import STAGES
-    from bitextmine.cli import setup_logging
     from bitextmine.launch.config import load_config
     from bitextmine.launch.runner import final_outputs, run_pipeline
 
@@ -123,7 +123,6 @@ def plan(
     """
     from dataclasses import asdict
 
-    from bitextmine.cli import setup_logging
     from bitextmine.launch.config import load_config
     from bitextmine.launch.pipeline import with_prepared_shards
     from bitextmine.launch.plan import estimate, total

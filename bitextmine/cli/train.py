@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from bitextmine.choices import Amp, LrSchedule, Pooling, Preset, Recipe, StudentSides
+from bitextmine.cli.logs import setup_logging
 from bitextmine.cli.options import (
     Quiet,
     check_json_output,
@@ -201,7 +202,6 @@ def train(
     import time
 
     started = time.monotonic()  # --max-minutes counts from here
-    from bitextmine.cli import setup_logging
     from bitextmine.train import train as run_training
     from bitextmine.train.data import read_parallel
     from bitextmine.train.recipes import resolve
