@@ -124,8 +124,9 @@ def plan(
     from dataclasses import asdict
 
     from bitextmine.launch.config import load_config
+    from bitextmine.launch.costs import total
     from bitextmine.launch.pipeline import with_prepared_shards
-    from bitextmine.launch.plan import estimate, total
+    from bitextmine.launch.plan import estimate
 
     setup_logging(quiet)
     # a pipeline that starts from documents is estimated from its prepared shards
@@ -160,8 +161,7 @@ def _slurm_partition(cfg):
 def _print_slurm_plan(cfg, estimates, partition, err: bool) -> dict:
     from dataclasses import asdict
 
-    from bitextmine.launch.plan import slurm_estimates
-    from bitextmine.launch.slurm import misfits
+    from bitextmine.launch.slurm import misfits, slurm_estimates
 
     stages = slurm_estimates(cfg, estimates, partition)
     print_table(["stage", "tasks", "arrays", "per task", "at once", "task time", "wall time"],
