@@ -19,7 +19,7 @@ from bitextmine.encoders.base import EncoderIdentity
 from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import save_json
 from bitextmine.io.paths import confined, plain_file_name
-from bitextmine.io.text import file_sha256
+from bitextmine.io.text import file_sha256, read_shard
 from bitextmine.io.validate import Bool, Float, Int, Model, Str, parse
 
 MANIFEST_NAME = "manifest.json"
@@ -136,7 +136,6 @@ class EmbeddingSet:
 
     def read_lines(self, index: int) -> list[str]:
         """The text of one shard, for writing mined pairs (the source must be unchanged)."""
-        from bitextmine.io.text import read_shard
 
         entry = self.shards[index]
         if entry.text_file is not None:

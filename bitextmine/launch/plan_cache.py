@@ -23,6 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bitextmine import __version__
+from bitextmine.errors import BitextmineError
+from bitextmine.io.atomic import atomic_path
 from bitextmine.launch.config import PipelineConfig
 from bitextmine.launch.costs import Rates
 
@@ -56,7 +58,7 @@ def calibration_key(cfg: PipelineConfig, device: str) -> dict:
     """The settings a calibration measured, with the machine and the version."""
     gpus = []
     if device.startswith("cuda"):
-        import torch
+        import torch  # torch: 2.5 s, only to name the GPUs (ARCHITECTURE.md, start-up)
 
         gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
     return {"bitextmine": __version__, "machine": {**machine(), "gpus": gpus}, "device": device,
@@ -76,8 +78,6 @@ def cached_measure(cfg: PipelineConfig, device: str, measure: Callable[[], Rates
     The returned rates carry ``calibration``: when they were measured, and whether they
     were kept from then (``cached``). A kept file that cannot be read is measured again.
     """
-    from bitextmine.errors import BitextmineError
-    from bitextmine.io.atomic import atomic_path
 
     key = json.loads(json.dumps(calibration_key(cfg, device), default=str))  # as it reads back
     path = _path(key)

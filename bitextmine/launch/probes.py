@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -53,7 +54,6 @@ def _peak_gb() -> float:
     """This process's peak resident memory since ``_reset_peak`` (since it started, where Linux
     cannot reset it). Not ``ru_maxrss``: that also keeps the peak of the process it was forked
     from, so a probe started by a large process would report the large one."""
-    import resource
 
     peak = _status_gb("VmHWM")
     return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20

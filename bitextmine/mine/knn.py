@@ -26,6 +26,8 @@ import numpy as np
 
 from bitextmine import defaults
 from bitextmine.embed.corpus import release_mapped
+from bitextmine.index.faiss_index import ivf_of
+from bitextmine.progress import progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -50,14 +52,14 @@ class Neighbours:
 
 
 def _as_tensor(block: np.ndarray, device, dtype):
-    import torch
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
     return torch.from_numpy(np.ascontiguousarray(block)).to(device=device, dtype=dtype)
 
 
 def _merge_topk(run_s, run_i, new_s, new_i, k):
     """Best k of the running and new candidates, per row."""
-    import torch
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
     s = torch.cat([run_s, new_s], dim=1)
     i = torch.cat([run_i, new_i], dim=1)
@@ -71,7 +73,7 @@ class RowTopK:
     """The running k best columns of each row, updated a tile of products at a time."""
 
     def __init__(self, rows: int, k: int, dtype, device, topk=None):
-        import torch
+        import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
         self.k = k
         self.topk = topk or (lambda sims, k: sims.topk(min(k, sims.shape[1]), dim=1))  # contiguous: fast
@@ -116,9 +118,8 @@ def search_tiles(n: int, m: int, block_rows: int, load_x, load_y, by_rows: list[
     product ``y @ x.T``, computed after it in the memory it left (on a GPU a second product is
     cheap, a strided top-k is not). ``load_x(start)``, ``load_y(start)``: a block of a side as
     a tensor. ``progress``: a bar on stderr counting compared pairs of vectors."""
-    import torch
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
-    from bitextmine.progress import progress_bar
 
     with torch.inference_mode(), progress_bar(total=n * m, desc="search", unit="pair",
                                               disable=not progress) as bar:
@@ -141,7 +142,7 @@ def _merge_columns_above(run_s, run_i, block, row_offset, k):
     Once the columns' lists are seeded, few entries beat a column's k-th best, so a
     comparison, a ``nonzero`` and a small sparse merge cost about one pass over the block.
     """
-    import torch
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
     n_cols = block.shape[1]
     rows, cols = (block > run_s[:, -1][None, :]).nonzero(as_tuple=True)
@@ -166,7 +167,7 @@ def knn_block_rows(device: str) -> int:
     fit in half the free memory."""
     if not device.startswith("cuda"):
         return defaults.KNN_BLOCK_ROWS
-    import torch
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
     free, _ = torch.cuda.mem_get_info(torch.device(device))
     rows = defaults.GPU_KNN_BLOCK_ROWS
@@ -177,7 +178,7 @@ def knn_block_rows(device: str) -> int:
 
 def _fp32_blocks(side, device: str, block_rows: int):
     """``load_x``/``load_y`` of ``search_tiles``: a block of a side, in fp32 on ``device``."""
-    import torch
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
     return lambda start: _as_tensor(side[start : start + block_rows], device, torch.float32)
 
@@ -200,7 +201,7 @@ def exact_knn_both_ways(
     CUDA the tiles are multiplied in fp16 and the backward lists come from the transposed
     product (``_low_precision_knn``). ``progress``: a bar on stderr counting compared pairs.
     """
-    import torch
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
     if device.startswith("cuda"):
         return _low_precision_knn(x, y, k, device, torch.float16, block_rows, both_ways=True, progress=progress)
@@ -227,7 +228,7 @@ def exact_knn(
     Inputs and precision as in ``exact_knn_both_ways``; memory is bounded by one
     ``block_rows`` x ``block_rows`` block of similarities plus the (n, k) lists.
     """
-    import torch
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
     if device.startswith("cuda"):
         return _low_precision_knn(queries, database, k, device, torch.float16, block_rows, both_ways=False,
@@ -247,7 +248,7 @@ def _tile_topk(sims, k: int, group: int = defaults.GPU_TOPK_GROUP):
     outside them), so only those k x ``group`` columns are ranked. ``group`` 1 (or a tile
     too narrow to gain) is the plain top-k.
     """
-    import torch
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
     n_rows, n_cols = sims.shape
     k = min(k, n_cols)
@@ -268,7 +269,7 @@ def _resident_copy(rows: np.ndarray, device: str, resident: bool | None):
     """A side of the search copied to the device once, in its own precision (the re-check
     reads it), or None to read it a tile at a time. ``resident`` None: on a GPU, when it
     fits in ``GPU_RESIDENT_SHARE`` of the free memory."""
-    import torch
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
     first = np.ascontiguousarray(rows[:1])  # rows may be a view of stored shards: no nbytes
     if resident is None:
@@ -341,7 +342,7 @@ def _rechecked_on_device(queries, database, candidates, k: int,
     """``_rechecked`` where both sides are already on the device (a GPU gathers and
     multiplies the candidates' rows in fp32 far faster than the host reads them): the
     same neighbours, ties going to the lower id as in ``best_distinct``."""
-    import torch
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
     if bool((candidates < 0).any()):  # lists not filled: the host's path drops the gaps
         return _rechecked(queries.cpu().numpy(), database.cpu().numpy(), candidates, k)
@@ -366,7 +367,7 @@ def as_float32(rows: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     conversion itself.
     """
     if rows.dtype == np.float16:
-        import torch
+        import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
         if out is None:
             return torch.from_numpy(np.ascontiguousarray(rows)).float().numpy()
@@ -387,7 +388,7 @@ def exact_sims(queries: np.ndarray, database: np.ndarray, ids: np.ndarray,
     query per candidate), and the fp16 rows are widened by torch: most of the time left
     is the gather.
     """
-    import faiss
+    import faiss  # faiss: 0.27 s, loaded where used (ARCHITECTURE.md, start-up)
 
     out = np.full(ids.shape, -np.inf, dtype=np.float32)
     step = max(1, gathered_rows // max(1, ids.shape[1]))
@@ -436,7 +437,6 @@ def index_knn(index, queries: np.ndarray, database: np.ndarray, k: int, nprobe: 
     ``id_map`` turns the index's ids (global row ids of its embedding set) into rows of
     ``database``; ids it maps to -1 (rows not searched, e.g. blank lines) are dropped.
     """
-    from bitextmine.index.faiss_index import ivf_of
 
     ivf = ivf_of(index)
     if ivf is not None:

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from bitextmine import defaults
 from bitextmine.choices import INPUT_ERROR_MODES, INPUT_FORMATS, PREPARE_RULES, TEXT_DOCUMENTS
 from bitextmine.errors import BitextmineError
+from bitextmine.languages import language_key
 from bitextmine.prepare.documents import ReadOptions
 from bitextmine.prepare.rules import SentenceRules
 
@@ -36,8 +37,6 @@ class PrepareConfig:
     workers: int | None = None  # None: one per CPU this process may use
 
     def __post_init__(self):
-        from bitextmine.languages import language_key
-
         object.__setattr__(self, "skip", tuple(self.skip))
         language_key(self.lang, "--lang")  # an unknown code is an error before any work
         for name, allowed in (("format", INPUT_FORMATS), ("text_documents", TEXT_DOCUMENTS),
