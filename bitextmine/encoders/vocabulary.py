@@ -99,7 +99,6 @@ def train_new_pieces(words: Counter, covered: set[str], char_counts: Counter,
     only those that hold an uncovered character, each such character seen at least
     ``min_char_count`` times."""
 
-
     lines = [word.replace(WORD_BOUNDARY, "") for word, count in words.items() for _ in range(min(count, 50))]
     lines = [line for line in lines if line]
     if not lines:

@@ -104,7 +104,6 @@ def evaluate_bucc_sentences(src_s: IdSentences, tgt_s: IdSentences, gold_pairs: 
                             progress: bool = False) -> dict:
     """``evaluate_bucc_files`` on sentences and gold already read; ``langs`` route each side."""
 
-
     cfg = replace(cfg, device=resolve_device(cfg.device))
     encoder = load_encoder(encoder_name, device=cfg.device)
     src_unique, tgt_unique = list(dict.fromkeys(src_s.texts)), list(dict.fromkeys(tgt_s.texts))

@@ -266,7 +266,6 @@ def write_report(inputs: ReportInputs, output: str | Path, title: str = "bitextm
     """
     from matplotlib import pyplot as plt  # matplotlib: 1.1 s, for the report's figures only
 
-
     threshold = (inputs.params or {}).get("parameters", {}) or {}
     threshold = threshold.get("threshold")
     dist = score_distribution(inputs)

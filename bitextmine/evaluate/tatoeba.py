@@ -56,7 +56,6 @@ def tatoeba_sets(data_dir: str | Path, langs: list[str]) -> list[tuple[str, Path
     file names the file its ISO 639-3 spelling would have (the error says it is missing).
     """
 
-
     data_dir = Path(data_dir)
     present = [m.group(1) for p in sorted(data_dir.glob("tatoeba.*-eng.*"))
                if (m := re.fullmatch(r"tatoeba\.([^.]+)-eng\.\1", p.name))] if data_dir.is_dir() else []
@@ -76,7 +75,6 @@ def evaluate_aligned_files(sets: list[tuple[str, Path, Path]], encoder_name: str
     ``cfg`` is a ``MineConfig`` (score, k, device). Returns the report: ``metrics``
     (``NAME_p@1_mean``, ``NAME_pairs``, ...), ``primary_metric`` and ``signature``.
     """
-
 
     for _, src, tgt in sets:
         for path in (src, tgt):

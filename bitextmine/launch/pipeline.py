@@ -150,7 +150,6 @@ def embed_dirs(cfg: PipelineConfig, lang: str) -> list[Path]:
 def with_prepared_shards(cfg: PipelineConfig) -> PipelineConfig:
     """The pipeline as if its languages were the prepared shards (for ``plan``, which counts lines)."""
 
-
     if not cfg.prepare.enabled:
         return cfg
     return dataclasses.replace(cfg, languages={lang: text_shards(cfg, lang) for lang in cfg.languages},

@@ -120,7 +120,6 @@ def search_tiles(n: int, m: int, block_rows: int, load_x, load_y, by_rows: list[
     a tensor. ``progress``: a bar on stderr counting compared pairs of vectors."""
     import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
-
     with torch.inference_mode(), progress_bar(total=n * m, desc="search", unit="pair",
                                               disable=not progress) as bar:
         for j in range(0, m, block_rows):

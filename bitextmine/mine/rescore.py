@@ -135,7 +135,6 @@ def score_bitext_file(pairs_file: str, src_corpus: EmbeddingCorpus, tgt_corpus: 
     are kept; the order is the input's.
     """
 
-
     pairs = read_pairs(pairs_file, allow_empty_side=False)
     if src_corpus.encoder.space() != tgt_corpus.encoder.space():
         raise BitextmineError("the two pools were embedded with different encoders", path=tgt_corpus.sets[0].path)

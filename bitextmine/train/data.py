@@ -90,7 +90,6 @@ def language_codes(language: str) -> list[str]:
     """The ISO 639 language keys named in a file's language (``train.eng-deu`` -> ``en``,
     ``de``): its two- and three-letter words that are language codes, English included."""
 
-
     keys: list[str] = []
     for word in re.split(r"[^A-Za-z]+", language):
         key = find_language_key(word) if 2 <= len(word) <= 3 else None
