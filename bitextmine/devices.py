@@ -77,6 +77,12 @@ def matmul_dtype(device: str, precision: str):
     return torch.bfloat16 if cpu_has_native_bf16() else None
 
 
+def precision_name(device: str, precision: str) -> str:
+    """What ``precision`` resolves to on ``device``: fp32, bf16 or fp16 (for a figure's signature)."""
+    dtype = matmul_dtype(device, precision)
+    return "fp32" if dtype is None else str(dtype).removeprefix("torch.").replace("bfloat", "bf").replace("float", "fp")
+
+
 def cpu_has_native_bf16() -> bool:
     """Whether this CPU multiplies bf16 natively (AMX or AVX512-BF16).
 

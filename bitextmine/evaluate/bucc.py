@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bitextmine.devices import resolve_device
+from bitextmine.devices import precision_name, resolve_device
 from bitextmine.encoders import load_encoder
 from bitextmine.errors import BitextmineError
 from bitextmine.evaluate.metrics import best_threshold, bucc_metrics, signature
@@ -118,8 +118,15 @@ def evaluate_bucc_sentences(src_s: IdSentences, tgt_s: IdSentences, gold_pairs: 
     metrics = evaluate_mined(src_s, tgt_s, src_unique, tgt_unique, pairs, gold_pairs, cfg.threshold)
     return {"metrics": metrics, "threshold_source": choice.reason,
             "primary_metric": "bucc_f1",
-            "signature": signature(encoder=encoder.identity.name, k=cfg.k, margin=cfg.score,
-                                   retrieval=cfg.retrieval)}
+            "signature": signature(encoder=encoder.identity.name, weights=encoder.identity.weights_sha256[:12],
+                                   k=cfg.k, margin=cfg.score, retrieval=cfg.retrieval,
+                                   threshold=f"{cfg.threshold:.6g}", chosen=_chosen(choice, cfg),
+                                   precision=precision_name(encoder.device, encoder.precision))}
+
+
+def _chosen(choice, cfg) -> str:
+    """How the reported threshold was chosen, for the signature: given, fixed, or adaptive at a target."""
+    return f"adaptive@{cfg.target_precision:g}" if choice.source == "adaptive" else choice.source
 
 
 def check_gold_ids(gold: dict[tuple[str, str], int], src: IdSentences, tgt: IdSentences, paths) -> None:

@@ -90,6 +90,8 @@ def tatoeba_metrics(fwd_top1: np.ndarray, bwd_top1: np.ndarray, prefix: str) -> 
 
 
 def signature(**settings) -> str:
-    """A short string of the settings behind a figure, with the version (as sacrebleu does)."""
+    """A short string of the settings behind a figure, with the version (as sacrebleu does):
+    enough to make the figure again (the encoder's weights, the score and its neighbourhood,
+    the threshold and how it was chosen, the precision of the products)."""
     parts = [f"{k}:{v}" for k, v in settings.items() if v is not None]
     return "|".join([*parts, f"version:{__version__}"])

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from bitextmine import defaults
-from bitextmine.devices import resolve_device
+from bitextmine.devices import precision_name, resolve_device
 from bitextmine.encoders import load_encoder
 from bitextmine.errors import BitextmineError
 from bitextmine.evaluate.metrics import signature, tatoeba_metrics
@@ -94,4 +94,6 @@ def evaluate_aligned_files(sets: list[tuple[str, Path, Path]], encoder_name: str
         metrics.update(evaluate_aligned(x, y, name, cfg.score, cfg.device, cfg.k))
         metrics[f"{name}_pairs"] = len(src_lines)
     return {"metrics": metrics, "primary_metric": "p@1_mean",
-            "signature": signature(encoder=encoder.identity.name, score=cfg.score)}
+            "signature": signature(encoder=encoder.identity.name, weights=encoder.identity.weights_sha256[:12],
+                                   score=cfg.score, k=cfg.k if cfg.score != "cosine" else None,
+                                   precision=precision_name(encoder.device, encoder.precision))}

@@ -1,6 +1,7 @@
 """Run a pipeline's stages through a launcher: here (inline), local workers or Slurm.
 
-Only this module imports submitit. ``local`` runs submitit's LocalExecutor (the same
+Jobs are submitted here, through submitit (which ``probes`` also imports, to time a job for
+``plan``). ``local`` runs submitit's LocalExecutor (the same
 job code path as Slurm, in subprocesses on this machine): one worker per visible GPU
 (each sees one GPU through CUDA_VISIBLE_DEVICES), or ``launcher.workers`` on CPU.
 ``slurm`` submits job arrays of at most ``launcher.slurm.max_array`` tasks. A task that
