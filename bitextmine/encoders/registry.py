@@ -12,7 +12,7 @@ Names on the command line:
 
 The encoders' modules import torch; each is imported when its kind is first loaded, so that
 a stage that only reads identities (index, filter, the command line's help) starts without
-it (2.2 s, ``python -X importtime``).
+it (2.5 s; ARCHITECTURE.md, start-up).
 """
 
 from __future__ import annotations

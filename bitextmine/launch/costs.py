@@ -124,7 +124,7 @@ class IndexShape:
 
 
 def index_shape(rows: int, dim: int, cfg: PipelineConfig) -> IndexShape:
-    import faiss  # 0.19 s (python -X importtime): plan's table, not every import of this module
+    import faiss  # faiss: 0.27 s, for plan's table only (ARCHITECTURE.md, start-up)
 
     factory = choose_index_type(rows, dim) if cfg.index.type == "auto" else cfg.index.type
     index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)

@@ -122,7 +122,7 @@ def _startup(cfg: PipelineConfig, repeats: int = 3) -> dict:
     task's imports with torch and without (a fresh process's wall time, start to exit, beyond
     an empty one's: torch also slows the exit), and a filter task's with its language model.
     Medians of ``repeats``: these move with the file cache and the machine's load."""
-    import submitit  # 0.09 s (python -X importtime): only the calibration runs jobs
+    import submitit  # submitit: 0.16 s, only when the calibration runs (ARCHITECTURE.md, start-up)
 
     def timed(code: str) -> tuple[float, int]:
         start = time.perf_counter()
@@ -210,7 +210,7 @@ def _median_seconds(run, repeats: int = 3, best: bool = False) -> float:
 def _exact_knn(device: str, dim: int, rows: int = 4096) -> dict:
     """Exact kNN both ways (vector pairs/s) and FAISS's matrix products (GFLOP/s); one way
     against stored rows is measured with them (``_stored_rows_rates``)."""
-    import faiss  # 0.19 s (python -X importtime): only the calibration measures it
+    import faiss  # faiss: 0.27 s, only when the calibration runs (ARCHITECTURE.md, start-up)
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((rows, dim), dtype=np.float32)
@@ -228,7 +228,7 @@ def _exact_knn(device: str, dim: int, rows: int = 4096) -> dict:
 def _index_rates(cfg: PipelineConfig, dim: int, gflops: float, device: str = "cpu", rows: int = 32768) -> dict:
     """Small indexes of the configured codes: vectors encoded/s; per query, the cost of each
     probed list and of each code scanned; and the stored vectors' rates (``_stored_rows_rates``)."""
-    import faiss  # 0.19 s (python -X importtime): only the calibration measures it
+    import faiss  # faiss: 0.27 s, only when the calibration runs (ARCHITECTURE.md, start-up)
 
     factory = choose_index_type(2 * defaults.FLAT_MAX_ROWS, dim) if cfg.index.type == "auto" else cfg.index.type
     rng = np.random.default_rng(0)

@@ -10,7 +10,7 @@ from importlib import import_module
 
 from bitextmine.train.config import TrainConfig, get_lr
 
-# Re-exported on first use: these modules import torch (2.2 s, python -X importtime), and the
+# Re-exported on first use: these modules import torch (2.5 s; ARCHITECTURE.md, start-up), and the
 # command line reads TrainConfig for every `bitextmine --help`.
 _LAZY = {
     "train": "bitextmine.train.loop",
