@@ -3,6 +3,8 @@
 Commands only parse options, call the library and write results. Library code raises
 ``BitextmineError``; ``main`` turns it into one line on stderr and exit status 1. Usage
 errors (an unknown option, a bad value) are typer's: the usage line, the error, exit 2.
+The verbs import the library inside their functions, so that `bitextmine --help` and a usage
+error take 0.15 s, not the library's 0.75 s (ARCHITECTURE.md, start-up).
 """
 
 from __future__ import annotations
