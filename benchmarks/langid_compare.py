@@ -62,7 +62,8 @@ def filter_detector(languages):
     (bitextmine.defaults.FILTER_LID_CANDIDATES and ``languages``), by language key
     (Indonesian counts as Malay, its macrolanguage). A function: texts -> detected keys."""
     from bitextmine import defaults
-    from bitextmine.filter.langid import LanguageIdentifier, language_key
+    from bitextmine.filter.langid import LanguageIdentifier
+    from bitextmine.languages import language_key
 
     identifier = LanguageIdentifier(set(defaults.FILTER_LID_CANDIDATES) | {language_key(c) for c in languages})
 
@@ -89,7 +90,7 @@ def main() -> None:
     print(f"{len(samples)} Tatoeba sentences, {len(LANGS) + 1} languages\n")
     print("| detector | accuracy | sentences/s | worst languages |")
     print("|---|---:|---:|---|")
-    from bitextmine.filter.langid import language_key
+    from bitextmine.languages import language_key
 
     detect_all = filter_detector({code for _, code in samples})  # loads the model: not timed
     start = time.perf_counter()

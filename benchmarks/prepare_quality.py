@@ -3,7 +3,7 @@
     python -m benchmarks.prepare_quality [--n 2000] [--english 0.1] [--repeated 0.05] [--data ../shared/data]
         [--min-lang-prob P] [--min-chars N]
 
-Per language, documents of 2-10 reference lines (benchmarks/prepare_sets.py; Chinese
+Per language, documents of 2-10 reference lines (tests/support/prepare_sets.py; Chinese
 joined without spaces) become a JSONL file with ``--english`` as many English news
 documents and ``--repeated`` of the documents repeated; ``prepare`` runs on it with the
 default settings. Measured on its output, through the provenance sidecars:
@@ -30,7 +30,7 @@ import random
 import tempfile
 from pathlib import Path
 
-from benchmarks.prepare_sets import DEFAULT_DATA, Recovery, documents, recovery, sample, sources
+from tests.support.prepare_sets import DEFAULT_DATA, Recovery, documents, recovery, sample, sources
 
 LANGS = ("deu", "rus", "zho", "hin", "ces", "fra")
 

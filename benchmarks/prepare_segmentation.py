@@ -2,7 +2,7 @@
 
     python -m benchmarks.prepare_segmentation [--n 3000] [--data ../shared/data] [--errors FILE]
 
-Documents are runs of reference lines (benchmarks/prepare_sets.py); a line is recovered
+Documents are runs of reference lines (tests/support/prepare_sets.py); a line is recovered
 when it comes out as a whole number of output sentences. Each segmenter is given the
 language's ISO 639-1 code; where it does not know the language it is marked n/a (pysbd
 has no Czech, sentence-splitter no Chinese or Hindi). ``extra cuts`` counts output
@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.prepare_sets import DEFAULT_DATA, LANGS, SEPARATORS, Recovery, documents, recovery, sample, sources
+from tests.support.prepare_sets import DEFAULT_DATA, LANGS, SEPARATORS, Recovery, documents, recovery, sample, sources
 
 ISO1 = {"deu": "de", "rus": "ru", "zho": "zh", "hin": "hi", "ces": "cs", "fra": "fr", "eng": "en"}
 

@@ -3,7 +3,7 @@
     python -m benchmarks.prepare_speed [--sentences 300000] [--langs ces deu zho] [--workers N] [--repeats 3]
 
 The input is one document a line (2-10 sentences each), written from the language's
-reference lines (benchmarks/prepare_sets.py; Czech news counted four times over its
+reference lines (tests/support/prepare_sets.py; Czech news counted four times over its
 Tatoeba lines, so that the text is mostly news-length), each sentence given a distinct
 number before its final punctuation so that nothing repeats; documents are cycled
 through reshuffles of the lines until ``--sentences`` is reached. The command runs in a
@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.prepare_sets import DEFAULT_DATA, documents, sources
+from tests.support.prepare_sets import DEFAULT_DATA, documents, sources
 
 WEIGHTS = {"news": 4}  # news lines counted this many times over the other sources'
 

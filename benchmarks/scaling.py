@@ -103,10 +103,10 @@ def plan_at_mined_share(config: Path) -> tuple[float, dict]:
     """(the share of the smaller side's rows the run mined, plan's estimates at that share)."""
     from bitextmine.io.text import count_lines
     from bitextmine.launch.config import load_config
-    from bitextmine.launch.plan import estimate_from
+    from bitextmine.launch.costs import Rates, estimate_from
 
     cfg = load_config(config)
-    measured = json.loads((config.parent / "plan.json").read_text())["measured"]
+    measured = Rates.from_dict(json.loads((config.parent / "plan.json").read_text())["measured"])
     (src, tgt), = cfg.pairs
     sidecar = json.loads((cfg.output / "mine" / f"{src}-{tgt}.tsv.json").read_text())
     share = sidecar["pairs"] / min(sidecar["src"]["rows"], sidecar["tgt"]["rows"])
@@ -242,7 +242,7 @@ SHARD_LINES = 1_000_000
 def project(plan_json: Path, cache: Path) -> None:
     """Plan's estimates for 10M and 100M a side, from rates measured here (no run)."""
     from bitextmine.launch.config import load_config
-    from bitextmine.launch.plan import estimate_from
+    from bitextmine.launch.costs import Rates, estimate_from
 
     measured = json.loads(plan_json.read_text())["measured"]
     # FAISS and torch spread these over the cores; reading and hashing stored vectors is one thread
@@ -269,7 +269,7 @@ def project(plan_json: Path, cache: Path) -> None:
                               + (GPU_BOX_RESOURCES if rates is gpu_box else ""), encoding="utf-8")
             print(f"\n{n:,} x {n:,}, {title}:\n\n| stage | tasks | RAM GB a task | disk GB | time | basis |\n"
                   "|---|---:|---:|---:|---:|---|")
-            for e in estimate_from(load_config(config), rates, lines, text_bytes, launcher):
+            for e in estimate_from(load_config(config), Rates.from_dict(rates), lines, text_bytes, launcher):
                 print(f"| {e.stage} | {e.tasks} | {e.ram_gb:.1f} | {e.disk_gb:.0f} | {e.seconds / 3600:.2f} h "
                       f"| {e.basis} |")
 

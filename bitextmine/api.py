@@ -23,21 +23,28 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from bitextmine import defaults
+from bitextmine.devices import resolve_device
+from bitextmine.encoders import load_encoder
 from bitextmine.errors import BitextmineError
+from bitextmine.evaluate.bucc import IdSentences, check_gold_ids, evaluate_bucc_sentences
+from bitextmine.evaluate.tatoeba import evaluate_aligned
+from bitextmine.filter import FilterConfig, PairFilter
+from bitextmine.io.pairs import Pair
+from bitextmine.mine import MineConfig, check_k
+from bitextmine.mine.rescore import neighbourhood_means
+from bitextmine.mine.scoring import SCORE_ALIASES, SCORES, margin_scores
+from bitextmine.mine.thresholds import select_pairs
+from bitextmine.progress import encode_with_progress
 
 Sentences = Sequence[str]
 
 
 @functools.lru_cache(maxsize=4)
 def _encoder(name: str, device: str):
-    from bitextmine.encoders import load_encoder
-
     return load_encoder(name, device=device)
 
 
 def _device(device: str) -> str:
-    from bitextmine.devices import resolve_device
-
     return resolve_device(device)
 
 
@@ -50,7 +57,6 @@ def embed(sentences: Sentences, encoder: str = defaults.ENCODER, lang: str | Non
     teacher, as ``embed --lang``. A blank sentence gets a zero row, as in an embedding set,
     so it never scores above 0.
     """
-    from bitextmine.progress import encode_with_progress
 
     sentences = _sentences(sentences, "sentences")
     model = _encoder(encoder, _device(device)).for_language(lang)
@@ -105,8 +111,6 @@ def mine(src, tgt, *, encoder: str = defaults.ENCODER, src_lang: str | None = No
     taken as made by ``encoder`` (for its fixed thresholds). ``details=True`` returns
     ``(pairs, {"threshold", "threshold_source"})``.
     """
-    from bitextmine.mine import MineConfig, check_k
-    from bitextmine.mine.thresholds import select_pairs
 
     device = _device(device)
     cfg = MineConfig(k=k, score=score, retrieval=retrieval, threshold=threshold, target_precision=target_precision,
@@ -142,8 +146,6 @@ def score_pairs(src, tgt, src_pool, tgt_pool, *, encoder: str = defaults.ENCODER
     distinct sentences make the neighbourhoods), as ``bitextmine score-pairs`` does.
     Returns float32 scores in input order.
     """
-    from bitextmine.mine.rescore import neighbourhood_means
-    from bitextmine.mine.scoring import SCORE_ALIASES, SCORES, margin_scores
 
     device = _device(device)
     score = SCORE_ALIASES.get(score, score)
@@ -158,7 +160,6 @@ def score_pairs(src, tgt, src_pool, tgt_pool, *, encoder: str = defaults.ENCODER
         return cosine
     pools = [_Side(pool, encoder, lang, device, what, progress)
              for pool, lang, what in ((src_pool, src_lang, "src_pool"), (tgt_pool, tgt_lang, "tgt_pool"))]
-    from bitextmine.mine import check_k
 
     check_k(k, {"source pool": len(pools[0].rows), "target pool": len(pools[1].rows)})
     src_avg = neighbourhood_means(x, pools[1].vectors, k, device)  # NN_k(x) among the target pool
@@ -182,8 +183,6 @@ def filter_pairs(pairs: Iterable[Sequence], *, src_lang: str | None = None, tgt_
     ``tgt_lang`` turn language ID on. ``reasons=True`` returns, for every pair, the rule it
     failed (None: kept) instead.
     """
-    from bitextmine.filter import FilterConfig, PairFilter
-    from bitextmine.io.pairs import Pair
 
     given = list(pairs)
     parsed = []
@@ -203,7 +202,6 @@ def evaluate_tatoeba(src, tgt, *, encoder: str = defaults.ENCODER, src_lang: str
     """P@1 of aligned sentences (or vectors) in both directions, their mean and the xsim
     error, each a share: ``{"p@1_src2tgt", "p@1_tgt2src", "p@1_mean", "xsim_error_src2tgt",
     "xsim_error_tgt2src", "pairs"}``, as ``bitextmine eval tatoeba`` reports them."""
-    from bitextmine.evaluate.tatoeba import evaluate_aligned
 
     device = _device(device)
     x = _pair_vectors(src, encoder, src_lang, device, "src", False)
@@ -225,8 +223,6 @@ def evaluate_bucc(src, tgt, gold: Iterable[tuple[str, str]], *, encoder: str = d
     recall, F1 as shares at the threshold, and at the best threshold of a sweep) and how the
     threshold was chosen.
     """
-    from bitextmine.evaluate.bucc import IdSentences, check_gold_ids, evaluate_bucc_sentences
-    from bitextmine.mine import MineConfig
 
     sides = []
     for values, what in ((src, "src"), (tgt, "tgt")):

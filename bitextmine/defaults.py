@@ -120,7 +120,7 @@ K = 4  # neighbours that define the margin (LASER, xsim)
 SCORE = "ratio"  # the ratio margin of Artetxe & Schwenk 2019
 RETRIEVAL = "max"  # greedy one-to-one over forward and backward candidates (LASER BUCC setting)
 # Score thresholds on LASER's scale. An encoder may declare its own, measured on held-out
-# data (MINING_THRESHOLDS in encoders/usem3.py); those take precedence.
+# data (``Encoder.mining_thresholds``, recorded in the sets it embeds); those take precedence.
 THRESHOLDS = {
     "ratio": 1.06,  # stopes module default (WikiMatrix used 1.04; LASER BUCC optimum 1.086-1.093)
     "distance": 0.04,
@@ -209,7 +209,8 @@ FILTER_PARALLEL_MIN_PAIRS = 20_000
 FILTER_PARALLEL_CHUNK = 5_000  # pairs per task: small enough to balance the workers
 
 # --- train ----------------------------------------------------------------------------
-# TrainConfig reads these; the reasons are those of LaBSE and USE-xling unless said.
+# The training settings (bitextmine/train/settings.py: TrainConfig and the options of `train`)
+# read these; the reasons are those of LaBSE and USE-xling unless said.
 TRAIN_PRESET = "cpu"  # model shape (TRAIN_PRESET_SHAPES): trains on two CPU cores
 TRAIN_PRESET_SHAPES = {
     # fast enough to train on two CPU cores in half an hour; no dropout (a fifth of the
@@ -219,6 +220,7 @@ TRAIN_PRESET_SHAPES = {
     "use-xling": {"dim": 512, "layers": 3, "heads": 8, "ff": 2048, "dropout": 0.1},
 }
 TRAIN_POOLING = "mean"
+TRAIN_CHAR_NGRAM_BUCKETS = 0  # off: the pieces alone, as LaBSE and USE-xling embed them
 TRAIN_MAX_TOKENS = 64  # training pairs are sentences; longer ones are cut
 TRAIN_VOCAB_SIZE = 16_000  # SentencePiece unigram over both sides
 TRAIN_VOCABULARY_SENTENCES = 1_000_000  # a sample this large is plenty for a vocabulary, in bounded time

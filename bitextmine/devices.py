@@ -18,7 +18,7 @@ def available_cpus() -> int:
 
 
 def cuda_device_count() -> int:
-    import torch
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
@@ -62,7 +62,7 @@ def resolve_device(spec: str) -> str:
 
 def matmul_dtype(device: str, precision: str):
     """The torch dtype for the heavy matmuls, or None for plain fp32."""
-    import torch
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
     if precision not in PRECISIONS:
         raise BitextmineError(f"unknown precision {precision!r}: use one of {', '.join(PRECISIONS)}")
@@ -77,11 +77,17 @@ def matmul_dtype(device: str, precision: str):
     return torch.bfloat16 if cpu_has_native_bf16() else None
 
 
+def precision_name(device: str, precision: str) -> str:
+    """What ``precision`` resolves to on ``device``: fp32, bf16 or fp16 (for a figure's signature)."""
+    dtype = matmul_dtype(device, precision)
+    return "fp32" if dtype is None else str(dtype).removeprefix("torch.").replace("bfloat", "bf").replace("float", "fp")
+
+
 def cpu_has_native_bf16() -> bool:
     """Whether this CPU multiplies bf16 natively (AMX or AVX512-BF16).
 
     Elsewhere bf16 matmuls are emulated and slower than fp32, so ``auto`` keeps fp32.
     """
-    import torch
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
     return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())

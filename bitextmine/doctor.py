@@ -12,7 +12,10 @@ import shutil
 import subprocess
 from dataclasses import asdict, dataclass, field
 
+from bitextmine import __version__
 from bitextmine.devices import available_cpus
+from bitextmine.errors import BitextmineError
+from bitextmine.launch.slurm import conf_problem, read_cluster, slurm_command
 
 LEVELS = ("ok", "warning", "error")
 TORCH_CPU_INSTALL = "pip install torch==2.13.0"
@@ -83,7 +86,7 @@ def _nvidia_smi_driver() -> str | None:
 
 def _collect_torch(env: Environment) -> None:
     try:
-        import torch
+        import torch  # here, not at the top: a missing or broken torch is what doctor reports
     except ImportError:
         return
     except Exception as e:  # a broken install (missing shared library) is not "not installed"
@@ -111,7 +114,7 @@ def _collect_torch(env: Environment) -> None:
 
 def _collect_faiss(env: Environment) -> None:
     try:
-        import faiss
+        import faiss  # here, not at the top: a missing or broken faiss is what doctor reports
     except ImportError:
         return
     except Exception as e:
@@ -128,9 +131,6 @@ def _collect_faiss(env: Environment) -> None:
 
 
 def _collect_slurm() -> SlurmStatus:
-    from bitextmine.errors import BitextmineError
-    from bitextmine.launch.slurm import conf_problem, read_cluster, slurm_command
-
     status = SlurmStatus({name: shutil.which(name) for name in ("sbatch", "sinfo", "sacct")})
     if not all(status.commands.values()):
         return status
@@ -160,7 +160,6 @@ def _collect_slurm() -> SlurmStatus:
 
 def collect() -> Environment:
     """Read the machine. Never raises for a missing or broken torch or faiss: it records None."""
-    from bitextmine import __version__
 
     env = Environment(python=platform.python_version(), platform=platform.platform(), bitextmine=__version__,
                       cpu_count=available_cpus(), cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),

@@ -4,6 +4,7 @@ for input that is plausibly a mistake, and safe printing of what the user named.
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 # C0 and C1 controls (ESC starts a terminal escape sequence), DEL, and the bidirectional
@@ -59,6 +60,5 @@ class BitextmineWarning(UserWarning):
 
 def warn(message: str, path: str | Path | None = None) -> None:
     """Warn of input that is plausibly a mistake; raises ``BitextmineWarning`` where warnings are errors."""
-    import warnings
 
     warnings.warn(BitextmineWarning(message, path), stacklevel=2)

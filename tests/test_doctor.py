@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 
-import faiss
-import torch
+import pytest
 from typer.testing import CliRunner
 
 from bitextmine import __version__
@@ -34,18 +37,64 @@ def only(findings: list[Finding], level: str) -> Finding:
     return matching[0]
 
 
-def test_collect_reads_this_machine():
+def installed_version(*distributions: str) -> str | None:
+    """The version pip installed of the first of ``distributions`` that is there."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    for name in distributions:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            continue
+    return None
+
+
+def test_collect_reads_this_machine(monkeypatch, tmp_path):
+    """What collect reads, against what the machine says by other means: the installed
+    distributions' versions, a driver that nvidia-smi reports, the environment."""
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 550.54.15\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     env = collect()
-    assert env.bitextmine == __version__
-    assert env.torch == torch.__version__ and env.faiss == faiss.__version__
-    assert env.torch_cuda == torch.version.cuda
-    assert env.faiss_gpu == hasattr(faiss, "StandardGpuResources")
-    assert env.cpu_count >= 1 and env.python.count(".") == 2
-    assert env.cuda_available == torch.cuda.is_available()
-    assert len(env.gpus) == (torch.cuda.device_count() if env.cuda_available else 0)
-    if torch.version.cuda is None:  # the CPU wheel this project's CI installs
-        assert env.cuda_available is False and env.gpus == [] and env.faiss_gpus == 0
-    assert env.import_errors == {}
+    assert env.bitextmine == installed_version("bitextmine") == __version__
+    assert env.torch == installed_version("torch")
+    assert env.faiss == installed_version("faiss-cpu", "faiss-gpu-cu12", "faiss-gpu")
+    assert env.nvidia_smi_driver == "550.54.15" and env.cuda_visible_devices == ""
+    assert env.python.count(".") == 2 and env.import_errors == {}
+    if not env.cuda_available:
+        assert env.gpus == []
+
+
+def test_collect_counts_the_cpus_this_process_may_use():
+    if shutil.which("taskset") is None:
+        pytest.skip("taskset is not installed")
+    probe = "from bitextmine.doctor import collect; print(collect().cpu_count)"
+    one = subprocess.run(["taskset", "-c", "0", sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True)
+    assert one.stdout.split()[-1] == "1"
+
+
+def test_collect_tells_a_missing_package_from_a_broken_one(monkeypatch):
+    """torch not installed: no version, no error recorded; faiss there but failing to load
+    its library: no version, and the error kept for the advice."""
+
+    class BrokenFaiss:
+        def find_spec(self, name, path=None, target=None):
+            if name == "faiss":
+                raise OSError("libfaiss.so: cannot open shared object file")
+            return None
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
+    monkeypatch.delitem(sys.modules, "faiss")
+    monkeypatch.setattr(sys, "meta_path", [BrokenFaiss(), *sys.meta_path])
+    env = collect()
+    assert env.torch is None and "torch" not in env.import_errors
+    assert env.faiss is None and "libfaiss.so" in env.import_errors["faiss"]
+    messages = [f.message for f in diagnose(env) if f.level == "error"]
+    assert any("torch is not installed" in m for m in messages)
+    assert any("faiss" in m and "libfaiss.so" in m for m in messages)
 
 
 def test_healthy_cpu_machine_is_all_ok():
@@ -135,11 +184,11 @@ def test_cli_prints_versions_and_findings_and_writes_json(tmp_path):
     out = tmp_path / "sub" / "doctor.json"
     result = CliRunner().invoke(app, ["--json", str(out)])
     assert result.exit_code == 0, result.output
-    assert "torch" in result.output and torch.__version__ in result.output
-    assert faiss.__version__ in result.output and "[ok]" in result.output
+    assert "torch" in result.output and installed_version("torch") in result.output
+    assert installed_version("faiss-cpu", "faiss-gpu-cu12", "faiss-gpu") in result.output and "[ok]" in result.output
     data = json.loads(out.read_text())
     assert set(data) == {"environment", "findings"}
-    assert data["environment"]["torch"] == torch.__version__
+    assert data["environment"]["torch"] == installed_version("torch")
     assert all(f["level"] in ("ok", "warning", "error") for f in data["findings"])
 
 

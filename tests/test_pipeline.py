@@ -11,9 +11,11 @@ import time
 
 import pytest
 
+from bitextmine import defaults
 from bitextmine.errors import BitextmineError
 from bitextmine.launch.config import load_config
 from tests.conftest import EXAMPLES, REPO, example_like_sets, read_lines
+from tests.support.rates import RATES
 
 pytest.importorskip("submitit")
 pytest.importorskip("yaml")
@@ -211,20 +213,9 @@ def test_example_configs_load(name):
 
 def test_plan_arithmetic_from_given_measurements(tmp_path, monkeypatch):
     """The estimate without the calibration run (the slow test below makes one)."""
-    from bitextmine.launch import plan
+    from bitextmine.launch import costs, plan
 
-    measured = {"device": "cpu", "cores": 2, "embed_sentences_per_second": 100.0, "knn_gflops": 10.0, "dim": 512,
-                "model_ram_gb": 0.5, "sample_lines": 400, "task_startup_seconds": 2.0, "model_load_seconds": 1.0,
-                "task_base_ram_gb": 0.25, "knn_pairs_per_second": 1e8, "encode_vectors_per_second": 1e5,
-                "scan_codes_per_second": 1e8, "probe_seconds": 1e-6, "rerank_per_second": 1e7,
-                "knn_one_way_pairs_per_second": 1e8,
-                "read_rows_per_second": 1e5, "sample_rows_per_second": 1e5, "hash_bytes_per_second": 1e9,
-                "text_lines_per_second": 1e5, "filter_pairs_per_second": 1.5e4,
-                "filter_one_process_pairs_per_second": 1e4,
-                "driver_startup_seconds": 0.5, "torch_import_seconds": 1.25, "torchless_task_startup_seconds": 0.75,
-                "launch_seconds": 0.3, "submit_gap_seconds": 0.2, "torchless_task_base_ram_gb": 0.06,
-                "filter_task_startup_seconds": 0.9, "filter_task_ram_gb": 0.16}
-    monkeypatch.setattr(plan, "measure", lambda *a, **k: dict(measured))
+    monkeypatch.setattr(plan, "measure", lambda *a, **k: RATES)
     config = write_config(tmp_path / "p.yaml", tmp_path / "run", [EXAMPLES / "de.txt"], [EXAMPLES / "en.txt"],
                           "resources: {embed: {gpus: 1}}\n")
     stages, m = plan.estimate(load_config(config))
@@ -238,17 +229,22 @@ def test_plan_arithmetic_from_given_measurements(tmp_path, monkeypatch):
     assert embed.tasks == 2
     assert embed.seconds == pytest.approx(0.5 + 1.25 + 1000 / 100 + 0.3 + 2.0 + 1.0 + 0.2)
     # the filter's task: its imports and language model, then the pairs (few: in its own process)
-    pairs = 500 * plan.defaults.PLAN_MINED_SHARE
+    pairs = 500 * defaults.PLAN_MINED_SHARE
     assert by_stage["filter"].seconds == pytest.approx(0.5 + 0.3 + 0.9 + pairs / 1e4)
-    assert by_stage["filter"].ram_gb == pytest.approx(0.16 + pairs * plan.PAIR_BYTES / 1024**3)
+    assert by_stage["filter"].ram_gb == pytest.approx(0.16 + pairs * costs.PAIR_BYTES / 1024**3)
     # the index task does not import torch either: 500 rows in a Flat index, read a block at a time
     assert by_stage["index"].ram_gb < 0.06 + 0.01 and by_stage["index"].basis.startswith("Flat: every row read")
     assert embed.disk_gb == pytest.approx(1000 * 512 * 2 / 1024**3)
     assert by_stage["mine"].tasks == by_stage["filter"].tasks == 1 and by_stage["index"].tasks == 2
     assert not (tmp_path / "run").exists()
-    # no threshold in the file: the estimate's search is counted, a sample of each side against the other
-    assert "the estimate" in by_stage["mine"].basis
-    assert plan._estimate_queries(500) == 500 and plan._estimate_queries(10**6) == plan.defaults.ESTIMATE_QUERIES
+    # no threshold in the file: the estimate's searches are counted, a sample of each side against
+    # the other (the gaps) and within its own language with the sample's neighbours (the decoy)
+    assert "(the gaps)" in by_stage["mine"].basis and "(the decoy)" in by_stage["mine"].basis
+    assert costs.estimate_queries(500) == 500 and costs.estimate_queries(10**6) == defaults.ESTIMATE_QUERIES
+    assert costs.decoy_queries(500, 4) == 500
+    # the sample's 4 x 20,000 neighbours: nearly all distinct in a large pool, overlapping in a small one
+    assert 0.9 * 5 * 20_000 < costs.decoy_queries(1_000_000, 4) < 5 * 20_000
+    assert 20_000 < costs.decoy_queries(60_000, 4) < 0.9 * 60_000
     # nothing embedded yet: the share of rows mined is assumed; given, more pairs mean more
     # exact margins and filtering
     assert "5.0% of the smaller side, assumed" in by_stage["filter"].basis
@@ -258,30 +254,31 @@ def test_plan_arithmetic_from_given_measurements(tmp_path, monkeypatch):
     assert more["filter"].seconds > by_stage["filter"].seconds and more["mine"].seconds >= by_stage["mine"].seconds
     # a filter task's pairs: in its own process on one core below FILTER_PARALLEL_MIN_PAIRS,
     # else a worker per CPU at the machine's rate, shared with the tasks running beside it
-    few, many = plan.defaults.FILTER_PARALLEL_MIN_PAIRS - 1, plan.defaults.FILTER_PARALLEL_MIN_PAIRS
-    assert plan._filter_seconds(few, measured, share=0.5) == pytest.approx(few / 1e4)
-    assert plan._filter_seconds(few, measured, share=0.25) == pytest.approx(few / 0.5e4)
-    assert plan._filter_seconds(many, measured, share=0.5) == pytest.approx(many / 0.75e4)
+    few, many = defaults.FILTER_PARALLEL_MIN_PAIRS - 1, defaults.FILTER_PARALLEL_MIN_PAIRS
+    assert costs.filter_seconds(few, RATES, share=0.5) == pytest.approx(few / 1e4)
+    assert costs.filter_seconds(few, RATES, share=0.25) == pytest.approx(few / 0.5e4)
+    assert costs.filter_seconds(many, RATES, share=0.5) == pytest.approx(many / 0.75e4)
 
 
 def test_plan_measures_the_mined_share_where_both_sides_are_embedded(tmp_path):
     """Where run's embedding sets exist, plan samples rows, searches them exactly and scores
     them as mine does: its share is the one mine then keeps, not the assumed 5 %."""
     from bitextmine.embed.corpus import EmbeddingCorpus
-    from bitextmine.launch import plan
+    from bitextmine.launch.corpus_probes import mined_shares
+    from bitextmine.launch.costs import MinedShare
     from bitextmine.launch.pipeline import embed_dirs
     from bitextmine.mine import MineConfig, mine_corpora
 
     config = write_config(tmp_path / "p.yaml", tmp_path / "run", [EXAMPLES / "de.txt"], [EXAMPLES / "en.txt"],
                           "mine: {threshold: 1.05}\n")
     cfg = load_config(config)
-    assert plan.mined_shares(cfg, "cpu")[("de", "en")] == plan.MinedShare(0.05, "assumed")
+    assert mined_shares(cfg, "cpu")[("de", "en")] == MinedShare(0.05, "assumed")
     de, en = example_like_sets(tmp_path / "sets")
     for lang, made in (("de", de), ("en", en)):
         target = embed_dirs(cfg, lang)[0]
         target.parent.mkdir(parents=True)
         shutil.copytree(made, target)
-    sampled = plan.mined_shares(cfg, "cpu")[("de", "en")]
+    sampled = mined_shares(cfg, "cpu")[("de", "en")]
     # more than half the rows pass: the first round of 200 a side counts enough of them
     assert sampled.how.startswith("sampled: 200 + 200 rows, ") and sampled.how.endswith("at threshold 1.05")
     src, tgt = (EmbeddingCorpus.load(embed_dirs(cfg, lang)) for lang in ("de", "en"))

@@ -86,7 +86,7 @@ def test_segmenter_finds_the_boundaries_the_library_misses(lang, text, expected)
 def test_segmenter_recovers_more_reference_lines_than_sentencex_alone():
     """Documents of joined Tatoeba lines (real data): every line the library alone recovers is
     recovered, and more (Hindi: the danda written as | and I)."""
-    from benchmarks.prepare_sets import documents, recovery, sample, sources
+    from tests.support.prepare_sets import documents, recovery, sample, sources
 
     found = sources("hin", SHARED_DATA)
     if "tatoeba" not in found:
@@ -158,7 +158,8 @@ def test_dedup_remembers_hashes_on_disk_and_forgets_unfinished_shards(tmp_path):
 # --- formats -----------------------------------------------------------------------------------
 
 def read_all(path, **options):
-    from bitextmine.prepare.readers import ReadCounts, ReadOptions, read_documents
+    from bitextmine.prepare.documents import ReadCounts, ReadOptions
+    from bitextmine.prepare.readers import read_documents
 
     counts = ReadCounts()
     return list(read_documents(str(path), ReadOptions(**options), counts)), counts

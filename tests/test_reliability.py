@@ -273,9 +273,9 @@ def test_embed_on_a_full_disk_is_one_line_not_sigbus(cli, tmp_path, small_disk):
 @pytest.mark.slow
 def test_embed_when_the_disk_fills_while_writing_is_one_line(cli, tmp_path, small_disk, monkeypatch):
     """As if another process filled the disk after the free-space check."""
-    import bitextmine.embed
+    import bitextmine.embed.shard
 
-    monkeypatch.setattr(bitextmine.embed, "_check_free_space", lambda *args: None)
+    monkeypatch.setattr(bitextmine.embed.shard, "_check_free_space", lambda *args: None)
     disk = small_disk(64)
     one_line_error(cli("embed", EXAMPLES / "de.txt", "-o", disk / "emb", "-q"), "de.npy: cannot write: no space left")
     assert not (disk / "emb").exists()

@@ -61,6 +61,23 @@ def _walk_pair_by_pair(pairs):
     return kept
 
 
+def _every_candidate_once(fwd, bwd):
+    """Each (source, target) candidate of either direction once, with its cosine as first met
+    (the forward lists first), built pair by pair."""
+    from bitextmine.mine.scoring import Pairs
+
+    first = {}
+    for s in range(fwd.ids.shape[0]):
+        for t, cos in zip(fwd.ids[s].tolist(), fwd.sims[s].tolist(), strict=True):
+            first.setdefault((s, t), cos)
+    for t in range(bwd.ids.shape[0]):
+        for s, cos in zip(bwd.ids[t].tolist(), bwd.sims[t].tolist(), strict=True):
+            first.setdefault((s, t), cos)
+    src, tgt = (np.array(side, dtype=np.int64) for side in zip(*first, strict=True))
+    score = np.array(list(first.values()), dtype=np.float32)
+    return Pairs(src, tgt, score, score)
+
+
 @pytest.mark.parametrize("rest", [1 << 16, 32, 1])  # pair by pair; rounds until a chain; rounds only
 @pytest.mark.parametrize("seed", range(6))
 def test_max_retrieval_is_the_pair_by_pair_walk(monkeypatch, rest, seed):
@@ -75,7 +92,7 @@ def test_max_retrieval_is_the_pair_by_pair_walk(monkeypatch, rest, seed):
     fwd = Neighbours(np.round(rng.uniform(0, 1, (n, k)), 1).astype(np.float32), rng.integers(0, m, (n, k)))
     bwd = Neighbours(np.round(rng.uniform(0, 1, (m, k)), 1).astype(np.float32), rng.integers(0, n, (m, k)))
     fwd_pairs, bwd_pairs = candidates(fwd, bwd, "cosine")
-    expected = _walk_pair_by_pair(scoring._unique_pairs(scoring._concat(fwd_pairs, bwd_pairs)))
+    expected = _walk_pair_by_pair(_every_candidate_once(fwd, bwd))
     kept = retrieve(fwd_pairs, bwd_pairs, "max", -np.inf)
     assert list(zip(kept.src.tolist(), kept.tgt.tolist(), kept.score.tolist(), strict=True)) == expected
     # a chain: pair i blocks pair i + 1 (shares its target), so one round keeps one pair

@@ -23,7 +23,7 @@ import yaml
 
 from bitextmine.errors import BitextmineError
 from bitextmine.launch.config import LauncherSettings, PipelineConfig, Resources, load_config
-from bitextmine.launch.plan import StageEstimate, slurm_estimates
+from bitextmine.launch.costs import StageEstimate
 from bitextmine.launch.slurm import (
     Cluster,
     Node,
@@ -34,6 +34,7 @@ from bitextmine.launch.slurm import (
     parse_gpus,
     parse_oneliner,
     parse_time_min,
+    slurm_estimates,
 )
 from tests.conftest import REPO, read_lines, start_local_slurm, stop_local_slurm, wait_for
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from bitextmine import defaults
+from bitextmine.encoders.base import EncoderIdentity
 from bitextmine.train import TrainConfig, train
 from bitextmine.train.data import ParallelData, language_codes, language_of_file, read_parallel
 from bitextmine.train.recipes import RECIPES, recipe_config, resolve
@@ -142,7 +143,7 @@ def test_files_name_their_language():
 
 
 def test_text_files_and_checkpoints_name_languages_as_iso_639():
-    from bitextmine.filter.langid import language_suffix, speaks
+    from bitextmine.languages import language_suffix, speaks
 
     assert language_suffix("/t/tatoeba.ces-eng.ces") == "ces" and language_suffix("news.de.txt.gz") == "de"
     assert language_suffix("de-en.training.en") == "en" and language_suffix("wmt.zh.xz") == "zh"
@@ -157,7 +158,7 @@ def test_known_languages_are_those_the_teacher_names():
     from bitextmine.train.objective import known_languages
 
     class Teacher:
-        languages = ("de", "fr", "zh-tw", "en")
+        identity = EncoderIdentity("teacher", "1", 2, "t" * 64, languages=("de", "fr", "zh-tw", "en"))
 
     data = ParallelData(["a"] * 4, ["b"] * 4, language=["train.eng-deu", "train.eng-ces", "fra-eng", "en.txt"])
     assert known_languages(data, Teacher()) == {"train.eng-deu", "fra-eng"}
@@ -168,7 +169,7 @@ def test_a_routed_run_scores_its_dev_slice_as_mining_will():
     from bitextmine.train.loop import routed_dev
 
     class Teacher:
-        languages = ("de", "en")
+        identity = EncoderIdentity("teacher", "1", 2, "t" * 64, languages=("de", "en"))
 
         def encode(self, texts, max_tokens):
             return np.full((len(texts), 2), float(max_tokens))
@@ -366,6 +367,9 @@ def test_the_recipe_hands_the_teachers_languages_to_the_teacher(tmp_path, recipe
     assert set(json.loads((tmp_path / "routed" / "config.json").read_text())["teacher_languages"]) == set(
         usem3.languages)
     assert json.loads((tmp_path / "plain" / "config.json").read_text())["teacher_languages"] is None
+    # the student shares the teacher's space, and so the thresholds measured for it
+    assert routed.identity.mining_thresholds == usem3.identity.mining_thresholds is not None
+    assert routed.identity.teacher_languages == tuple(sorted(usem3.languages))
     english, german = example_pairs().src[:30], example_pairs().tgt[:30]
     new_language = [cipher(de) for de in german]
     for lang, texts in (("eng", english), ("deu", german), ("de", german), ("cmn", KNOWN_TEXTS[2:4])):

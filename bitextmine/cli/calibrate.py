@@ -9,6 +9,7 @@ import typer
 
 from bitextmine import defaults
 from bitextmine.choices import Retrieval, Score
+from bitextmine.cli.logs import setup_logging
 from bitextmine.cli.options import (
     MarginAlias,
     Quiet,
@@ -67,7 +68,6 @@ def calibrate(
     """
     import numpy as np
 
-    from bitextmine.cli import setup_logging
     from bitextmine.evaluate.calibrate import calibrate_sets
     from bitextmine.mine import MineConfig
 

@@ -8,6 +8,7 @@ import typer
 
 from bitextmine import defaults
 from bitextmine.choices import Precision, TextErrors
+from bitextmine.cli.logs import setup_logging
 from bitextmine.cli.options import (
     Quiet,
     check_json_output,
@@ -66,7 +67,6 @@ def embed(
     """
     import logging
 
-    from bitextmine.cli import setup_logging
     from bitextmine.embed import EmbedConfig, embed_shards
     from bitextmine.io.text import expand_shards
 

@@ -9,6 +9,7 @@ import typer
 
 from bitextmine import defaults
 from bitextmine.choices import Retrieval, Score
+from bitextmine.cli.logs import setup_logging
 from bitextmine.cli.options import (
     Group,
     MarginAlias,
@@ -79,7 +80,6 @@ def tatoeba(
     --score cosine is plain nearest neighbour; a margin re-ranks each sentence's k
     nearest candidates. The JSON gives every rate as a share (0-1); the table, in %.
     """
-    from bitextmine.cli import setup_logging
     from bitextmine.evaluate.tatoeba import evaluate_aligned_files, tatoeba_sets
     from bitextmine.mine import MineConfig
 
@@ -129,7 +129,6 @@ def bucc(
     Reported at the threshold, and at the best threshold of a sweep over all scores. The
     JSON gives every rate as a share (0-1); the table, in %.
     """
-    from bitextmine.cli import setup_logging
     from bitextmine.evaluate.bucc import evaluate_bucc_files
     from bitextmine.mine import MineConfig
 

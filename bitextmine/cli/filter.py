@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from bitextmine.cli.logs import setup_logging
 from bitextmine.cli.options import (
     Quiet,
     Strict,
@@ -46,7 +47,6 @@ def filter_command(
     Each rule can be switched off (--skip RULE); a rejected pair is charged to the first
     rule it fails, and the report counts them per rule.
     """
-    from bitextmine.cli import setup_logging
     from bitextmine.filter.run import filter_file
 
     json_out = json_out or report

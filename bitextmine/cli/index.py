@@ -9,6 +9,7 @@ import typer
 
 from bitextmine import defaults
 from bitextmine.choices import IndexDevice
+from bitextmine.cli.logs import setup_logging
 from bitextmine.cli.options import Quiet, check_json_output, command, json_option, output_option
 from bitextmine.io.atomic import write_json
 
@@ -45,7 +46,6 @@ def index(
     """Build a FAISS index (inner product) over embedding sets; blank lines are left out."""
     import logging
 
-    from bitextmine.cli import setup_logging
     from bitextmine.index import IndexConfig, build_index
 
     setup_logging(quiet)
@@ -72,7 +72,6 @@ def index_merge(
     """Merge IVF indexes built with the same --trained-from into one."""
     import logging
 
-    from bitextmine.cli import setup_logging
     from bitextmine.index import merge_indexes
 
     setup_logging(quiet)

@@ -9,6 +9,7 @@ import typer
 
 from bitextmine import defaults
 from bitextmine.choices import Retrieval, Score
+from bitextmine.cli.logs import setup_logging
 from bitextmine.cli.options import (
     FILTER_PANEL,
     MarginAlias,
@@ -100,7 +101,6 @@ def mine(
     """
     import logging
 
-    from bitextmine.cli import setup_logging
     from bitextmine.mine import MineConfig
     from bitextmine.mine.output import PairsOutput, mine_to_files
 

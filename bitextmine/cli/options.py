@@ -12,6 +12,7 @@ import functools
 import inspect
 import math
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -53,8 +54,16 @@ LASER_OPTIONS = {
 
 
 class Command(TyperCommand):
+    help_panel: str | None = None  # the help panel --help is listed in (None: Options)
+
     def get_params(self, ctx):
         return _plain_metavars(super().get_params(ctx))
+
+    def get_help_option(self, ctx):
+        option = super().get_help_option(ctx)
+        if option is not None and self.help_panel:
+            option.rich_help_panel = self.help_panel
+        return option
 
     def parse_args(self, ctx, args):
         """An unknown option that LASER users know is answered with bitextmine's name for it."""
@@ -85,9 +94,10 @@ class Interrupted(Exception):
     """Ctrl-C inside a command, carried past the typer versions' differing handling of it."""
 
 
-def command(app: typer.Typer, name: str | None = None, **kwargs):
-    """``app.command`` with this package's command class."""
-    return app.command(name, cls=Command, **kwargs)
+def command(app: typer.Typer, name: str | None = None, help_panel: str | None = None, **kwargs):
+    """``app.command`` with this package's command class; ``help_panel``: where --help is listed."""
+    cls = type("PanelledCommand", (Command,), {"help_panel": help_panel}) if help_panel else Command
+    return app.command(name, cls=cls, **kwargs)
 
 
 # --- checks the parser runs (a bad value is a usage error, exit 2) -------------------------
@@ -128,7 +138,7 @@ def encoder_option(help: str = "usem3, ckpt:DIR, hf:NAME_OR_DIR, or a plugin nam
 def language_code(value: str | None) -> str | None:
     """An ISO 639 code the language tables know (checked before any work), or None."""
     from bitextmine.errors import BitextmineError
-    from bitextmine.filter.langid import language_key
+    from bitextmine.languages import language_key
 
     if value is None:
         return None
@@ -160,7 +170,12 @@ def usage_error(message: str, option: str | None = None) -> typer.BadParameter:
 
 # --- options shared by several verbs -------------------------------------------------------
 
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars, info messages or FAISS warnings.")]
+def quiet_option(**more):
+    return Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars, info messages or FAISS warnings.",
+                                        **more)]
+
+
+Quiet = quiet_option()
 
 
 def _strict(value: bool) -> bool:
@@ -181,9 +196,9 @@ Strict = Annotated[bool, typer.Option(
 JSON_HELP = "Write the results as JSON to FILE (- for standard output)."
 
 
-def json_option(help: str = JSON_HELP):
+def json_option(help: str = JSON_HELP, **more):
     return Annotated[str | None, typer.Option("--json", metavar="FILE", help=help, show_default=False,
-                                              callback=named)]
+                                              callback=named, **more)]
 
 
 def output_option(help: str, metavar: str = "FILE", **more):
@@ -339,3 +354,66 @@ def print_table(header: list[str], rows: list[list[Any]], title: str | None = No
     for row in cells:
         table.add_row(*row)
     Console(file=stream, markup=False, highlight=False).print(table)
+
+
+# --- declared settings as options (train/settings.py) ------------------------------------------
+
+_CHECKS = {"encoder": encoder_name, "device": device_spec}
+
+
+def setting_option(setting, panel: str) -> tuple[Any, Any]:
+    """(annotated type, default) of the option of a declared setting (``train.settings.Setting``)."""
+    kind = Path if setting.names == "file" else setting.choices or setting.type
+    default = False if setting.inverted else setting.default
+    if setting.choices is not None and default is not None:
+        default = setting.choices(default)
+    numeric = setting.type in (int, float)
+    option = typer.Option(
+        setting.flags, metavar=setting.metavar, help=setting.help, rich_help_panel=panel,
+        min=setting.least if numeric else None, max=setting.most if numeric else None,
+        callback=_CHECKS.get(setting.names) or (finite if setting.type is float else None),
+        show_default=default is not None and setting.type is not bool)  # a flag's default: not given
+    return Annotated[kind | None if default is None else kind, option], default
+
+
+def setting_value(setting, given):
+    """A setting's value from what its option received."""
+    if setting.inverted:
+        return not given
+    if given is None:
+        return None
+    return given.value if setting.choices is not None else str(given) if setting.names == "file" else given
+
+
+def _panel(parameter: inspect.Parameter, panels: list[str]) -> int:
+    """Where a parameter's help panel comes among ``panels`` (its options are listed in that order)."""
+    found = [getattr(m, "rich_help_panel", None) for m in getattr(parameter.annotation, "__metadata__", ())]
+    return panels.index(found[0]) if found and found[0] in panels else len(panels)
+
+
+def with_settings(settings, panels: dict[str, str]):
+    """Give a command an option for each declared setting; it receives their values as one dict
+    ``settings`` (setting name -> value, as ``TrainConfig`` takes it). Options are listed panel
+    by panel (``panels``: setting panel -> title, in order), the command's own among them."""
+    declared = [s for s in settings if s.option]
+
+    def decorate(func):
+        signature = inspect.signature(func, eval_str=True)
+        own = [p for p in signature.parameters.values() if p.name != "settings"]
+        added = [inspect.Parameter(s.name, inspect.Parameter.KEYWORD_ONLY,
+                                   annotation=(option := setting_option(s, panels[s.panel]))[0], default=option[1])
+                 for s in declared]
+
+        @functools.wraps(func)
+        def wrapper(**kwargs: Any):
+            chosen = {s.name: setting_value(s, kwargs.pop(s.name)) for s in declared}
+            return func(**kwargs, settings=chosen)
+
+        titles = list(panels.values())
+        parameters = sorted([p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + added,
+                            key=lambda p: _panel(p, titles))
+        wrapper.__signature__ = signature.replace(parameters=parameters)
+        wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
+        return wrapper
+
+    return decorate

@@ -8,6 +8,7 @@ import typer
 
 from bitextmine import defaults
 from bitextmine.choices import InputErrors, InputFormat, PrepareRule, TextDocuments
+from bitextmine.cli.logs import setup_logging
 from bitextmine.cli.options import Quiet, command, finite, json_option, language_code, output_option, usage_error
 
 app = typer.Typer()
@@ -85,7 +86,6 @@ def prepare(
     """
     import logging
 
-    from bitextmine.cli import setup_logging
     from bitextmine.errors import BitextmineError
     from bitextmine.io.atomic import write_json
     from bitextmine.io.text import expand_shards

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from bitextmine.cli.logs import setup_logging
 from bitextmine.cli.options import (
     Quiet,
     check_json_output,
@@ -45,7 +46,6 @@ def report(
     """
     import logging
 
-    from bitextmine.cli import setup_logging
     from bitextmine.evaluate.report import make_report
 
     if output == "-" and json_to_stdout(json_out):

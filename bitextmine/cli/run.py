@@ -10,6 +10,7 @@ import typer
 
 from bitextmine import defaults
 from bitextmine.choices import Launcher, Stage
+from bitextmine.cli.logs import setup_logging
 from bitextmine.cli.options import (
     Quiet,
     check_json_output,
@@ -65,7 +66,6 @@ def run(
     whose resources no node of the partition has stops the run before anything is submitted.
     """
     from bitextmine.choices import STAGES
-    from bitextmine.cli import setup_logging
     from bitextmine.launch.config import load_config
     from bitextmine.launch.runner import final_outputs, run_pipeline
 
@@ -123,10 +123,10 @@ def plan(
     """
     from dataclasses import asdict
 
-    from bitextmine.cli import setup_logging
     from bitextmine.launch.config import load_config
+    from bitextmine.launch.costs import total
     from bitextmine.launch.pipeline import with_prepared_shards
-    from bitextmine.launch.plan import estimate, total
+    from bitextmine.launch.plan import estimate
 
     setup_logging(quiet)
     # a pipeline that starts from documents is estimated from its prepared shards
@@ -161,8 +161,7 @@ def _slurm_partition(cfg):
 def _print_slurm_plan(cfg, estimates, partition, err: bool) -> dict:
     from dataclasses import asdict
 
-    from bitextmine.launch.plan import slurm_estimates
-    from bitextmine.launch.slurm import misfits
+    from bitextmine.launch.slurm import misfits, slurm_estimates
 
     stages = slurm_estimates(cfg, estimates, partition)
     print_table(["stage", "tasks", "arrays", "per task", "at once", "task time", "wall time"],

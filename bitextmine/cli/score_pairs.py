@@ -9,6 +9,7 @@ import typer
 
 from bitextmine import defaults
 from bitextmine.choices import Score
+from bitextmine.cli.logs import setup_logging
 from bitextmine.cli.options import (
     MarginAlias,
     Quiet,
@@ -61,7 +62,6 @@ def score_pairs_command(
     sentence the pool holds keeps the pool's vector); the output goes straight into
     `bitextmine filter`.
     """
-    from bitextmine.cli import setup_logging
     from bitextmine.mine import MineConfig
     from bitextmine.mine.rescore import score_pairs_to_file
 

@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 
 from bitextmine import defaults
-from bitextmine.embed.embedding_set import EmbeddingSet, ShardEntry, shard_offsets
+from bitextmine.embed.embedding_set import EmbeddingSet, ShardEntry, row_is_blank, shard_offsets
 from bitextmine.encoders.base import EncoderIdentity
 from bitextmine.errors import BitextmineError
+from bitextmine.io.provenance import has_sidecar, read_rows
 
 
 def set_fingerprint(emb_set: EmbeddingSet) -> str:
@@ -75,7 +76,6 @@ class EmbeddingCorpus:
 
         The rows keep the stored dtype; memory is bounded by the block, whatever the corpus size.
         """
-        from bitextmine.embed.embedding_set import row_is_blank
 
         offsets = self.shard_offsets()
         for s in range(len(self.shards)):
@@ -102,7 +102,6 @@ class EmbeddingCorpus:
     def documents(self, global_ids: np.ndarray) -> list[str]:
         """The document of each row, from the provenance sidecar beside its text shard (``prepare``
         writes them): its URL, else ``input:document``; empty for a shard without a sidecar."""
-        from bitextmine.io.provenance import has_sidecar, read_rows
 
         offsets = self.shard_offsets()
         ids = np.asarray(global_ids, dtype=np.int64)

@@ -19,8 +19,8 @@ from bitextmine.encoders.base import EncoderIdentity
 from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import save_json
 from bitextmine.io.paths import confined, plain_file_name
-from bitextmine.io.text import file_sha256
-from bitextmine.io.validate import Bool, Int, Model, Str, parse
+from bitextmine.io.text import file_sha256, read_shard
+from bitextmine.io.validate import Bool, Float, Int, Model, Str, parse
 
 MANIFEST_NAME = "manifest.json"
 FORMAT_NAME = "bitextmine-embeddings"
@@ -81,7 +81,7 @@ class EmbeddingSet:
         checked = parse(ManifestSchema, data, manifest, "a manifest")
         emb_set = cls(
             path=path,
-            encoder=EncoderIdentity(**checked.encoder.model_dump()),
+            encoder=EncoderIdentity.from_dict(checked.encoder.model_dump()),
             dtype=checked.dtype,
             max_tokens=checked.max_tokens,
             precision=checked.precision,
@@ -136,7 +136,6 @@ class EmbeddingSet:
 
     def read_lines(self, index: int) -> list[str]:
         """The text of one shard, for writing mined pairs (the source must be unchanged)."""
-        from bitextmine.io.text import read_shard
 
         entry = self.shards[index]
         if entry.text_file is not None:
@@ -193,12 +192,21 @@ def _read_manifest(manifest: Path) -> dict:
     return data
 
 
+class ThresholdsSchema(Model):
+    scores: dict[Str, Float]
+    measured: Str
+
+
 class EncoderSchema(Model):
     name: Str
     version: Str
     dim: Annotated[Int, Field(gt=0)]
     weights_sha256: Str
     compatible_with: Str | None = None
+    # what the encoder declares (absent in sets written before encoders declared it)
+    languages: list[Str] | None = None
+    mining_thresholds: ThresholdsSchema | None = None
+    teacher_languages: list[Str] | None = None
 
 
 class ShardSchema(Model):

@@ -7,6 +7,7 @@ writes the manifest; workers write their ``.npy`` files (atomically) and report 
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import queue
 from collections.abc import Callable, Iterator
@@ -14,6 +15,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from bitextmine.embed.embedding_set import ShardEntry
+from bitextmine.embed.shard import embed_shard
+from bitextmine.encoders import load_encoder
 from bitextmine.errors import BitextmineError
 
 POLL_SECONDS = 2.0
@@ -21,10 +24,7 @@ POLL_SECONDS = 2.0
 
 def _worker(device: str, out_dir: str, cfg, todo, results, threads: int) -> None:
     try:
-        import torch
-
-        from bitextmine.embed import embed_shard
-        from bitextmine.encoders import load_encoder
+        import torch  # torch: 2.5 s, in the worker process (ARCHITECTURE.md, start-up)
 
         torch.set_num_threads(threads)
         if device.startswith("cuda"):
@@ -44,7 +44,6 @@ def _worker(device: str, out_dir: str, cfg, todo, results, threads: int) -> None
 def embed_on_devices(tasks, out_dir: Path, cfg, devices: list[str],
                      on_progress: Callable[[int], None]) -> Iterator[ShardEntry]:
     """Embed ``tasks`` with one process per device; yield entries as shards finish."""
-    import multiprocessing
 
     ctx = multiprocessing.get_context("spawn")  # CUDA cannot be used in a forked child
     todo, results = ctx.Queue(), ctx.Queue()

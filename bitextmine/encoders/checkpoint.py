@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
@@ -27,13 +28,23 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 from pydantic import ConfigDict
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
 
-from bitextmine import defaults
-from bitextmine.encoders.base import Encoder, EncoderIdentity
+from bitextmine import __version__, defaults
+from bitextmine.devices import matmul_dtype
+from bitextmine.encoders.base import Encoder, EncoderIdentity, MiningThresholds
+from bitextmine.encoders.declarations import with_declarations
+from bitextmine.encoders.pieces import PieceTokenizer
+from bitextmine.encoders.transformer import TransformerConfig, TransformerSentenceEncoder, pad_batch
+from bitextmine.encoders.usem3 import EMB_DIM, USEm3Encoder, USEm3Network, packed_tokens
+from bitextmine.encoders.vocabulary import append_piece_rows
 from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import atomic_path, save_json
 from bitextmine.io.paths import confined, plain_file_name
-from bitextmine.io.validate import Int, Model, Str, parse
+from bitextmine.io.text import file_sha256
+from bitextmine.io.validate import Float, Int, Model, Str, parse
+from bitextmine.languages import speaks
 
 log = logging.getLogger(__name__)
 
@@ -42,14 +53,12 @@ FORMAT_VERSION = 1
 CONFIG = "config.json"
 WEIGHTS = "model.safetensors"
 TOKENIZER = "sentencepiece.model"
+TeacherLoader = Callable[[str, str, str], Encoder]  # (name, device, precision) -> the teacher
 
 
 # --- the format ---------------------------------------------------------------------------
 
 def save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict | None = None) -> None:
-    from safetensors import SafetensorError
-    from safetensors.torch import save_file
-
     # safetensors refuses shared or non-contiguous storage: give each tensor its own copy
     tensors = {k: v.detach().contiguous().clone() for k, v in tensors.items()}
     with atomic_path(path) as tmp:
@@ -61,13 +70,15 @@ def save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict | 
 
 
 def load_tensors(path: Path) -> dict[str, torch.Tensor]:
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
     try:
         return load_file(str(path))
     except (SafetensorError, OSError) as e:
         raise BitextmineError(f"cannot read safetensors file: {e}", path=path) from None
+
+
+class ThresholdsRecord(Model):
+    scores: dict[Str, Float]
+    measured: Str
 
 
 class CheckpointConfig(Model):
@@ -82,6 +93,7 @@ class CheckpointConfig(Model):
     teacher: Str | None = None
     teacher_languages: list[Str] | None = None
     compatible_with: Str | None = None
+    mining_thresholds: ThresholdsRecord | None = None  # the teacher's, for the space it shares
     weights_sha256: Str | None = None  # absent in checkpoints written before it was recorded
 
 
@@ -113,7 +125,6 @@ def read_config(directory: str | Path) -> dict:
         raise BitextmineError(f"checkpoint format version {config.get('format_version')} is not supported", path=path)
     config = parse(CheckpointConfig, config, path).model_dump()
     files = checkpoint_files(directory, config, path)
-    from bitextmine.io.text import file_sha256
 
     if config["weights_sha256"] is None:
         log.warning("%s: records no checksum of its weights (written by an older bitextmine), so they are not "
@@ -126,7 +137,6 @@ def read_config(directory: str | Path) -> dict:
 
 def write_model(directory: Path, config: dict, model: torch.nn.Module, tokenizer_file: Path | None) -> None:
     """Tokenizer, then weights, then config.json with their checksum: a directory with a config is complete."""
-    from bitextmine.io.text import file_sha256
 
     directory.mkdir(parents=True, exist_ok=True)
     if tokenizer_file is not None and tokenizer_file.resolve() != (directory / TOKENIZER).resolve():
@@ -179,10 +189,11 @@ class CheckpointEncoder(Encoder):
     max_tokens_model: int | None = None  # the network's own position limit, if any
 
     def __init__(self, directory: str | Path, config: dict, device: str = "cpu",
-                 precision: str = defaults.PRECISION):
+                 precision: str = defaults.PRECISION, load_teacher: TeacherLoader | None = None):
         super().__init__(device, precision)
         self.directory = Path(directory)
         self.config = config
+        self.load_teacher = load_teacher
         self.name = f"ckpt:{self.directory}"
         weights = load_tensors(self.directory / WEIGHTS)
         module = self.build(weights)
@@ -199,18 +210,22 @@ class CheckpointEncoder(Encoder):
 
     @cached_property
     def identity(self) -> EncoderIdentity:
-        from bitextmine import __version__
-        from bitextmine.io.text import file_sha256
-
         digest = self.config.get("weights_sha256") or file_sha256(self.directory / WEIGHTS,
                                                                   self.directory / self.config["tokenizer"])
-        return EncoderIdentity(name=self.name, version=f"bitextmine=={__version__}", dim=self.dim,
-                               weights_sha256=digest, compatible_with=self.config.get("compatible_with"))
+        routed = self.config.get("teacher_languages")
+        identity = self.declared_identity(f"bitextmine=={__version__}", digest, self.config.get("compatible_with"),
+                                          tuple(routed) if routed is not None else None)
+        # a checkpoint written before it recorded its teacher's thresholds: those of the space it shares
+        return with_declarations(identity)
+
+    @property
+    def mining_thresholds(self) -> MiningThresholds | None:
+        """The thresholds of the teacher whose space the checkpoint shares, recorded by training."""
+        recorded = self.config.get("mining_thresholds")
+        return MiningThresholds.from_dict(recorded) if recorded is not None else None
 
     def for_language(self, lang: str | None) -> Encoder:
-        from bitextmine.filter.langid import speaks
-
-        routed = self.config.get("teacher_languages")
+        routed = self.identity.teacher_languages
         if not lang or not routed or not speaks(routed, lang):
             return self
         return self.teacher
@@ -218,9 +233,10 @@ class CheckpointEncoder(Encoder):
     @cached_property
     def teacher(self) -> Encoder:
         """The teacher of a checkpoint that routes its languages to it, opened on first use."""
-        from bitextmine.encoders import load_encoder
-
-        teacher = load_encoder(self.config["teacher"], device=self.device, precision=self.precision)
+        if self.load_teacher is None:
+            raise BitextmineError("the checkpoint routes languages to its teacher, but was opened without a way to "
+                                  "load it (open it with load_encoder)", path=self.directory / CONFIG)
+        teacher = self.load_teacher(self.config["teacher"], self.device, self.precision)
         if teacher.identity.space() != self.identity.space():
             raise BitextmineError(f"the teacher {self.config['teacher']} is not the encoder this checkpoint learned "
                                   "from (another embedding space)", path=self.directory / CONFIG)
@@ -248,9 +264,6 @@ class TransformerCheckpointEncoder(CheckpointEncoder):
     architecture = "transformer"
 
     def build(self, weights):
-        from bitextmine.encoders.pieces import PieceTokenizer
-        from bitextmine.encoders.transformer import TransformerConfig, TransformerSentenceEncoder
-
         try:
             cfg = TransformerConfig.from_dict(self.config["model"])
         except TypeError as e:
@@ -264,8 +277,6 @@ class TransformerCheckpointEncoder(CheckpointEncoder):
         return self.tokenizer.encode(texts)
 
     def embed_token_batch(self, batch: list[list[int]]) -> np.ndarray:
-        from bitextmine.encoders.transformer import pad_batch
-
         with torch.inference_mode():
             ids, mask = pad_batch(batch, self.max_tokens_model, self.device)
             return self.module(ids, mask).float().cpu().numpy()
@@ -280,14 +291,11 @@ class USEm3CheckpointEncoder(CheckpointEncoder):
     architecture = "usem3"
 
     def __init__(self, directory: str | Path, config: dict, device: str = "cpu",
-                 precision: str = defaults.PRECISION):
-        from bitextmine.devices import matmul_dtype
-
-        super().__init__(directory, config, device, precision)
+                 precision: str = defaults.PRECISION, load_teacher: TeacherLoader | None = None):
+        super().__init__(directory, config, device, precision, load_teacher)
         self.module.use_matmul_dtype(matmul_dtype(self.device, self.precision))
 
     def build(self, weights):
-        from bitextmine.encoders.usem3 import EMB_DIM, USEm3Encoder, USEm3Network
 
         # tokenizer and package resources
         self.base = USEm3Encoder(device="cpu", precision="fp32",
@@ -301,8 +309,6 @@ class USEm3CheckpointEncoder(CheckpointEncoder):
         if table.shape[0] == network.table.shape[0]:  # trained with --train-embeddings
             network.make_embeddings_trainable()
         elif table.shape[0] == pieces:  # and new pieces: the package's rows, then theirs
-            from bitextmine.encoders.vocabulary import append_piece_rows
-
             base = USEm3Encoder(device="cpu", precision="fp32")._tokenizer.get_piece_size()
             append_piece_rows(network, base, np.zeros((pieces - base, EMB_DIM), dtype=np.float32))
         else:
@@ -317,21 +323,20 @@ class USEm3CheckpointEncoder(CheckpointEncoder):
         return self.embed_token_batch_on_device(batch).cpu().numpy()
 
     def embed_token_batch_on_device(self, batch: list[list[int]]) -> torch.Tensor:
-        from bitextmine.encoders.usem3 import packed_tokens
-
         flat, lengths = packed_tokens(batch, self.device)  # the default encoder's shapes and input path
         with torch.inference_mode():
             return self.module(flat, lengths)[: len(batch)].float()
 
 
-def open_checkpoint(directory: str | Path, device: str = "cpu",
-                    precision: str = defaults.PRECISION) -> CheckpointEncoder:
-    """The encoder a ``bitextmine train`` directory holds, on ``device``."""
+def open_checkpoint(directory: str | Path, device: str = "cpu", precision: str = defaults.PRECISION,
+                    load_teacher: TeacherLoader | None = None) -> CheckpointEncoder:
+    """The encoder a ``bitextmine train`` directory holds, on ``device``. ``load_teacher``:
+    how to open the teacher it routes languages to (the registry's ``load_encoder``)."""
     config = read_config(directory)  # validates the directory first
     architecture = config.get("architecture")
     if architecture not in ARCHITECTURES:
         raise BitextmineError(f"unknown architecture {architecture!r}", path=Path(directory))
-    return ARCHITECTURES[architecture](directory, config, device, precision)
+    return ARCHITECTURES[architecture](directory, config, device, precision, load_teacher)
 
 
 __all__ = ["ARCHITECTURES", "CheckpointEncoder", "open_checkpoint", "read_config", "load_tensors", "write_model"]

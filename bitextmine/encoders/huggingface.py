@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import hashlib
 from functools import cached_property
+from importlib.metadata import version
 
 import numpy as np
+import torch
 
 from bitextmine import defaults
+from bitextmine.devices import matmul_dtype
 from bitextmine.encoders.base import Encoder, EncoderIdentity
 from bitextmine.errors import BitextmineError
 
@@ -28,7 +31,7 @@ class SentenceTransformerEncoder(Encoder):
     @cached_property
     def model(self):
         try:
-            from sentence_transformers import SentenceTransformer
+            from sentence_transformers import SentenceTransformer  # the hf extra: it may be missing
         except ImportError:
             raise BitextmineError(
                 "hf: encoders need sentence-transformers: pip install 'bitextmine[hf]'"
@@ -41,21 +44,13 @@ class SentenceTransformerEncoder(Encoder):
 
     @cached_property
     def identity(self) -> EncoderIdentity:
-        from importlib.metadata import version
-
-        import torch
-
         # The weights themselves, so that a re-saved or fine-tuned copy is a different encoder.
         digest = hashlib.sha256()
         for key, tensor in sorted(self.model.state_dict().items()):
             digest.update(key.encode())
             digest.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy())
-        return EncoderIdentity(
-            name=self.name,
-            version=f"sentence-transformers=={version('sentence-transformers')}",
-            dim=self.dim,
-            weights_sha256=digest.hexdigest(),
-        )
+        return self.declared_identity(version=f"sentence-transformers=={version('sentence-transformers')}",
+                                      weights_sha256=digest.hexdigest())
 
     @property
     def _tokenizer(self):
@@ -73,9 +68,6 @@ class SentenceTransformerEncoder(Encoder):
         return super().tokenize_truncated(texts, min(max_tokens, self.model.max_seq_length or max_tokens))
 
     def embed_token_batch(self, batch: list[list[int]]) -> np.ndarray:
-        import torch
-
-        from bitextmine.devices import matmul_dtype
 
         features = self._tokenizer.pad({"input_ids": batch}, return_tensors="pt")
         features = {k: v.to(self.device) for k, v in features.items()}

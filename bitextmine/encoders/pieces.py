@@ -9,7 +9,7 @@ from bitextmine.errors import BitextmineError
 
 def load_sentencepiece(model_file: str | Path):
     """A ``SentencePieceProcessor`` of ``model_file``; a file that is none is a one-line error."""
-    import sentencepiece
+    import sentencepiece  # sentencepiece: loaded where used (ARCHITECTURE.md, start-up)
 
     if not Path(model_file).is_file():
         raise BitextmineError("no such SentencePiece model", path=model_file)

@@ -20,6 +20,7 @@ protobuf library, and the old bytes stay untouched.
 
 from __future__ import annotations
 
+import io
 import struct
 import unicodedata
 from collections import Counter
@@ -27,6 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import sentencepiece
+import torch
+
+from bitextmine.errors import BitextmineError
+from bitextmine.io.atomic import atomic_path
 
 WORD_BOUNDARY = "\u2581"  # SentencePiece's "▁", which marks a preceding space
 NORMAL_PIECE = 1  # SentencePiece.Type.NORMAL
@@ -50,13 +56,9 @@ class VocabularyExtension:
         return self.base_size + len(self.pieces)
 
     def processor(self):
-        import sentencepiece
-
         return sentencepiece.SentencePieceProcessor(model_proto=self.model_proto)
 
     def save(self, path: str | Path) -> None:
-        from bitextmine.io.atomic import atomic_path
-
         with atomic_path(Path(path)) as tmp:
             tmp.write_bytes(self.model_proto)
 
@@ -96,11 +98,6 @@ def train_new_pieces(words: Counter, covered: set[str], char_counts: Counter,
     """Pieces (with unigram log-probabilities) of a model trained on ``words``, keeping
     only those that hold an uncovered character, each such character seen at least
     ``min_char_count`` times."""
-    import io
-
-    import sentencepiece
-
-    from bitextmine.errors import BitextmineError
 
     lines = [word.replace(WORD_BOUNDARY, "") for word, count in words.items() for _ in range(min(count, 50))]
     lines = [line for line in lines if line]
@@ -161,8 +158,6 @@ def extend_vocabulary(model_file: str | Path, texts: list[str], model_size: int 
     New scores are raised to the old minimum at least: SentencePiece derives the
     ``<unk>`` penalty from the lowest score, which must stay what it was.
     """
-    import sentencepiece
-
     proto = Path(model_file).read_bytes()
     sp = sentencepiece.SentencePieceProcessor(model_proto=proto)
     covered = covered_characters(sp)
@@ -204,8 +199,6 @@ def append_piece_rows(network, base_size: int, rows: np.ndarray, sparse: bool = 
     of such a student holds the grown ``piece_embedding.weight``: loading it takes the
     same call with as many rows, whose values then come from the checkpoint.
     """
-    import torch
-
     if not hasattr(network, "piece_embedding"):
         network.make_embeddings_trainable(sparse=sparse)
     old = network.piece_embedding.weight.detach()[:base_size]

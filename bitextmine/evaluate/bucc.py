@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
+from bitextmine.devices import precision_name, resolve_device
+from bitextmine.encoders import load_encoder
 from bitextmine.errors import BitextmineError
-from bitextmine.evaluate import best_threshold, bucc_metrics
+from bitextmine.evaluate.metrics import best_threshold, bucc_metrics, signature
 from bitextmine.io.text import read_shard
+from bitextmine.languages import language_suffix
+from bitextmine.mine.thresholds import mine_and_choose
+from bitextmine.progress import encode_with_progress
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +92,6 @@ def evaluate_bucc_files(src: str | Path, tgt: str | Path, gold: str | Path, enco
     ``metrics``, ``threshold_source``, ``primary_metric`` and ``signature``. Each side is
     embedded by the encoder for its language, named by the file (``de-en.training.de``).
     """
-    from bitextmine.filter.langid import language_suffix
 
     src_s, tgt_s, gold_lines = read_id_sentences(src), read_id_sentences(tgt), read_gold(gold)
     check_gold_ids(gold_lines, src_s, tgt_s, (src, tgt, gold))
@@ -99,13 +103,6 @@ def evaluate_bucc_sentences(src_s: IdSentences, tgt_s: IdSentences, gold_pairs: 
                             encoder_name: str, cfg, langs: tuple[str | None, str | None] = (None, None),
                             progress: bool = False) -> dict:
     """``evaluate_bucc_files`` on sentences and gold already read; ``langs`` route each side."""
-    from dataclasses import replace
-
-    from bitextmine.devices import resolve_device
-    from bitextmine.encoders import load_encoder
-    from bitextmine.evaluate import signature
-    from bitextmine.mine.thresholds import mine_and_choose
-    from bitextmine.progress import encode_with_progress
 
     cfg = replace(cfg, device=resolve_device(cfg.device))
     encoder = load_encoder(encoder_name, device=cfg.device)
@@ -121,8 +118,15 @@ def evaluate_bucc_sentences(src_s: IdSentences, tgt_s: IdSentences, gold_pairs: 
     metrics = evaluate_mined(src_s, tgt_s, src_unique, tgt_unique, pairs, gold_pairs, cfg.threshold)
     return {"metrics": metrics, "threshold_source": choice.reason,
             "primary_metric": "bucc_f1",
-            "signature": signature(encoder=encoder.identity.name, k=cfg.k, margin=cfg.score,
-                                   retrieval=cfg.retrieval)}
+            "signature": signature(encoder=encoder.identity.name, weights=encoder.identity.weights_sha256[:12],
+                                   k=cfg.k, margin=cfg.score, retrieval=cfg.retrieval,
+                                   threshold=f"{cfg.threshold:.6g}", chosen=_chosen(choice, cfg),
+                                   precision=precision_name(encoder.device, encoder.precision))}
+
+
+def _chosen(choice, cfg) -> str:
+    """How the reported threshold was chosen, for the signature: given, fixed, or adaptive at a target."""
+    return f"adaptive@{cfg.target_precision:g}" if choice.source == "adaptive" else choice.source
 
 
 def check_gold_ids(gold: dict[tuple[str, str], int], src: IdSentences, tgt: IdSentences, paths) -> None:

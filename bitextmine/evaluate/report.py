@@ -28,7 +28,10 @@ from pydantic import ConfigDict
 
 from bitextmine import __version__
 from bitextmine.errors import BitextmineError
+from bitextmine.io.atomic import is_regular_output, refuse_overwriting_inputs, write_bytes, write_text
+from bitextmine.io.pairs import read_pairs
 from bitextmine.io.validate import Float, Int, Model, parse
+from bitextmine.mine.output import SIDECAR_SUFFIX, check_sidecar, read_sidecar
 
 BANDS = 5
 FIGURES = ("scores.png", "kept.png")
@@ -67,7 +70,6 @@ class _FilterCounts(Model):
 
 def _scored_pairs(mined: str):
     """The pairs of a mined TSV; every score a finite number (a NaN cannot be placed on a histogram)."""
-    from bitextmine.io.pairs import read_pairs
 
     pairs = read_pairs(mined)
     if any(p.score is None for p in pairs):
@@ -80,8 +82,6 @@ def _scored_pairs(mined: str):
 
 def load_inputs(mined: str, meta: str | None = None, filter_report: str | None = None) -> ReportInputs:
     """The pairs, the mining sidecar (checked against the pairs) and the filter counts."""
-    from bitextmine.io.atomic import is_regular_output
-    from bitextmine.mine.output import SIDECAR_SUFFIX, check_sidecar, read_sidecar
 
     pairs = _scored_pairs(mined)
     meta_path = meta if meta else mined + SIDECAR_SUFFIX
@@ -125,7 +125,6 @@ def make_report(mined: str, output: str | Path, meta: str | None = None, filter_
 
     ``calibration``: a ``calibrate --json`` file whose curve is plotted instead of mine's estimate.
     """
-    from bitextmine.io.atomic import refuse_overwriting_inputs
 
     pngs = [] if str(output) == "-" else [Path(output).with_name(f"{Path(output).stem}.{n}")
                                           for n in (*FIGURES, ESTIMATE_FIGURE)]
@@ -135,7 +134,6 @@ def make_report(mined: str, output: str | Path, meta: str | None = None, filter_
 
 def load_calibration(path: str | Path | None) -> dict | None:
     """A ``bitextmine calibrate --json`` file (its curve is plotted), or None."""
-    from bitextmine.mine.output import read_sidecar
 
     if path is None:
         return None
@@ -188,10 +186,10 @@ def _mark(ax, threshold: float | None, label: bool = False) -> None:
 
 
 def _figures(inputs: ReportInputs, threshold: float | None, dist: Distribution, curve: dict | None) -> dict:
-    import matplotlib
+    import matplotlib  # matplotlib: 1.1 s, for the report's figures only
 
     matplotlib.use("Agg")  # files only, no display needed
-    from matplotlib import pyplot as plt
+    from matplotlib import pyplot as plt  # matplotlib: 1.1 s, for the report's figures only
 
     xlabel = score_name(inputs.params)
     hist, ax = plt.subplots(figsize=(7, 3.5), dpi=110)
@@ -223,7 +221,7 @@ def _figures(inputs: ReportInputs, threshold: float | None, dist: Distribution, 
 
 
 def _estimate_figure(curve: dict, threshold: float | None, xlabel: str):
-    from matplotlib import pyplot as plt
+    from matplotlib import pyplot as plt  # matplotlib: 1.1 s, for the report's figures only
 
     est, ax = plt.subplots(figsize=(7, 3.5), dpi=110)
     t = np.asarray(curve["thresholds"], dtype=np.float64)
@@ -275,9 +273,7 @@ def write_report(inputs: ReportInputs, output: str | Path, title: str = "bitextm
     images are embedded anyway). ``calibration``: a loaded ``calibrate --json`` whose
     curve is plotted instead of mine's estimate.
     """
-    from matplotlib import pyplot as plt
-
-    from bitextmine.io.atomic import is_regular_output, write_bytes, write_text
+    from matplotlib import pyplot as plt  # matplotlib: 1.1 s, for the report's figures only
 
     threshold = (inputs.params or {}).get("parameters", {}) or {}
     threshold = threshold.get("threshold")
@@ -333,7 +329,7 @@ def _threshold_text(params: dict | None, curve: dict | None) -> str:
 
 def _page(inputs: ReportInputs, images: dict[str, str], title: str, dist: Distribution, threshold_text: str) -> str:
     """The HTML page, from templates/report.html; every value is escaped by the template engine."""
-    import jinja2
+    import jinja2  # jinja2: for the report's page only
 
     scores = inputs.scores
     summary = [("pairs", f"{len(scores):,}")]

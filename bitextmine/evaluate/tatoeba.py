@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from bitextmine import defaults
+from bitextmine.devices import precision_name, resolve_device
+from bitextmine.encoders import load_encoder
 from bitextmine.errors import BitextmineError
-from bitextmine.evaluate import tatoeba_metrics
+from bitextmine.evaluate.metrics import signature, tatoeba_metrics
+from bitextmine.io.text import read_shard
+from bitextmine.languages import language_key, language_suffix, same_language_codes
 from bitextmine.mine.knn import exact_knn_both_ways
 from bitextmine.mine.scoring import best_per, candidates
+from bitextmine.progress import encode_with_progress
 
 
 def top1(x: np.ndarray, y: np.ndarray, score: str = "cosine", k: int = defaults.K,
@@ -48,9 +55,6 @@ def tatoeba_sets(data_dir: str | Path, langs: list[str]) -> list[tuple[str, Path
     by their own code (``tatoeba.deu-eng.deu``), which names the set. A code that matches no
     file names the file its ISO 639-3 spelling would have (the error says it is missing).
     """
-    import re
-
-    from bitextmine.filter.langid import language_key, same_language_codes
 
     data_dir = Path(data_dir)
     present = [m.group(1) for p in sorted(data_dir.glob("tatoeba.*-eng.*"))
@@ -71,14 +75,6 @@ def evaluate_aligned_files(sets: list[tuple[str, Path, Path]], encoder_name: str
     ``cfg`` is a ``MineConfig`` (score, k, device). Returns the report: ``metrics``
     (``NAME_p@1_mean``, ``NAME_pairs``, ...), ``primary_metric`` and ``signature``.
     """
-    from dataclasses import replace
-
-    from bitextmine.devices import resolve_device
-    from bitextmine.encoders import load_encoder
-    from bitextmine.evaluate import signature
-    from bitextmine.filter.langid import language_suffix
-    from bitextmine.io.text import read_shard
-    from bitextmine.progress import encode_with_progress
 
     for _, src, tgt in sets:
         for path in (src, tgt):
@@ -98,4 +94,6 @@ def evaluate_aligned_files(sets: list[tuple[str, Path, Path]], encoder_name: str
         metrics.update(evaluate_aligned(x, y, name, cfg.score, cfg.device, cfg.k))
         metrics[f"{name}_pairs"] = len(src_lines)
     return {"metrics": metrics, "primary_metric": "p@1_mean",
-            "signature": signature(encoder=encoder.identity.name, score=cfg.score)}
+            "signature": signature(encoder=encoder.identity.name, weights=encoder.identity.weights_sha256[:12],
+                                   score=cfg.score, k=cfg.k if cfg.score != "cosine" else None,
+                                   precision=precision_name(encoder.device, encoder.precision))}

@@ -4,9 +4,9 @@ The detector is py3langid (Lui & Baldwin's langid.py, numpy port; 97 languages, 
 inside the wheel, nothing downloaded). It was chosen over lingua and pycld2 by
 ``benchmarks/langid_compare.py`` on the Tatoeba test files (benchmarks/RESULTS.md).
 
-Languages are ISO 639 codes (``de``, ``deu``, ``ger``, ``de-AT``), looked up in the
-ISO 639 tables of iso639-lang; a language counts as its macrolanguage, so Mandarin, Cantonese
-and Wu are all ``zh`` and Bokmål is ``no``, both for what is asked and for what is detected.
+Languages are ISO 639 codes compared by their key (``bitextmine.languages``): a language
+counts as its macrolanguage, so Mandarin, Cantonese and Wu are all ``zh`` and Bokmål is
+``no``, both for what is asked and for what is detected.
 
 Speed: the naive Bayes model is a byte automaton (one feature per byte) followed by a
 product of the feature counts with a table. Both run here on many texts at once with
@@ -20,96 +20,20 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
-from functools import cache, lru_cache
+from functools import lru_cache
 
 from bitextmine import defaults
-from bitextmine.errors import BitextmineError
+from bitextmine.filter.text import normalise
+from bitextmine.languages import iso_language, key_of, language_key
 
 _BATCH = 1024  # texts advanced together through the automaton; bounds the padding memory
 _MIN_BATCH = 256  # fewer texts a step would cost more in numpy calls than the padding saves
 
 
-@cache
-def _iso_lookup(code: str):
-    """The iso639 ``Lang`` of an ISO 639-1/-2/-3 code, or None."""
-    from iso639 import Lang
-    from iso639.exceptions import InvalidLanguageValue
-
-    if not (2 <= len(code) <= 3 and code.isascii() and code.isalpha()):
-        return None
-    try:
-        return Lang(code.lower())  # lower case: codes only, never a language name
-    except InvalidLanguageValue:
-        return None
-
-
-def _key(lang) -> str:
-    # the macrolanguage when there is one (yue, wuu, cmn -> zh), named by its shortest code
-    macro = lang.macro() or lang
-    return macro.pt1 or macro.pt3
-
-
-def find_language_key(code: str) -> str | None:
-    """The language key of an ISO 639-1/-2/-3 code (``deu`` -> ``de``), or None."""
-    lang = _iso_lookup(code.lower())
-    return (_key(lang) or None) if lang is not None else None
-
-
-def language_suffix(path) -> str | None:
-    """The language code a file's name ends with (``tatoeba.ces-eng.ces``, ``news.de.gz``), or None."""
-    from bitextmine.io.paths import data_stem
-
-    name = data_stem(path)
-    code = name.rpartition(".")[2]
-    return code if "." in name and 2 <= len(code) <= 3 and find_language_key(code) else None
-
-
-def speaks(languages: Iterable[str], lang: str) -> bool:
-    """Whether ``lang`` (``ces``, ``cs``, ``zh-tw``) is one of ``languages``, compared as ISO 639 languages."""
-    key = find_language_key(lang.replace("_", "-").split("-")[0])
-    return key is not None and key in {find_language_key(code.split("-")[0]) for code in languages}
-
-
-def same_language_codes(code: str, available: Iterable[str]) -> list[str]:
-    """The codes among ``available`` (as file names spell them) that name the language
-    ``code`` names: the code itself when present, else those of its language
-    (``de`` -> ``deu``; ``zh`` -> ``cmn``, ``yue``, ...), the ISO 639-3 spelling first."""
-    available = list(available)
-    if code in available:
-        return [code]
-    key = language_key(code)
-    same = [other for other in available if find_language_key(other) == key]
-    lang = _iso_lookup(code.replace("_", "-").split("-")[0])
-    first = lang.pt3 if lang is not None else None
-    return sorted(same, key=lambda other: (other != first, other))
-
-
-def language_key(value: str, option: str = "language") -> str:
-    """The language a code names, as the filter compares it (``deu`` -> ``de``, ``yue`` ->
-    ``zh``). An unknown code is an error that names ``option``."""
-    code = value.strip().replace("_", "-").split("-")[0]
-    lang = _iso_lookup(code)
-    if lang is None:
-        raise BitextmineError(f"{option}: unknown language {value!r}: give an ISO 639-1 or 639-3 code "
-                              f"(such as de or deu){_name_hint(value)}")
-    return _key(lang)
-
-
-def _name_hint(value: str) -> str:
-    from iso639 import Lang
-    from iso639.exceptions import InvalidLanguageValue
-
-    try:
-        lang = Lang(value.strip().title())
-    except InvalidLanguageValue:
-        return ""
-    return f"; {lang.name} is {lang.pt1 or lang.pt3}"
-
-
 @lru_cache(maxsize=1)
 def _model():
-    from py3langid.langid import MODEL_FILE
-    from py3langid.langid import LanguageIdentifier as _Identifier
+    from py3langid.langid import MODEL_FILE  # py3langid: 0.22 s, when language ID runs
+    from py3langid.langid import LanguageIdentifier as _Identifier  # py3langid: 0.22 s, when language ID runs
 
     return _Identifier.from_model_file(MODEL_FILE)
 
@@ -123,8 +47,8 @@ def detector_keys() -> frozenset[str]:
 def _label_keys(labels: Iterable[str]) -> list[str]:
     keys = []
     for label in labels:
-        lang = _iso_lookup(label)
-        keys.append(_key(lang) if lang is not None else label)
+        lang = iso_language(label)
+        keys.append(key_of(lang) if lang is not None else label)
     return keys
 
 
@@ -140,7 +64,7 @@ def _batches(lengths) -> Iterator[tuple[int, int]]:
     """(start, end) of batches of texts sorted by decreasing byte length: up to ``_BATCH``
     texts, cut early (past ``_MIN_BATCH``) where a text is under 3/4 of the batch's first, so
     that a few long texts do not pad many short ones."""
-    import numpy as np
+    import numpy as np  # numpy: 0.19 s, when language ID runs
 
     start = 0
     while start < len(lengths):
@@ -163,7 +87,7 @@ class LanguageIdentifier:
     """
 
     def __init__(self, candidates: Iterable[str]):
-        import numpy as np
+        import numpy as np  # numpy: 0.19 s, when language ID runs
         import scipy.sparse  # noqa: F401  (loaded with the model, not on the first batch)
 
         model = _model()
@@ -182,7 +106,7 @@ class LanguageIdentifier:
     def scores(self, texts: Sequence[str]):
         """(len(texts), len(self.keys)) log-likelihoods, the best label of each language,
         and the byte length of each text (what the detector read)."""
-        import numpy as np
+        import numpy as np  # numpy: 0.19 s, when language ID runs
 
         encoded = [lid_text(t).encode("utf-8", errors="surrogatepass") for t in texts]
         lengths = np.fromiter((len(b) for b in encoded), dtype=np.int64, count=len(encoded))
@@ -195,7 +119,7 @@ class LanguageIdentifier:
 
     def _batch_scores(self, encoded: list[bytes], lengths):
         """Scores of texts sorted by decreasing length."""
-        import numpy as np
+        import numpy as np  # numpy: 0.19 s, when language ID runs
 
         n, width = len(encoded), int(lengths[0]) if len(encoded) else 0
         column = np.zeros((width, n), dtype=np.uint8)  # byte t of every text in row t
@@ -218,8 +142,8 @@ class LanguageIdentifier:
         Counting sorts each text's features in its own row (short sorts, in cache) rather
         than the features of the whole batch at once: on news-length lines this step took
         two thirds of the time with one global sort."""
-        import numpy as np
-        from scipy.sparse import csr_matrix
+        import numpy as np  # numpy: 0.19 s, when language ID runs
+        from scipy.sparse import csr_matrix  # scipy: 0.44 s, when language ID runs
 
         width = features.shape[0]
         rows = np.sort(features.T, axis=1)  # the padding (-1) first, then a text's features in order
@@ -271,8 +195,6 @@ def without_names(text: str, other: str) -> str:
     """``text`` without the words it shares with ``other``, capitalised words and the particles
     before them: names, numbers and borrowed terms, which say little about the language of a
     side and mislead the detector on short lines ("Erdoğan visits Vienna" reads as Turkish)."""
-    from bitextmine.filter import normalise
-
     shared = set(normalise(text).split()) & set(normalise(other).split())
     words = list(_WORD.finditer(text))
     drop = [w.group()[0].isupper() or normalise(w.group()) in shared for w in words]

@@ -6,8 +6,11 @@ import contextlib
 import logging
 from pathlib import Path
 
-from bitextmine.filter import FilterConfig, FilterReport, Pair, PairFilter
-from bitextmine.io.atomic import atomic_text_writer, write_json
+from bitextmine.filter.config import FilterConfig, FilterReport
+from bitextmine.filter.rules import PairFilter
+from bitextmine.io.atomic import atomic_text_writer, refuse_overwriting_inputs, sidecar_path, write_json
+from bitextmine.io.lock import output_locks
+from bitextmine.io.pairs import Pair, read_pairs
 
 log = logging.getLogger(__name__)
 
@@ -22,9 +25,6 @@ def filter_file(input: str, cfg: FilterConfig, output: str, json_out: str | None
     """``bitextmine filter``: the pairs of ``input`` filtered into ``output``, the report to
     ``json_out`` (default: OUTPUT.filter.json beside a regular output). Outputs that would
     replace the input are refused before any work; all are locked while they are written."""
-    from bitextmine.io.atomic import refuse_overwriting_inputs, sidecar_path
-    from bitextmine.io.lock import output_locks
-    from bitextmine.io.pairs import read_pairs
 
     json_path = json_out if json_out is not None else sidecar_path(output, ".filter.json")
     outputs = [output, json_path, rejects]

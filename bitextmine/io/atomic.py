@@ -18,13 +18,18 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gzip
+import io
 import json
+import lzma
 import math
 import os
 import stat
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+
+import zstandard
 
 from bitextmine.errors import BitextmineError
 
@@ -173,16 +178,10 @@ def _binary_output(path: str | Path) -> Iterator:
 def _compressed(raw, name: str):
     """``raw`` wrapped in the compressor that the file name's extension asks for."""
     if name.endswith(".gz"):
-        import gzip
-
         return gzip.GzipFile(fileobj=raw, mode="wb", filename="", mtime=0)
     if name.endswith(".xz"):
-        import lzma
-
         return lzma.LZMAFile(raw, "wb")
     if name.endswith(".zst"):
-        import zstandard
-
         return zstandard.ZstdCompressor().stream_writer(raw, closefd=False)
     return None
 
@@ -193,7 +192,6 @@ def atomic_text_writer(path: str | Path) -> Iterator:
 
     ``-`` writes to standard output, uncompressed (the reader sees the stream).
     """
-    import io
 
     with _binary_output(path) as raw:
         packed = None if str(path) == STDOUT else _compressed(raw, str(path))

@@ -13,6 +13,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -72,7 +73,6 @@ def _acquire(lock: Path, output: str | Path) -> int:
 
 def _remove_stale_temporaries(path: Path) -> None:
     """``.NAME.PID.tmp`` beside ``path``: the temporaries ``atomic_path`` writes for it."""
-    import re
 
     own = re.compile(rf"\.{re.escape(path.name)}\.\d+\.tmp")
     with contextlib.suppress(OSError):

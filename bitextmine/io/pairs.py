@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from bitextmine.errors import BitextmineError
+from bitextmine.io.text import read_lines
 
 
 @dataclass(slots=True)
@@ -71,6 +72,5 @@ def parse_pairs(lines: Iterable[str], path: str = "-", allow_empty_side: bool = 
 
 def read_pairs(path: str, allow_empty_side: bool = True) -> list[Pair]:
     """The pairs of a file (compressed by extension) or of standard input (``-``)."""
-    from bitextmine.io.text import read_lines
 
     return parse_pairs(read_lines(path), path, allow_empty_side)

@@ -10,14 +10,18 @@ trailing ``\\r`` is dropped, and blank lines keep their row.
 from __future__ import annotations
 
 import glob
+import gzip
 import hashlib
 import io
+import lzma
 import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
+
+import zstandard
 
 from bitextmine.choices import TEXT_ERROR_MODES
 from bitextmine.errors import BitextmineError
@@ -75,8 +79,6 @@ class ZstdFrames(io.RawIOBase):
     """
 
     def __init__(self, raw: BinaryIO, block: int = 1 << 20):
-        import zstandard
-
         self._raw, self._block, self._new = raw, block, zstandard.ZstdDecompressor().decompressobj
         self._frame = self._new()
         self._started = False  # whether the current frame has been fed any bytes
@@ -119,12 +121,8 @@ class ZstdFrames(io.RawIOBase):
 def _decompressing(raw: BinaryIO, kind: str) -> BinaryIO:
     """``raw`` (compressed as ``kind``: .gz, .xz or .zst) as a stream of its decompressed bytes."""
     if kind == ".gz":
-        import gzip
-
         return gzip.GzipFile(fileobj=raw, mode="rb")
     if kind == ".xz":
-        import lzma
-
         return lzma.LZMAFile(raw, "rb")
     return io.BufferedReader(ZstdFrames(raw))
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
 
+import yaml
 from pydantic import AfterValidator, AliasChoices, Field, field_validator, model_validator
 
 from bitextmine import defaults
@@ -47,17 +48,18 @@ from bitextmine.choices import (
     TEXT_DOCUMENTS,
     TEXT_ERROR_MODES,
 )
+from bitextmine.devices import check_device_spec
 from bitextmine.errors import BitextmineError
+from bitextmine.filter import FilterConfig
 from bitextmine.io.paths import check_name
 from bitextmine.io.validate import Bool, Float, Int, Model, Str, parse
+from bitextmine.languages import base_code, find_language_key, language_key
 
 Positive = Annotated[Int, Field(ge=1)]
 NonNegative = Annotated[Int, Field(ge=0)]
 
 
 def _device_spec(value: str) -> str:
-    from bitextmine.devices import check_device_spec
-
     try:
         return check_device_spec(value)
     except BitextmineError as e:
@@ -149,8 +151,6 @@ class FilterStage(Model):
 
     @model_validator(mode="after")
     def _checked_as_the_filter_checks(self):
-        from bitextmine.filter import FilterConfig
-
         try:
             FilterConfig(**self.rules())
         except BitextmineError as e:
@@ -247,7 +247,6 @@ def _expand(patterns: list[str], lang: str, base: Path, path: Path) -> tuple[str
 def _unique_key_loader():
     """PyYAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the last,
     so `mine:` written twice would silently drop the first section)."""
-    import yaml
 
     class UniqueKeyLoader(yaml.SafeLoader):
         def construct_mapping(self, node, deep=False):
@@ -269,8 +268,6 @@ def _unique_key_loader():
 
 
 def _read_yaml(path: Path):
-    import yaml
-
     if path.is_dir():
         raise BitextmineError("is a directory; give the pipeline file (see examples/pipeline-*.yaml)", path=path)
     if not path.is_file():
@@ -287,7 +284,6 @@ def _read_yaml(path: Path):
 
 def apply_settings(data, settings: Sequence[str]):
     """``KEY.PATH=VALUE`` settings (``--set``) over the file's; VALUE is read as YAML (``0``, ``null``, ``[a, b]``)."""
-    import yaml
 
     for setting in settings:
         key, equals, text = setting.partition("=")
@@ -312,7 +308,6 @@ def apply_settings(data, settings: Sequence[str]):
 
 def _check_language(lang: str, path: Path) -> None:
     """A language key that the filter's language ID will read as an ISO 639 code."""
-    from bitextmine.filter.langid import language_key
 
     try:
         language_key(lang, f"languages.{lang}")
@@ -341,10 +336,8 @@ def load_config(path: str | Path, settings: Sequence[str] = ()) -> PipelineConfi
             if raw.filter.enabled and raw.filter.lang_id:
                 _check_language(lang, path)
     if raw.prepare.enabled:  # prepare keeps the sentences of each language key: they must be ISO 639 codes
-        from bitextmine.filter.langid import find_language_key
-
         for lang in languages:
-            if find_language_key(lang.replace("_", "-").split("-")[0]) is None:
+            if find_language_key(base_code(lang)) is None:
                 raise BitextmineError(f"languages.{lang}: prepare needs the key to be an ISO 639 code (de, deu)",
                                       path=path)
     encoder = raw.encoder

@@ -19,16 +19,27 @@ index over the whole language.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
+import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bitextmine import __version__, defaults
 from bitextmine.errors import BitextmineError
-from bitextmine.io.atomic import save_json
-from bitextmine.launch.config import PipelineConfig
+from bitextmine.io.atomic import atomic_path, save_json
+from bitextmine.io.lock import output_locks
+from bitextmine.io.pairs import read_pairs
+from bitextmine.io.paths import confined
+from bitextmine.io.text import file_sha256
+from bitextmine.launch.config import PipelineConfig, PrepareStage
+
+# The stages' own modules are imported by the functions that run them: a task process imports
+# the stage it runs, not every stage (all of them: 0.35 s more a task, and numpy for the run
+# driver; ARCHITECTURE.md, start-up).
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +68,6 @@ class Task:
 
     def is_done(self) -> bool:
         """The marker has this task's key, and every file it lists still has its checksum."""
-        from bitextmine.io.paths import confined
-        from bitextmine.io.text import file_sha256
 
         try:
             marker = json.loads(self.marker.read_text(encoding="utf-8"))
@@ -82,7 +91,6 @@ class Task:
 
     def mark_done(self, written: list[str], seconds: float) -> None:
         """Record the key and the checksum of every file the task wrote."""
-        from bitextmine.io.text import file_sha256
 
         base = self.marker.parent
         files = []
@@ -106,13 +114,11 @@ def cache_key(stage: str, params: dict, inputs: list[str]) -> str:
 
 
 def _digest(path: str) -> str:
-    from bitextmine.io.text import file_sha256
-
     return file_sha256(path)
 
 
 def _shard_dir(cfg: PipelineConfig, lang: str, shard: str, taken: set[str]) -> Path:
-    from bitextmine.embed import shard_file_name
+    from bitextmine.embed import shard_file_name  # its stage only (see the imports)
 
     name = shard_file_name(shard, taken).removesuffix(".npy")
     taken.add(name + ".npy")
@@ -127,7 +133,7 @@ def text_shards(cfg: PipelineConfig, lang: str) -> tuple[str, ...]:
     """The sentence shards of a language: its files, or what prepare made of its documents."""
     if not cfg.prepare.enabled:
         return cfg.languages[lang]
-    from bitextmine.prepare import prepared_shards
+    from bitextmine.prepare import prepared_shards  # its stage only (see the imports)
 
     try:
         return tuple(str(path) for path in prepared_shards(prepared_dir(cfg, lang)))
@@ -143,9 +149,6 @@ def embed_dirs(cfg: PipelineConfig, lang: str) -> list[Path]:
 
 def with_prepared_shards(cfg: PipelineConfig) -> PipelineConfig:
     """The pipeline as if its languages were the prepared shards (for ``plan``, which counts lines)."""
-    import dataclasses
-
-    from bitextmine.launch.config import PrepareStage
 
     if not cfg.prepare.enabled:
         return cfg
@@ -186,7 +189,7 @@ def embed_tasks(cfg: PipelineConfig) -> list[Task]:
 
 def index_parts(cfg: PipelineConfig, lang: str) -> list[list[Path]]:
     """Consecutive shards grouped into parts of at most ``index.max_rows`` rows."""
-    from bitextmine.embed.embedding_set import EmbeddingSet
+    from bitextmine.embed.embedding_set import EmbeddingSet  # its stage only (see the imports)
 
     parts: list[list[Path]] = [[]]
     rows = 0
@@ -201,8 +204,8 @@ def index_parts(cfg: PipelineConfig, lang: str) -> list[list[Path]]:
 
 
 def _set_digests(dirs: list[Path]) -> list[str]:
-    from bitextmine.embed.corpus import set_fingerprint
-    from bitextmine.embed.embedding_set import EmbeddingSet
+    from bitextmine.embed.corpus import set_fingerprint  # its stage only (see the imports)
+    from bitextmine.embed.embedding_set import EmbeddingSet  # its stage only (see the imports)
 
     return [set_fingerprint(EmbeddingSet.load(d)) for d in dirs]
 
@@ -266,7 +269,7 @@ STAGE_TASKS = {"prepare": prepare_tasks, "embed": embed_tasks, "index": index_ta
 
 def run_prepare(inputs: list[str], output: str, lang: str, workers: int, **settings) -> list[str]:
     """Prepare a language's documents; a run killed midway resumes from its finished shards."""
-    from bitextmine.prepare import PrepareConfig, prepare_inputs
+    from bitextmine.prepare import PrepareConfig, prepare_inputs  # its stage only (see the imports)
 
     # the directory is this task's own: what other settings left there is replaced
     prepare_inputs(inputs, output, PrepareConfig(lang=lang, workers=workers, **settings), overwrite=True)
@@ -275,8 +278,8 @@ def run_prepare(inputs: list[str], output: str, lang: str, workers: int, **setti
 
 def run_embed(shard: str, output: str, encoder: str, max_tokens: int, batch_tokens: int | None, precision: str,
               errors: str, device: str, lang: str | None = None) -> list[str]:
-    from bitextmine.embed import EmbedConfig, embed_shards
-    from bitextmine.embed.embedding_set import MANIFEST_NAME, EmbeddingSet
+    from bitextmine.embed import EmbedConfig, embed_shards  # its stage only (see the imports)
+    from bitextmine.embed.embedding_set import MANIFEST_NAME, EmbeddingSet  # its stage only (see the imports)
 
     manifest = Path(output) / MANIFEST_NAME
     if manifest.is_file():  # the directory is this task's own: a damaged manifest is redone, not fatal
@@ -293,7 +296,7 @@ def run_embed(shard: str, output: str, encoder: str, max_tokens: int, batch_toke
 
 def run_index(embeddings: list[str], output: str, type: str, nprobe: int, train_sample: int | None, seed: int,
               device: str) -> list[str]:
-    from bitextmine.index import IndexConfig, build_index
+    from bitextmine.index import IndexConfig, build_index  # its stage only (see the imports)
 
     build_index(embeddings, output, IndexConfig(index_type=type, nprobe=nprobe, train_sample=train_sample,
                                                 seed=seed, device=device))
@@ -303,8 +306,8 @@ def run_index(embeddings: list[str], output: str, type: str, nprobe: int, train_
 def run_mine(src: list[str], tgt: list[str], src_index: list[str], tgt_index: list[str], output: str, k: int,
              score: str, retrieval: str, threshold: float | None, top_n: int | None, nprobe: int | None,
              device: str, exact_margins: bool = defaults.EXACT_MARGINS, with_docs: bool = False) -> list[str]:
-    from bitextmine.mine import MineConfig
-    from bitextmine.mine.output import PairsOutput, mine_to_files
+    from bitextmine.mine import MineConfig  # its stage only (see the imports)
+    from bitextmine.mine.output import PairsOutput, mine_to_files  # its stage only (see the imports)
 
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     target = PairsOutput(output=output, with_ids=True, with_docs=with_docs)
@@ -317,14 +320,10 @@ def run_mine(src: list[str], tgt: list[str], src_index: list[str], tgt_index: li
 def run_filter(mined: str, output: str, src_lang: str, tgt_lang: str, enabled: bool, lang_id: bool,
                rejects: bool, **rules) -> list[str]:
     """Filter one pair's mined pairs (checked against their sidecar first)."""
-    import shutil
 
-    from bitextmine.filter import FilterConfig
-    from bitextmine.filter.run import filter_pairs_to_files
-    from bitextmine.io.atomic import atomic_path
-    from bitextmine.io.lock import output_locks
-    from bitextmine.io.pairs import read_pairs
-    from bitextmine.mine.output import SIDECAR_SUFFIX, check_sidecar, read_sidecar
+    from bitextmine.filter import FilterConfig  # its stage only (see the imports)
+    from bitextmine.filter.run import filter_pairs_to_files  # its stage only (see the imports)
+    from bitextmine.mine.output import SIDECAR_SUFFIX, check_sidecar, read_sidecar  # its stage only (see the imports)
 
     check_sidecar(mined, read_sidecar(mined + SIDECAR_SUFFIX), mined + SIDECAR_SUFFIX)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
@@ -346,7 +345,6 @@ TASK_FUNCTIONS = {"run_prepare": run_prepare, "run_embed": run_embed, "run_index
 
 def execute(task: Task) -> str:
     """Run one task and mark it done (the launcher's unit of work)."""
-    import time
 
     if task.function not in TASK_FUNCTIONS:
         raise BitextmineError(f"unknown task function {task.function}")

@@ -1,6 +1,6 @@
 """``plan``'s calibration, kept per machine and version so that it runs once, not on every call.
 
-The calibration (``plan.measure``) takes a minute or more on two cores, longer than many of
+The calibration (``probes.measure``) takes a minute or more on two cores, longer than many of
 the runs it plans. Its rates depend on the machine (CPU, cores, memory, GPU), the bitextmine
 version and the settings it measures (device, encoder, embedding, index and filter settings,
 the languages of the pairs), so those make the key; the rates are kept under the user's
@@ -12,6 +12,7 @@ is measured on every call. ``plan --remeasure`` ignores a kept calibration and r
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -22,7 +23,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bitextmine import __version__
+from bitextmine.errors import BitextmineError
+from bitextmine.io.atomic import atomic_path
 from bitextmine.launch.config import PipelineConfig
+from bitextmine.launch.costs import Rates
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +58,7 @@ def calibration_key(cfg: PipelineConfig, device: str) -> dict:
     """The settings a calibration measured, with the machine and the version."""
     gpus = []
     if device.startswith("cuda"):
-        import torch
+        import torch  # torch: 2.5 s, only to name the GPUs (ARCHITECTURE.md, start-up)
 
         gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
     return {"bitextmine": __version__, "machine": {**machine(), "gpus": gpus}, "device": device,
@@ -68,14 +72,12 @@ def _path(key: dict) -> Path:
     return cache_dir() / f"{digest}.json"
 
 
-def cached_measure(cfg: PipelineConfig, device: str, measure: Callable[[], dict], remeasure: bool = False) -> dict:
+def cached_measure(cfg: PipelineConfig, device: str, measure: Callable[[], Rates], remeasure: bool = False) -> Rates:
     """``measure()``, or the rates it gave before for the same key; ``remeasure`` measures again.
 
     The returned rates carry ``calibration``: when they were measured, and whether they
     were kept from then (``cached``). A kept file that cannot be read is measured again.
     """
-    from bitextmine.errors import BitextmineError
-    from bitextmine.io.atomic import atomic_path
 
     key = json.loads(json.dumps(calibration_key(cfg, device), default=str))  # as it reads back
     path = _path(key)
@@ -83,11 +85,13 @@ def cached_measure(cfg: PipelineConfig, device: str, measure: Callable[[], dict]
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
             kept = json.loads(path.read_text(encoding="utf-8"))
             if kept["key"] == key:
-                return {**kept["rates"], "calibration": {**kept["calibration"], "cached": True, "file": str(path)}}
+                return Rates.from_dict({**kept["rates"], "calibration": {**kept["calibration"], "cached": True,
+                                                                         "file": str(path)}})
     rates = measure()
     measured = {"measured_at": time.strftime("%Y-%m-%d %H:%M:%S"), "cached": False, "file": str(path)}
     # Infinity stays Infinity (some rates are: an exact index has no codes to scan); only this reads it
-    text = json.dumps({"key": key, "calibration": {"measured_at": measured["measured_at"]}, "rates": rates},
+    text = json.dumps({"key": key, "calibration": {"measured_at": measured["measured_at"]},
+                       "rates": {k: v for k, v in rates.to_dict().items() if k != "calibration"}},
                       indent=1, default=float)
     try:  # a calibration that cannot be kept costs the next call its time, nothing more
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -95,4 +99,4 @@ def cached_measure(cfg: PipelineConfig, device: str, measure: Callable[[], dict]
             tmp.write_text(text, encoding="utf-8")
     except (OSError, BitextmineError) as e:
         log.warning("cannot keep the calibration in %s (%s); the next plan measures again", path, e)
-    return {**rates, "calibration": measured}
+    return dataclasses.replace(rates, calibration=measured)

@@ -1,6 +1,7 @@
 """Run a pipeline's stages through a launcher: here (inline), local workers or Slurm.
 
-Only this module imports submitit. ``local`` runs submitit's LocalExecutor (the same
+Jobs are submitted here, through submitit (which ``probes`` also imports, to time a job for
+``plan``). ``local`` runs submitit's LocalExecutor (the same
 job code path as Slurm, in subprocesses on this machine): one worker per visible GPU
 (each sees one GPU through CUDA_VISIBLE_DEVICES), or ``launcher.workers`` on CPU.
 ``slurm`` submits job arrays of at most ``launcher.slurm.max_array`` tasks. A task that
@@ -13,7 +14,14 @@ skipped. Ctrl-C or SIGTERM to ``run`` cancels its jobs before it exits.
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -23,9 +31,12 @@ from pathlib import Path
 from bitextmine import defaults
 from bitextmine.choices import LAUNCHERS, STAGES
 from bitextmine.errors import BitextmineError
-from bitextmine.io.atomic import save_json
+from bitextmine.io.atomic import prepare_output_dir, refuse_overwriting_inputs, save_json
+from bitextmine.io.lock import output_lock
 from bitextmine.launch.config import PipelineConfig, Resources
 from bitextmine.launch.pipeline import STAGE_TASKS, Task, execute
+from bitextmine.launch.slurm import check_fits, read_cluster
+from bitextmine.progress import progress_bar
 
 log = logging.getLogger(__name__)
 _STOPPING = threading.Event()  # set by SIGINT / SIGTERM to `run` (see _signals_stop_the_run)
@@ -70,10 +81,6 @@ def _run_task(task: Task, threads: int, stop_on_sigterm: bool = False) -> tuple[
     from ``run``, ends the task as Ctrl-C would (submitit otherwise ignores it, for
     Slurm's preemption), and SIGINT is restored where a background shell ignored it.
     """
-    import os
-    import signal
-    import socket
-    import sys
 
     if stop_on_sigterm:
         signal.signal(signal.SIGTERM, _interrupt)
@@ -95,7 +102,6 @@ def local_threads(cpus: int, together: int) -> int:
     """Threads of each of ``together`` tasks run at once on this machine: the stage's CPUs, but
     no more than an equal share of the cores. Two 2-thread FAISS tasks on 2 cores spin against
     each other (OpenMP): each took 3x its time alone, where 1 thread each takes 2x."""
-    import os
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return max(1, min(cpus, cores // max(1, together)))
@@ -175,7 +181,7 @@ def _stop(jobs: list) -> None:
 
 def _visible_gpus() -> list[int]:
     try:
-        import torch
+        import torch  # torch: 2.5 s, only to count the GPUs (ARCHITECTURE.md, start-up)
 
         return list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
     except ImportError:
@@ -285,7 +291,7 @@ class Launcher:
 
     def _executor(self, stage: str, resources: Resources):
         """(a submitit executor, tasks submitted at once)."""
-        import submitit
+        import submitit  # submitit: 0.16 s, loaded where jobs run (ARCHITECTURE.md, start-up)
 
         folder = self.cfg.output / "logs" / stage
         if self.kind == "local":
@@ -312,9 +318,8 @@ class Launcher:
 
 def _submit_array(executor, stage: str, wave: list[Task], cpus: int) -> list:
     """Submit a wave as one job array; sbatch's refusal is one error line, not submitit's traceback."""
-    import io
 
-    from submitit.core.utils import FailedJobError
+    from submitit.core.utils import FailedJobError  # submitit: 0.16 s, where jobs run (ARCHITECTURE.md)
 
     told = io.StringIO()  # submitit prints sbatch's error stream before raising: the message below has it
     try:
@@ -336,7 +341,6 @@ def _record_jobs(output: Path, jobs: list) -> None:
 
 def _queued(ids: list[str]) -> list[str]:
     """Those of the Slurm jobs (or arrays) that are still pending or running."""
-    import subprocess
 
     done = subprocess.run(["squeue", "-h", "-o", "%i", *(f"--jobs={i}" for i in ids)], capture_output=True,
                           text=True, check=False)
@@ -345,8 +349,6 @@ def _queued(ids: list[str]) -> list[str]:
 
 def _cancel_leftover_jobs(output: Path) -> None:
     """Cancel the jobs that a killed ``run`` of this output left queued: they would write what this run writes."""
-    import shutil
-    import subprocess
 
     record = output / "logs" / SLURM_JOBS
     if not record.is_file():
@@ -365,7 +367,6 @@ def _cancel_leftover_jobs(output: Path) -> None:
 
 def _check_slurm(cfg: PipelineConfig, stages: tuple[str, ...]) -> None:
     """Before anything is submitted: every stage's request fits a node of the partition."""
-    from bitextmine.launch.slurm import check_fits, read_cluster
 
     cluster = read_cluster()
     requests = {stage: (r.cpus, r.mem_gb, r.gpus, r.timeout_min) for stage in stages
@@ -390,8 +391,6 @@ def _signals_stop_the_run() -> Iterator[None]:
     SIGINT is handled even where it was inherited as ignored (a run started in the
     background by a script): whoever sends it means it.
     """
-    import signal
-    import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -436,8 +435,6 @@ def run_pipeline(cfg: PipelineConfig, launcher: str = defaults.LAUNCHER, stages:
 
     The output directory is locked for the run: one ``run`` per output at a time.
     """
-    from bitextmine.io.atomic import prepare_output_dir, refuse_overwriting_inputs
-    from bitextmine.io.lock import output_lock
 
     runner = Launcher(cfg, launcher)
     stages = tuple(s for s in stages if s != "prepare" or cfg.prepare.enabled)  # files are sentences already
@@ -452,8 +449,6 @@ def run_pipeline(cfg: PipelineConfig, launcher: str = defaults.LAUNCHER, stages:
 
 
 def _run_stages(cfg: PipelineConfig, runner: Launcher, stages: tuple[str, ...], progress: bool) -> list[StageSummary]:
-    from bitextmine.progress import progress_bar
-
     summaries = []
     for stage in stages:
         tasks = STAGE_TASKS[stage](cfg)  # built now: a stage's inputs are the previous stage's outputs

@@ -16,8 +16,13 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from bitextmine.errors import BitextmineError
+
+if TYPE_CHECKING:  # the plan's types only: run and doctor read the cluster without the cost model
+    from bitextmine.launch.config import PipelineConfig
+    from bitextmine.launch.costs import StageEstimate
 
 COMMAND_TIMEOUT_S = 20.0
 MB_PER_GB = 1024  # Slurm's (and submitit's --mem) gigabyte
@@ -278,3 +283,40 @@ def check_fits(cluster: Cluster, partition_name: str | None, requests: dict[str,
             message += " or run with --launcher local"
         raise BitextmineError(message, path=source)
     return partition
+
+
+# --- plan on Slurm ----------------------------------------------------------------------------
+
+@dataclass
+class SlurmStageEstimate:
+    stage: str
+    tasks: int
+    arrays: int  # job arrays of at most launcher.slurm.max_array tasks
+    cpus: int  # per task, as asked in resources.STAGE
+    gpus: int
+    mem_gb: float
+    timeout_min: int
+    concurrent: int  # tasks of this size the partition runs at once; 0: none fits
+    task_seconds: float  # one task, as estimated on this machine
+    seconds: float | None  # queue-free wall time: waves of `concurrent` tasks; None when nothing fits
+
+
+def slurm_estimates(cfg: PipelineConfig, estimates: list[StageEstimate], partition) -> list[SlurmStageEstimate]:
+    """Array sizes, resources per task and queue-free wall time of each stage on a Slurm partition.
+
+    A stage's wall time is ceil(tasks / concurrent) x the time of one task, where
+    ``concurrent`` is how many tasks of its size the partition's usable nodes hold at
+    once (at most ``launcher.slurm.max_array``) and one task's time is the stage's
+    estimate spread over its tasks (the estimate ran ``launcher.workers`` at a time).
+    """
+    workers = max(1, cfg.launcher.workers or 1)
+    out = []
+    for e in estimates:
+        r = cfg.resources_for(e.stage)
+        concurrent = min(concurrent_tasks(partition, r.cpus, r.mem_gb, r.gpus), cfg.launcher.slurm.max_array)
+        task_seconds = e.seconds * min(workers, e.tasks) / max(e.tasks, 1)
+        waves = -(-e.tasks // concurrent) if concurrent else None
+        out.append(SlurmStageEstimate(e.stage, e.tasks, -(-e.tasks // cfg.launcher.slurm.max_array), r.cpus, r.gpus,
+                                      r.mem_gb, r.timeout_min, concurrent, task_seconds,
+                                      waves * task_seconds if waves is not None else None))
+    return out

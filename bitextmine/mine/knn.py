@@ -1,10 +1,14 @@
 """k-nearest-neighbour search, behind one interface.
 
-Kernels:
-- ``exact_knn_both_ways``: blocked matmul + top-k in torch (CPU or CUDA). Each block of
-  the similarity matrix is computed once and serves both directions, where running
-  FAISS twice (source->target, target->source) computes every similarity twice.
-  Memory is bounded by the block size, never by N x M.
+Exact search is one loop over tiles of both sides (``search_tiles``) feeding reducers that
+keep each row's best k (``RowTopK``, ``ColumnTopK``); memory is bounded by the tile, never
+by N x M. Kernels:
+- ``exact_knn_both_ways``: on the CPU each tile is multiplied once in fp32 and serves both
+  directions (its rows and its columns), where running FAISS twice (source->target,
+  target->source) computes every similarity twice. On CUDA the tiles are multiplied in
+  fp16, and the backward lists come from the transposed product, so every similarity is
+  computed twice there (a second product is cheap on a GPU, a strided top-k is not); the
+  k + ``KNN_RECHECK_EXTRA`` candidates are re-checked in fp32 (``_low_precision_knn``).
 - ``exact_knn``: the same for one direction (queries among a database), which spares the
   column-wise top-k when only one direction is needed.
 - ``index_knn``: a FAISS index (IVF for large databases) proposes more candidates than
@@ -22,6 +26,8 @@ import numpy as np
 
 from bitextmine import defaults
 from bitextmine.embed.corpus import release_mapped
+from bitextmine.index.faiss_index import ivf_of
+from bitextmine.progress import progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -46,14 +52,14 @@ class Neighbours:
 
 
 def _as_tensor(block: np.ndarray, device, dtype):
-    import torch
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
     return torch.from_numpy(np.ascontiguousarray(block)).to(device=device, dtype=dtype)
 
 
 def _merge_topk(run_s, run_i, new_s, new_i, k):
     """Best k of the running and new candidates, per row."""
-    import torch
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
     s = torch.cat([run_s, new_s], dim=1)
     i = torch.cat([run_i, new_i], dim=1)
@@ -61,15 +67,81 @@ def _merge_topk(run_s, run_i, new_s, new_i, k):
     return top_s, torch.gather(i, 1, pos)
 
 
+# --- the tile loop and its reducers --------------------------------------------------------------
+
+class RowTopK:
+    """The running k best columns of each row, updated a tile of products at a time."""
+
+    def __init__(self, rows: int, k: int, dtype, device, topk=None):
+        import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
+
+        self.k = k
+        self.topk = topk or (lambda sims, k: sims.topk(min(k, sims.shape[1]), dim=1))  # contiguous: fast
+        self.sims = torch.full((rows, k), float("-inf"), dtype=dtype, device=device)
+        self.ids = torch.full((rows, k), -1, dtype=torch.int64, device=device)
+
+    def update(self, sims, row: int, col: int) -> None:
+        """``sims``: the products of rows ``row...`` with columns ``col...``."""
+        s, idx = self.topk(sims, self.k)
+        rows = slice(row, row + sims.shape[0])
+        self.sims[rows], self.ids[rows] = _merge_topk(self.sims[rows], self.ids[rows], s, idx + col, self.k)
+
+    def neighbours(self) -> Neighbours:
+        return Neighbours(self.sims.cpu().numpy(), self.ids.cpu().numpy())
+
+
+class ColumnTopK(RowTopK):
+    """The running k best rows of each column, from the same tiles as ``RowTopK`` (each product
+    computed once serves both directions). A ``topk`` down the columns of a row-major tile is
+    several times slower on a CPU than along its rows (strided access): each column's list is
+    seeded from the first ``SEED_ROWS`` rows of the first tile of its column, and later rows are
+    filtered against its k-th best (``_merge_columns_above``)."""
+
+    def update(self, sims, row: int, col: int) -> None:
+        cols = slice(col, col + sims.shape[1])
+        seed = 0
+        if row == 0:  # seed each column's list from a few rows, then filter the rest
+            seed = min(SEED_ROWS, sims.shape[0])
+            s, idx = sims[:seed].topk(min(self.k, seed), dim=0)
+            self.sims[cols], self.ids[cols] = _merge_topk(self.sims[cols], self.ids[cols], s.T, idx.T, self.k)
+        if seed < sims.shape[0]:
+            self.sims[cols], self.ids[cols] = _merge_columns_above(self.sims[cols], self.ids[cols], sims[seed:],
+                                                                   row + seed, self.k)
+
+
+def search_tiles(n: int, m: int, block_rows: int, load_x, load_y, by_rows: list[RowTopK],
+                 by_transpose: list[RowTopK] = (), progress: bool = False) -> None:
+    """The one loop of exact search over x (n rows) against y (m rows), a tile of ``block_rows``
+    rows of each at a time: y's blocks outer (each read and converted once), x's inner. Each
+    tile's product ``x @ y.T`` is handed to the reducers of ``by_rows`` (``RowTopK`` of x's rows,
+    ``ColumnTopK`` of y's), then dropped; the reducers of ``by_transpose`` get the transposed
+    product ``y @ x.T``, computed after it in the memory it left (on a GPU a second product is
+    cheap, a strided top-k is not). ``load_x(start)``, ``load_y(start)``: a block of a side as
+    a tensor. ``progress``: a bar on stderr counting compared pairs of vectors."""
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
+
+    with torch.inference_mode(), progress_bar(total=n * m, desc="search", unit="pair",
+                                              disable=not progress) as bar:
+        for j in range(0, m, block_rows):
+            yb = load_y(j)
+            for i in range(0, n, block_rows):
+                xb = load_x(i)
+                sims = xb @ yb.T  # (bi, bj); in fp16 accumulated in fp32 by a GPU's tensor cores
+                for reducer in by_rows:
+                    reducer.update(sims, i, j)
+                del sims
+                for reducer in by_transpose:
+                    reducer.update(yb @ xb.T, j, i)
+                bar.update(len(xb) * len(yb))
+
+
 def _merge_columns_above(run_s, run_i, block, row_offset, k):
     """Column-wise top-k update that only looks at entries above each column's k-th best.
 
-    A full ``topk`` along dim 0 of a row-major block is several times slower on CPU than
-    along dim 1 (strided access). Once the columns' lists are seeded, few entries beat a
-    column's k-th best, so a comparison, a ``nonzero`` and a small sparse merge cost
-    about one pass over the block.
+    Once the columns' lists are seeded, few entries beat a column's k-th best, so a
+    comparison, a ``nonzero`` and a small sparse merge cost about one pass over the block.
     """
-    import torch
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
     n_cols = block.shape[1]
     rows, cols = (block > run_s[:, -1][None, :]).nonzero(as_tuple=True)
@@ -94,7 +166,7 @@ def knn_block_rows(device: str) -> int:
     fit in half the free memory."""
     if not device.startswith("cuda"):
         return defaults.KNN_BLOCK_ROWS
-    import torch
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
     free, _ = torch.cuda.mem_get_info(torch.device(device))
     rows = defaults.GPU_KNN_BLOCK_ROWS
@@ -102,6 +174,15 @@ def knn_block_rows(device: str) -> int:
         rows //= 2
     return rows
 
+
+def _fp32_blocks(side, device: str, block_rows: int):
+    """``load_x``/``load_y`` of ``search_tiles``: a block of a side, in fp32 on ``device``."""
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
+
+    return lambda start: _as_tensor(side[start : start + block_rows], device, torch.float32)
+
+
+# --- the kernels ---------------------------------------------------------------------------------
 
 def exact_knn_both_ways(
     x: np.ndarray,
@@ -114,46 +195,23 @@ def exact_knn_both_ways(
     """Exact k-NN of every x among y (forward) and of every y among x (backward).
 
     ``x`` (n, d) and ``y`` (m, d) may be fp16 or fp32, in memory or memory-mapped; they
-    are converted block by block (``block_rows``: by default, ``knn_block_rows``). On CUDA
-    the tiles are multiplied in fp16 (``_low_precision_knn``). ``progress``: a bar on
-    stderr counting compared pairs of vectors.
+    are converted block by block (``block_rows``: by default, ``knn_block_rows``). On the
+    CPU each tile is multiplied once in fp32 and serves both directions (``ColumnTopK``); on
+    CUDA the tiles are multiplied in fp16 and the backward lists come from the transposed
+    product (``_low_precision_knn``). ``progress``: a bar on stderr counting compared pairs.
     """
-    import torch
-
-    from bitextmine.progress import progress_bar
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
     if device.startswith("cuda"):
         return _low_precision_knn(x, y, k, device, torch.float16, block_rows, both_ways=True, progress=progress)
     block_rows = block_rows or knn_block_rows(device)
     n, m = len(x), len(y)
-    kf, kb = min(k, m), min(k, n)
-    neg = float("-inf")
-    fwd_s = torch.full((n, kf), neg, device=device)
-    fwd_i = torch.full((n, kf), -1, dtype=torch.int64, device=device)
-    bwd_s = torch.full((m, kb), neg, device=device)
-    bwd_i = torch.full((m, kb), -1, dtype=torch.int64, device=device)
     log.debug("exact kNN %d x %d, k=%d, blocks of %d rows (%.0f MB each)", n, m, k, block_rows,
               block_rows * block_rows * 4 / 2**20)
-    with torch.inference_mode(), progress_bar(total=n * m, desc="search", unit="pair",
-                                              disable=not progress) as bar:
-        for j in range(0, m, block_rows):
-            yb = _as_tensor(y[j : j + block_rows], device, torch.float32)
-            for i in range(0, n, block_rows):
-                xb = _as_tensor(x[i : i + block_rows], device, torch.float32)
-                sims = xb @ yb.T  # (bi, bj)
-                rows, cols = slice(i, i + len(xb)), slice(j, j + len(yb))
-                bar.update(len(xb) * len(yb))
-                s, idx = sims.topk(min(kf, sims.shape[1]), dim=1)  # contiguous: fast
-                fwd_s[rows], fwd_i[rows] = _merge_topk(fwd_s[rows], fwd_i[rows], s, idx + j, kf)
-                seed = 0
-                if i == 0:  # seed each column's list from a few rows, then filter the rest
-                    seed = min(SEED_ROWS, sims.shape[0])
-                    s, idx = sims[:seed].topk(min(kb, seed), dim=0)
-                    bwd_s[cols], bwd_i[cols] = _merge_topk(bwd_s[cols], bwd_i[cols], s.T, idx.T, kb)
-                if seed < sims.shape[0]:
-                    bwd_s[cols], bwd_i[cols] = _merge_columns_above(bwd_s[cols], bwd_i[cols], sims[seed:],
-                                                                    i + seed, kb)
-    return Neighbours(fwd_s.numpy(), fwd_i.numpy()), Neighbours(bwd_s.numpy(), bwd_i.numpy())
+    fwd, bwd = RowTopK(n, min(k, m), torch.float32, device), ColumnTopK(m, min(k, n), torch.float32, device)
+    search_tiles(n, m, block_rows, _fp32_blocks(x, device, block_rows), _fp32_blocks(y, device, block_rows),
+                 [fwd, bwd], progress=progress)
+    return fwd.neighbours(), bwd.neighbours()
 
 
 def exact_knn(
@@ -169,30 +227,16 @@ def exact_knn(
     Inputs and precision as in ``exact_knn_both_ways``; memory is bounded by one
     ``block_rows`` x ``block_rows`` block of similarities plus the (n, k) lists.
     """
-    import torch
-
-    from bitextmine.progress import progress_bar
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
     if device.startswith("cuda"):
         return _low_precision_knn(queries, database, k, device, torch.float16, block_rows, both_ways=False,
                                   progress=progress)[0]
     block_rows = block_rows or knn_block_rows(device)
-    n, m = len(queries), len(database)
-    k = min(k, m)
-    best_s = torch.full((n, k), float("-inf"), device=device)
-    best_i = torch.full((n, k), -1, dtype=torch.int64, device=device)
-    with torch.inference_mode(), progress_bar(total=n * m, desc="search", unit="pair",
-                                              disable=not progress) as bar:
-        for j in range(0, m, block_rows):  # each database block is read and converted once
-            db = _as_tensor(database[j : j + block_rows], device, torch.float32)
-            for i in range(0, n, block_rows):
-                q = _as_tensor(queries[i : i + block_rows], device, torch.float32)
-                sims = q @ db.T  # (bi, bj)
-                bar.update(len(q) * len(db))
-                s, idx = sims.topk(min(k, sims.shape[1]), dim=1)
-                rows = slice(i, i + len(q))
-                best_s[rows], best_i[rows] = _merge_topk(best_s[rows], best_i[rows], s, idx + j, k)
-    return Neighbours(best_s.numpy(), best_i.numpy())
+    best = RowTopK(len(queries), min(k, len(database)), torch.float32, device)
+    search_tiles(len(queries), len(database), block_rows, _fp32_blocks(queries, device, block_rows),
+                 _fp32_blocks(database, device, block_rows), [best], progress=progress)
+    return best.neighbours()
 
 
 def _tile_topk(sims, k: int, group: int = defaults.GPU_TOPK_GROUP):
@@ -203,7 +247,7 @@ def _tile_topk(sims, k: int, group: int = defaults.GPU_TOPK_GROUP):
     outside them), so only those k x ``group`` columns are ranked. ``group`` 1 (or a tile
     too narrow to gain) is the plain top-k.
     """
-    import torch
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
     n_rows, n_cols = sims.shape
     k = min(k, n_cols)
@@ -224,7 +268,7 @@ def _resident_copy(rows: np.ndarray, device: str, resident: bool | None):
     """A side of the search copied to the device once, in its own precision (the re-check
     reads it), or None to read it a tile at a time. ``resident`` None: on a GPU, when it
     fits in ``GPU_RESIDENT_SHARE`` of the free memory."""
-    import torch
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
     first = np.ascontiguousarray(rows[:1])  # rows may be a view of stored shards: no nbytes
     if resident is None:
@@ -248,57 +292,40 @@ def _low_precision_knn(x, y, k: int, device: str, dtype, block_rows: int | None,
     memory traffic of the top-k passes, which bound the search there), and its top
     ``k + extra`` along rows are merged into running lists (``_tile_topk``, ``group``);
     the backward lists come from the transposed product (one more matmul, cheap on a GPU,
-    where a top-k down the columns of a row-major tile reads it with a stride). The
-    candidates' cosines are then recomputed in fp32 from the vectors and the best k kept,
-    so the result is exact unless more than ``extra`` candidates fall within fp16's
-    rounding of the k-th (measured against the CPU path in tests/test_gpu.py and
-    tests/test_knn.py). Sides that fit on the device (``resident``, see ``_resident_copy``)
-    are copied there once and the re-check runs there; otherwise the sides are read a
-    tile at a time and re-checked on the CPU. Runs on any device; a GPU is where it pays.
+    where a top-k down the columns of a row-major tile reads it with a stride): every
+    similarity is computed twice here, once on the CPU. The candidates' cosines are then
+    recomputed in fp32 from the vectors and the best k kept, so the result is exact unless
+    more than ``extra`` candidates fall within fp16's rounding of the k-th (measured against
+    the CPU path in tests/test_gpu.py and tests/test_knn.py). Sides that fit on the device
+    (``resident``, see ``_resident_copy``) are copied there once and the re-check runs there;
+    otherwise the sides are read a tile at a time and re-checked on the CPU. Runs on any
+    device; a GPU is where it pays.
     """
-    import torch
-
-    from bitextmine.progress import progress_bar
-
     n, m = len(x), len(y)
     kf, kb = min(k + extra, m), min(k + extra, n)
     x_whole = _resident_copy(x, device, resident)
     y_whole = _resident_copy(y, device, resident)
     block_rows = block_rows or knn_block_rows(device)  # sized to the memory the sides left free
 
-    def tile(side, whole, start):
+    def blocks(side, whole):
         if whole is not None:
-            return whole[start : start + block_rows].to(dtype)
-        return _as_tensor(side[start : start + block_rows], device, dtype)
+            return lambda start: whole[start : start + block_rows].to(dtype)
+        return lambda start: _as_tensor(side[start : start + block_rows], device, dtype)
 
-    fwd_s = torch.full((n, kf), float("-inf"), dtype=dtype, device=device)
-    fwd_i = torch.full((n, kf), -1, dtype=torch.int64, device=device)
-    if both_ways:
-        bwd_s = torch.full((m, kb), float("-inf"), dtype=dtype, device=device)
-        bwd_i = torch.full((m, kb), -1, dtype=torch.int64, device=device)
+    def tile_topk(sims, k):
+        return _tile_topk(sims, k, group)
+
+    fwd = RowTopK(n, kf, dtype, device, tile_topk)
+    bwd = [RowTopK(m, kb, dtype, device, tile_topk)] if both_ways else []
     log.debug("kNN in %s tiles of %d rows, %d x %d, k=%d (+%d re-checked), sides resident: %s, %s",
               dtype, block_rows, n, m, k, extra, x_whole is not None, y_whole is not None)
-    with torch.inference_mode(), progress_bar(total=n * m, desc="search", unit="pair",
-                                              disable=not progress) as bar:
-        for j in range(0, m, block_rows):
-            yb = tile(y, y_whole, j)
-            for i in range(0, n, block_rows):
-                xb = tile(x, x_whole, i)
-                rows, cols = slice(i, i + len(xb)), slice(j, j + len(yb))
-                sims = xb @ yb.T  # (bi, bj) in dtype, accumulated in fp32 by the tensor cores
-                s, idx = _tile_topk(sims, kf, group)
-                fwd_s[rows], fwd_i[rows] = _merge_topk(fwd_s[rows], fwd_i[rows], s, idx + j, kf)
-                if both_ways:
-                    del sims  # the transposed product reuses its memory
-                    s, idx = _tile_topk(yb @ xb.T, kb, group)
-                    bwd_s[cols], bwd_i[cols] = _merge_topk(bwd_s[cols], bwd_i[cols], s, idx + i, kb)
-                bar.update(len(xb) * len(yb))
+    search_tiles(n, m, block_rows, blocks(x, x_whole), blocks(y, y_whole), [fwd], bwd, progress=progress)
     on_device = x_whole is not None and y_whole is not None
     recheck = _rechecked_on_device if on_device else _rechecked
     sides = (x_whole, y_whole) if on_device else (x, y)
-    found = [recheck(sides[0], sides[1], fwd_i, min(k, m))]
+    found = [recheck(sides[0], sides[1], fwd.ids, min(k, m))]
     if both_ways:
-        found.append(recheck(sides[1], sides[0], bwd_i, min(k, n)))
+        found.append(recheck(sides[1], sides[0], bwd[0].ids, min(k, n)))
     return found
 
 
@@ -314,7 +341,7 @@ def _rechecked_on_device(queries, database, candidates, k: int,
     """``_rechecked`` where both sides are already on the device (a GPU gathers and
     multiplies the candidates' rows in fp32 far faster than the host reads them): the
     same neighbours, ties going to the lower id as in ``best_distinct``."""
-    import torch
+    import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
     if bool((candidates < 0).any()):  # lists not filled: the host's path drops the gaps
         return _rechecked(queries.cpu().numpy(), database.cpu().numpy(), candidates, k)
@@ -339,7 +366,7 @@ def as_float32(rows: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     conversion itself.
     """
     if rows.dtype == np.float16:
-        import torch
+        import torch  # torch: 2.5 s, loaded where used (ARCHITECTURE.md, start-up)
 
         if out is None:
             return torch.from_numpy(np.ascontiguousarray(rows)).float().numpy()
@@ -360,7 +387,7 @@ def exact_sims(queries: np.ndarray, database: np.ndarray, ids: np.ndarray,
     query per candidate), and the fp16 rows are widened by torch: most of the time left
     is the gather.
     """
-    import faiss
+    import faiss  # faiss: 0.27 s, loaded where used (ARCHITECTURE.md, start-up)
 
     out = np.full(ids.shape, -np.inf, dtype=np.float32)
     step = max(1, gathered_rows // max(1, ids.shape[1]))
@@ -409,7 +436,6 @@ def index_knn(index, queries: np.ndarray, database: np.ndarray, k: int, nprobe: 
     ``id_map`` turns the index's ids (global row ids of its embedding set) into rows of
     ``database``; ids it maps to -1 (rows not searched, e.g. blank lines) are dropped.
     """
-    from bitextmine.index import ivf_of
 
     ivf = ivf_of(index)
     if ivf is not None:

@@ -13,11 +13,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bitextmine.embed.corpus import EmbeddingCorpus
 from bitextmine.errors import BitextmineError
+from bitextmine.filter.run import filter_pairs_to_files, report_document
+from bitextmine.io.atomic import is_regular_output, refuse_overwriting_inputs, sidecar_path, write_json
+from bitextmine.io.lock import output_locks
+from bitextmine.io.text import file_sha256
+from bitextmine.mine.corpora import mine_corpora, write_pairs
 
 if TYPE_CHECKING:
     from bitextmine.filter import FilterConfig
-    from bitextmine.mine import MineConfig, MinedPairs
+    from bitextmine.mine.config import MineConfig
+    from bitextmine.mine.corpora import MinedPairs
 
 SIDECAR_SUFFIX = ".json"
 
@@ -34,8 +41,6 @@ class PairsOutput:
     rejects: str | None = None  # with a filter: the rejected pairs and their reasons
 
     def sidecar(self) -> str | None:
-        from bitextmine.io.atomic import sidecar_path
-
         if self.meta is not None:
             return str(self.meta)
         default = sidecar_path(self.output, SIDECAR_SUFFIX)
@@ -57,10 +62,6 @@ def mine_to_files(src: list[str | Path], tgt: list[str | Path], cfg: MineConfig,
     Outputs that would replace an input are refused before any work, and the outputs
     stay locked from the start, so a second writer fails at once.
     """
-    from bitextmine.embed.corpus import EmbeddingCorpus
-    from bitextmine.io.atomic import refuse_overwriting_inputs
-    from bitextmine.io.lock import output_locks
-    from bitextmine.mine import mine_corpora
 
     def listed(value) -> list:
         return [] if value is None else [value] if isinstance(value, (str, Path)) else list(value)
@@ -82,14 +83,9 @@ def mine_to_files(src: list[str | Path], tgt: list[str | Path], cfg: MineConfig,
 
 def write_mined(mined: MinedPairs, target: PairsOutput) -> dict:
     """The pairs (filtered when asked), then the sidecar with the TSV's checksum; return the sidecar."""
-    from bitextmine.io.atomic import is_regular_output, write_json
-    from bitextmine.io.text import file_sha256
-    from bitextmine.mine import write_pairs
 
     stats = {**mined.stats, "output": target.output, "columns": target.columns()}
     if target.filter is not None:
-        from bitextmine.filter.run import filter_pairs_to_files, report_document
-
         report = filter_pairs_to_files(mined.as_filter_pairs(target.with_ids), target.filter, target.output, None,
                                        target.rejects)
         stats["filter"] = report_document(target.filter, report)
@@ -125,7 +121,6 @@ def check_sidecar(tsv: str | Path, sidecar: dict, sidecar_path: str | Path, rows
 
     Sidecars written before the checksum was recorded have none and are taken as they are.
     """
-    from bitextmine.io.text import file_sha256
 
     expected = sidecar.get("output_sha256")
     if expected is None:

@@ -13,18 +13,24 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 
 from bitextmine import defaults
+from bitextmine.devices import resolve_device
 from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows, release_mapped
+from bitextmine.encoders import load_encoder
 from bitextmine.errors import BitextmineError
-from bitextmine.io.pairs import Pair
+from bitextmine.io.atomic import atomic_text_writer, refuse_overwriting_inputs
+from bitextmine.io.lock import output_lock
+from bitextmine.io.pairs import Pair, read_pairs
 from bitextmine.mine.knn import Neighbours, as_float32, exact_knn
 from bitextmine.mine.scoring import margin_scores
 from bitextmine.mine.sentences import check_k, unique_sentences
 from bitextmine.mine.thresholds import Selection, select_pairs
+from bitextmine.progress import encode_with_progress
 
 log = logging.getLogger(__name__)
 
@@ -98,8 +104,6 @@ class BitextSide:
             out[have] = as_float32(SelectedRows(self.pool, self.distinct.rows[numbers[have]])[:])
         missing = np.flatnonzero(~have)
         if len(missing):
-            from bitextmine.progress import encode_with_progress
-
             distinct = list(dict.fromkeys(texts[i] for i in missing))
             where = {text: i for i, text in enumerate(distinct)}
             embedded = encode_with_progress(encoder(), distinct, desc, progress)
@@ -131,11 +135,6 @@ def score_bitext_file(pairs_file: str, src_corpus: EmbeddingCorpus, tgt_corpus: 
     ``cfg`` is a ``MineConfig``: its score, k and device are used. Extra columns (ids)
     are kept; the order is the input's.
     """
-    from functools import cache
-
-    from bitextmine.devices import resolve_device
-    from bitextmine.encoders import load_encoder
-    from bitextmine.io.pairs import read_pairs
 
     pairs = read_pairs(pairs_file, allow_empty_side=False)
     if src_corpus.encoder.space() != tgt_corpus.encoder.space():
@@ -168,8 +167,6 @@ def score_pairs_to_file(pairs_file: str, src_pool: list[Path], tgt_pool: list[Pa
     """``score-pairs``: score a file of pairs against the pools and write them, in input order or
     best first; return what its JSON records. An output that would replace an input is refused
     before any work, and the output is locked while it is written."""
-    from bitextmine.io.atomic import atomic_text_writer, refuse_overwriting_inputs
-    from bitextmine.io.lock import output_lock
 
     refuse_overwriting_inputs([output], [pairs_file, *src_pool, *tgt_pool])
     with output_lock(output):

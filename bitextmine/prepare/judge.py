@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from bitextmine.languages import language_key
 from bitextmine.prepare.config import PrepareConfig
 from bitextmine.prepare.dedup import sentence_hash
 from bitextmine.prepare.rules import LanguageCheck, normalise_document, tidy_sentence
@@ -28,8 +29,6 @@ class DocumentJudge:
     """Segments documents and applies the rules that judge a sentence by itself."""
 
     def __init__(self, cfg: PrepareConfig):
-        from bitextmine.filter.langid import language_key
-
         self.cfg = cfg
         self.rules = cfg.sentence_rules()
         self.segmenter = Segmenter(language_key(cfg.lang, "--lang"))

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
 from bitextmine.errors import BitextmineError
 from bitextmine.io.text import STDIN, open_binary
-
-if TYPE_CHECKING:
-    from bitextmine.prepare.readers import Document, ReadOptions
+from bitextmine.prepare.documents import Document, ReadOptions
 
 PARQUET_BATCH_ROWS = 8192  # rows read at once: a batch of long documents stays a few MB
 
@@ -27,10 +24,8 @@ def _seekable(path: str):
 
 
 def parquet_documents(path: str, options: ReadOptions, bad: Callable[[BitextmineError], None]) -> Iterator[Document]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from bitextmine.prepare.readers import Document
+    import pyarrow as pa  # pyarrow: 0.29 s, for Parquet input only
+    import pyarrow.parquet as pq  # pyarrow: 0.29 s, for Parquet input only
 
     try:
         parquet = pq.ParquetFile(_seekable(path))

@@ -11,43 +11,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 from bitextmine.errors import BitextmineError
 from bitextmine.io.text import binary_lines
+from bitextmine.prepare.documents import Document, ReadCounts, ReadOptions
+from bitextmine.prepare.parquet import parquet_documents
+from bitextmine.prepare.warc import warc_documents
 
 _FORMAT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".parquet": "parquet",
                     ".warc": "warc", ".wet": "warc", ".arc": "warc"}
-
-
-@dataclass(slots=True)
-class Document:
-    text: str
-    id: str  # never empty: the input's own id, else the line (row, record) where it starts
-    url: str  # may be empty
-    line: int  # where it starts in the input, for messages
-
-
-@dataclass
-class ReadCounts:
-    documents: int = 0
-    bad: int = 0  # records left out with errors="skip"
-    not_text: int = 0  # WARC records that hold no text (requests, metadata, HTML responses)
-    bad_examples: list[str] = field(default_factory=list)  # the first few, as the error would have said
-
-    def to_dict(self) -> dict:
-        return {"documents": self.documents, "bad": self.bad, "not_text": self.not_text,
-                "bad_examples": self.bad_examples}
-
-
-@dataclass(frozen=True)
-class ReadOptions:
-    format: str = "auto"  # auto, text, jsonl, parquet, warc
-    text_documents: str = "line"  # plain text: a document per line, or per paragraph (blank lines between)
-    field: str = "text"  # JSONL field, Parquet column
-    id_field: str | None = "id"
-    url_field: str | None = "url"
-    errors: str = "strict"  # or skip
 
 
 def input_format(path: str, chosen: str = "auto") -> str:
@@ -160,13 +132,9 @@ def _value(record: dict, name: str | None) -> str:
 
 
 def _parquet_documents(path: str, options: ReadOptions, counts: ReadCounts) -> Iterator[Document]:
-    from bitextmine.prepare.parquet import parquet_documents
-
     yield from parquet_documents(path, options, lambda error: _bad(error, options, counts))
 
 
 def _warc_documents(path: str, options: ReadOptions, counts: ReadCounts) -> Iterator[Document]:
-    from bitextmine.prepare.warc import warc_documents
-
     yield from warc_documents(path, options, counts, lambda error: _bad(error, options, counts))
 

@@ -12,20 +12,26 @@ the one an uninterrupted run writes.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import time
+import warnings
 from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from bitextmine import defaults
 from bitextmine.devices import available_cpus
 from bitextmine.errors import BitextmineError
+from bitextmine.io.atomic import prepare_output_dir, refuse_overwriting_inputs, remove_stale_temporaries
+from bitextmine.io.lock import output_lock
 from bitextmine.io.provenance import Origin
 from bitextmine.prepare.config import PrepareConfig
 from bitextmine.prepare.dedup import SeenSentences
+from bitextmine.prepare.documents import Document, ReadCounts
 from bitextmine.prepare.judge import DocumentJudge, JudgedBatch
-from bitextmine.prepare.readers import Document, ReadCounts, read_documents
+from bitextmine.prepare.readers import read_documents
 from bitextmine.prepare.shards import (
     DEDUP_NAME,
     Counts,
@@ -35,6 +41,7 @@ from bitextmine.prepare.shards import (
     load_manifest,
     shard_stem,
 )
+from bitextmine.progress import progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +92,6 @@ class Judges:
         self.workers = cfg.workers or available_cpus()
         self._pool = None
         if self.workers > 1:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
             self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"))
 
     def judged(self, batches: Iterator[Batch]) -> Iterator[tuple[Batch, JudgedBatch]]:
@@ -106,8 +110,6 @@ class Judges:
             yield done, result.result()
 
     def _submit(self, texts: list[str]):
-        import warnings
-
         with warnings.catch_warnings():
             # Python 3.12+ warns about fork in a threaded process (numpy's BLAS threads, the pool's
             # own manager thread): the workers, forked on demand, use none of them
@@ -145,8 +147,6 @@ def _manifest_for(output: Path, inputs: list[str], cfg: PrepareConfig, overwrite
 def prepare_inputs(inputs: list[str], output: str | Path, cfg: PrepareConfig, overwrite: bool = False,
                    progress: bool = False) -> dict:
     """Prepare ``inputs`` into the directory ``output``; the report (``Manifest.report``)."""
-    from bitextmine.io.atomic import prepare_output_dir, refuse_overwriting_inputs, remove_stale_temporaries
-    from bitextmine.io.lock import output_lock
 
     output = Path(output)
     refuse_overwriting_inputs([output], inputs)
@@ -181,8 +181,6 @@ def prepare_inputs(inputs: list[str], output: str | Path, cfg: PrepareConfig, ov
 
 def _run(inputs: list[str], cfg: PrepareConfig, manifest: Manifest, seen: SeenSentences, judges: Judges,
          progress: bool) -> None:
-    from bitextmine.progress import progress_bar
-
     taken: set[str] = set()
     stems = [shard_stem(path, taken) for path in inputs]
     with progress_bar(total=None, desc="prepare", unit="sent", disable=not progress) as bar:

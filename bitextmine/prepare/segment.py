@@ -26,6 +26,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+import sentencex
+
 # a straight quote, whose direction only its neighbours tell; read as a neutral letter-like mark
 _STRAIGHT_QUOTE = '"'
 _NEUTRAL_QUOTE = "\u2033"  # double prime: the library ignores it, and it has the quote's length
@@ -101,8 +103,6 @@ class Segmenter:
     """Sentences of a text in one language (an ISO 639-1 code where there is one: ``de``, ``zh``)."""
 
     def __init__(self, lang: str):
-        import sentencex
-
         self.lang = lang
         self._split = sentencex.segment
         self._not_abbreviations = frozenset(_WORDS_NOT_ABBREVIATIONS.get(lang, ()))

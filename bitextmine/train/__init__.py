@@ -1,12 +1,17 @@
 """Dual-encoder training: ``train(data, out_dir, cfg)``.
 
-The loop lives in ``bitextmine.train.loop`` and is imported on first use, so that reading
-``TrainConfig`` (the CLI does, for its help) does not load torch. Training imports the
-encoders (networks, checkpoint format); loading an encoder never imports training.
+The settings are ``config`` (declared once in ``settings``) and ``recipes``; the loop is
+``loop``, the objectives ``objective`` and ``losses``, what moves ``trainables`` and
+``optim``, batches ``sampling`` and ``negatives``, the run's files ``run_state``. Training
+imports the encoders (networks, checkpoint format); loading an encoder never imports training.
 """
+
+from importlib import import_module
 
 from bitextmine.train.config import TrainConfig, get_lr
 
+# Re-exported on first use: these modules import torch (2.5 s; ARCHITECTURE.md, start-up), and the
+# command line reads TrainConfig for every `bitextmine --help`.
 _LAZY = {
     "train": "bitextmine.train.loop",
     "dev_p_at_1": "bitextmine.train.loop",
@@ -22,8 +27,6 @@ _LAZY = {
 
 def __getattr__(name: str):
     if name in _LAZY:
-        from importlib import import_module
-
         return getattr(import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'bitextmine.train' has no attribute {name!r}")
 

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 
 from bitextmine.errors import BitextmineError
+from bitextmine.io.pairs import read_pairs
+from bitextmine.io.paths import data_stem
 from bitextmine.io.text import read_shard
+from bitextmine.languages import find_language_key
 
 
 @dataclass
@@ -78,7 +82,6 @@ def language_of_file(path: str) -> str:
     the directory and the compression and format suffixes (``train.eng-ces.tsv.gz`` ->
     ``train.eng-ces``); for two aligned files, both names. Codes in it name the language
     (``language_codes``)."""
-    from bitextmine.io.paths import data_stem
 
     return ",".join(data_stem(name) for name in path.split(","))
 
@@ -86,9 +89,6 @@ def language_of_file(path: str) -> str:
 def language_codes(language: str) -> list[str]:
     """The ISO 639 language keys named in a file's language (``train.eng-deu`` -> ``en``,
     ``de``): its two- and three-letter words that are language codes, English included."""
-    import re
-
-    from bitextmine.filter.langid import find_language_key
 
     keys: list[str] = []
     for word in re.split(r"[^A-Za-z]+", language):
@@ -101,7 +101,6 @@ def language_codes(language: str) -> list[str]:
 def read_tsv_pairs(path: str) -> ParallelData:
     """``src<TAB>tgt`` per line (or mined ``score<TAB>src<TAB>tgt``); ``anchor<TAB>entailment<TAB>contradiction``
     for NLI triples."""
-    from bitextmine.io.pairs import read_pairs
 
     pairs = read_pairs(path, allow_empty_side=False)
     if not pairs:

@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 
 import torch
+import torch.distributed as dist
+from torch.distributed.nn.functional import all_gather
 
 
 def world() -> tuple[int, int]:
     """(rank, world size): from torch.distributed when initialised, else (0, 1)."""
-    import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
@@ -26,7 +27,6 @@ def init_from_environment() -> str | None:
     """Join the process group ``torchrun`` describes; return this process's device."""
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         return None
-    import torch.distributed as dist
 
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if torch.cuda.is_available():
@@ -42,7 +42,6 @@ def gather_with_grad(x: torch.Tensor) -> torch.Tensor:
     rank, size = world()
     if size == 1:
         return x
-    from torch.distributed.nn.functional import all_gather
 
     return torch.cat(all_gather(x), dim=0)
 
@@ -52,7 +51,6 @@ def gather(x: torch.Tensor) -> torch.Tensor:
     rank, size = world()
     if size == 1:
         return x
-    import torch.distributed as dist
 
     parts = [torch.empty_like(x) for _ in range(size)]
     dist.all_gather(parts, x.contiguous())
@@ -63,7 +61,6 @@ def average_gradients(params) -> None:
     rank, size = world()
     if size == 1:
         return
-    import torch.distributed as dist
 
     for p in params:
         if p.grad is not None:
@@ -73,7 +70,6 @@ def average_gradients(params) -> None:
 
 def collective_device() -> torch.device:
     """Where tensors for a collective must live: NCCL moves CUDA tensors only."""
-    import torch.distributed as dist
 
     if dist.get_backend() == "nccl":
         return torch.device("cuda", torch.cuda.current_device())
@@ -85,7 +81,6 @@ def share_from_rank0(value: int) -> int:
     rank, size = world()
     if size == 1:
         return value
-    import torch.distributed as dist
 
     tensor = torch.tensor([value], dtype=torch.int64, device=collective_device())
     dist.broadcast(tensor, src=0)

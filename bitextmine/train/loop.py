@@ -24,8 +24,10 @@ import numpy as np
 import torch
 
 from bitextmine.defaults import RECIPE_UNBOUNDED_STEPS
-from bitextmine.devices import resolve_device
+from bitextmine.devices import cpu_has_native_bf16, resolve_device
 from bitextmine.encoders import load_encoder
+from bitextmine.io.atomic import atomic_path
+from bitextmine.mine.knn import exact_knn_both_ways
 from bitextmine.progress import progress_bar
 from bitextmine.train import run_state
 from bitextmine.train.config import TrainConfig, get_lr
@@ -174,7 +176,6 @@ def autocast_for(cfg: TrainConfig, device: str) -> Callable:
 
 def amp_dtype(cfg: TrainConfig, device: str) -> torch.dtype | None:
     """bf16 autocast on CUDA and on CPUs that multiply bf16 natively; else none."""
-    from bitextmine.devices import cpu_has_native_bf16
 
     if cfg.amp == "off":
         return None
@@ -205,8 +206,6 @@ def routed_dev(dev: ParallelData, cfg: TrainConfig, teacher,
         return dev, np.load(cached)
     vectors = teacher.encode(dev.src, max_tokens=cfg.max_tokens)
     if cached is not None:
-        from bitextmine.io.atomic import atomic_path
-
         cache_dir.mkdir(parents=True, exist_ok=True)
         with atomic_path(cached) as tmp, open(tmp, "wb") as f:
             np.save(f, vectors)
@@ -220,7 +219,6 @@ def dev_p_at_1(model: TrainableEncoder, dev_src: list[list[int]], dev_tgt: list[
 
     ``src_vectors``: the source side's vectors, fixed (the teacher's), instead of the model's.
     """
-    from bitextmine.mine.knn import exact_knn_both_ways
 
     def encode(ids: list[list[int]]) -> np.ndarray:
         return np.concatenate([model.embed(ids[start : start + EVAL_BATCH], device).float().cpu().numpy()

@@ -16,7 +16,9 @@ import numpy as np
 import torch
 
 from bitextmine import defaults
+from bitextmine.encoders import load_encoder
 from bitextmine.errors import BitextmineError
+from bitextmine.mine.knn import exact_knn
 from bitextmine.train.data import ParallelData
 
 log = logging.getLogger(__name__)
@@ -63,8 +65,6 @@ def mine_hard_negatives(data: ParallelData, k: int, encoder_name: str, device: s
     would be one of them). Slots left without a clean candidate take random pairs, drawn
     with ``seed``. Returns (n, k) row numbers.
     """
-    from bitextmine.encoders import load_encoder
-    from bitextmine.mine.knn import exact_knn
 
     encoder = load_encoder(encoder_name, device=device)
     log.info("mining %d hard negatives per pair with %s", k, encoder_name)

@@ -23,9 +23,10 @@ import torch
 
 from bitextmine.encoders.base import Encoder
 from bitextmine.errors import BitextmineError
+from bitextmine.languages import speaks
 from bitextmine.train.config import TrainConfig
 from bitextmine.train.data import ParallelData, language_codes
-from bitextmine.train.distributed import gather, gather_with_grad
+from bitextmine.train.distributed import gather, gather_with_grad, world
 from bitextmine.train.losses import AdditiveMarginSoftmaxLoss, ContrastiveNLILoss, DistillationLoss, TeacherMatchLoss
 from bitextmine.train.negatives import Negatives, text_keys
 from bitextmine.train.sampling import TargetBatch, TargetBatches
@@ -163,9 +164,8 @@ def guard_sentences(data: ParallelData, groups: dict[str, list[int]], known: set
 
 def known_languages(data: ParallelData, teacher: Encoder) -> set[str]:
     """The training files whose names name a language the teacher knows (``train.eng-deu``)."""
-    from bitextmine.filter.langid import speaks
 
-    teacher_languages = getattr(teacher, "languages", ())
+    teacher_languages = teacher.identity.languages or ()
     return {lang for lang in set(data.language or ())
             if any(speaks(teacher_languages, code) for code in language_codes(lang) if code != "en")}
 
@@ -173,7 +173,6 @@ def known_languages(data: ParallelData, teacher: Encoder) -> set[str]:
 def prepare_target_objective(model: TrainableEncoder, data: ParallelData, cfg: TrainConfig, device,
                              teacher: Encoder, cache_dir: Path | None) -> TargetSideObjective:
     """The target-side objective (``TrainConfig`` checked that a teacher is given)."""
-    from bitextmine.train.distributed import world
 
     if world()[0] != 0:
         cache_dir = None  # one process keeps the teacher's vectors

@@ -133,7 +133,7 @@ def routed_languages(cfg: TrainConfig, teacher: Encoder | None) -> list[str] | N
     """The languages the checkpoint hands to its teacher (``--route-known``), or None."""
     if not cfg.route_known:
         return None
-    languages = sorted(getattr(teacher, "languages", ()) or ())
+    languages = sorted(teacher.identity.languages or ()) if teacher is not None else []
     if not languages:
         raise BitextmineError(f"--route-known: the teacher {cfg.teacher} declares no languages to hand it")
     return languages
@@ -145,7 +145,9 @@ class Checkpoints:
     def __init__(self, out_dir: Path, model: TrainableEncoder, optimizer: Optimizers, cfg: TrainConfig,
                  teacher: Encoder | None = None, writer: bool = True, tasks: list[dict] | None = None):
         self.out_dir, self.model, self.optimizer, self.cfg, self.writer = out_dir, model, optimizer, cfg, writer
+        thresholds = teacher.identity.mining_thresholds if teacher else None  # the space's: the student's too
         self.description = {**model.config(), "compatible_with": teacher.identity.space() if teacher else None,
+                            "mining_thresholds": thresholds.to_dict() if thresholds else None,
                             "teacher": cfg.teacher, "teacher_languages": routed_languages(cfg, teacher),
                             "recipe": cfg.recipe, "train_config": asdict(cfg),
                             "tasks": tasks or [], "bitextmine_version": __version__}

@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
 from bitextmine import defaults
 from bitextmine.errors import BitextmineError
 from bitextmine.train.config import TrainConfig
@@ -206,8 +208,6 @@ def seeded_batches(n: int, batch_size: int, seed: int, start_batch: int, rank: i
 
     With several processes, each takes its own share of every global batch.
     """
-    import torch
-
     per_epoch = max(1, n // batch_size)
     per_rank = batch_size // world_size
     b = start_batch

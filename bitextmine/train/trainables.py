@@ -15,12 +15,15 @@ import io
 from pathlib import Path
 
 import numpy as np
+import sentencepiece
 import torch
 
 from bitextmine import defaults
+from bitextmine.encoders import vocabulary as V
 from bitextmine.encoders.checkpoint import TOKENIZER
 from bitextmine.encoders.pieces import PieceTokenizer
 from bitextmine.encoders.transformer import PRESETS, TransformerConfig, TransformerSentenceEncoder, pad_batch
+from bitextmine.encoders.usem3 import EMB_DIM, USEm3Encoder, USEm3Network, pad_to_token_bucket
 from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import atomic_path
 from bitextmine.train.config import TrainConfig
@@ -83,8 +86,6 @@ class USEm3Trainable(TrainableEncoder):
 
     def __init__(self, max_tokens: int, train_embeddings: bool = False, freeze_network: bool = False,
                  sparse_embeddings: bool = True):
-        from bitextmine.encoders.usem3 import USEm3Encoder, USEm3Network
-
         self.encoder = USEm3Encoder(device="cpu", precision="fp32")  # the tokenizer
         self.module = USEm3Network.from_package(self.encoder.resources).train().requires_grad_(not freeze_network)
         if train_embeddings:
@@ -97,8 +98,6 @@ class USEm3Trainable(TrainableEncoder):
         return ids
 
     def embed(self, batch, device):
-        from bitextmine.encoders.usem3 import pad_to_token_bucket
-
         n_sentences = len(batch)
         if torch.device(device).type == "cpu":  # without it, a long run slows down (oneDNN kernel per shape)
             batch = pad_to_token_bucket(batch, TRAIN_TOKEN_BUCKET)
@@ -111,10 +110,6 @@ class USEm3Trainable(TrainableEncoder):
         """New pieces for the uncovered characters of ``texts``, and embedding rows for them
         (the mean of their characters' old rows). ``texts`` None: reuse the extended model
         in ``out_dir`` (a resumed run, whose rows come from its state)."""
-        import sentencepiece
-
-        from bitextmine.encoders import vocabulary as V
-        from bitextmine.encoders.usem3 import EMB_DIM, USEm3Encoder
 
         target = out_dir / TOKENIZER
         base = self.encoder._tokenizer
@@ -140,8 +135,6 @@ class USEm3Trainable(TrainableEncoder):
 
 def build_vocabulary(data: ParallelData, out_dir: Path, vocab_size: int, seed: int) -> Path:
     """A SentencePiece unigram model trained on both sides of the training data."""
-    import sentencepiece
-
     out_dir.mkdir(parents=True, exist_ok=True)
     sentences = data.src + data.tgt
     rng = np.random.default_rng(seed)

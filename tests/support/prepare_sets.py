@@ -24,7 +24,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULT_DATA = Path(os.environ.get("BITEXTMINE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+DEFAULT_DATA = Path(os.environ.get("BITEXTMINE_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
 LANGS = ("deu", "rus", "zho", "hin", "ces", "fra", "eng")
 SEPARATORS = {"zho": ("", " ")}  # Chinese is written without spaces between sentences; both are measured
 

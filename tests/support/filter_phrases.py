@@ -1,4 +1,4 @@
-"""Phrases for benchmarks/filter_sets.py: one news sentence in German, French, Russian,
+"""Phrases for filter_sets.py: one news sentence in German, French, Russian,
 Chinese, Spanish and English, with numbers written as each language writes them.
 
 Each generator takes a ``random.Random`` and returns ``{lang: text}`` for the six languages,

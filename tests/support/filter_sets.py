@@ -1,6 +1,6 @@
 """Clean news-style pairs for judging the filter, generated at run time from ../shared/data.
 
-    python -m benchmarks.filter_sets --lang de --show 20
+    python -m tests.support.filter_sets --lang de --show 20
 
 Every pair is a translation, and no side text repeats. They are made to look like news rather
 than phrase-book sentences:
@@ -24,15 +24,16 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks import filter_phrases as ph
+from tests.support import filter_phrases as ph
 
 LANGS = ("de", "fr", "ru", "zh", "es")
 TATOEBA = {"de": "deu", "fr": "fra", "ru": "rus", "zh": "cmn", "es": "spa"}
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DEFAULT_DATA = Path(os.environ.get("BITEXTMINE_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
 KINDS = {"plain": 0.15, "numbers": 0.33, "numbers2": 0.10, "long": 0.20, "headline": 0.11, "names": 0.11}
 
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bitextmine.mine import mine_vectors
+
 SEEDS, TRUE, SOURCE_ONLY, TARGET_ONLY = 200, 300, 250, 250  # of 1,000 pairs (a Tatoeba test set)
 
 
@@ -55,7 +57,6 @@ def precision_by_threshold(scores: np.ndarray, correct: np.ndarray,
 
 def true_precision(pools: PlantedPools, thresholds: np.ndarray, cfg) -> tuple[np.ndarray, np.ndarray]:
     """(precision, pairs) at each threshold of what ``cfg`` mines from the pools, by the gold pairs."""
-    from bitextmine.mine import mine_vectors
 
     pairs = mine_vectors(pools.x, pools.y, cfg, threshold=-np.inf)
     correct = np.array([(s, t) in pools.gold for s, t in zip(pairs.src.tolist(), pairs.tgt.tolist(), strict=True)],

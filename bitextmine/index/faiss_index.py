@@ -1,0 +1,55 @@
+"""FAISS objects: the IVF part inside an index and its lists, an index moved to the GPUs and back.
+
+FAISS is imported by the functions that use it (0.19 s, ``python -X importtime``): a
+command that only reads ``index.json`` or plans an index starts without it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+log = logging.getLogger(__name__)
+
+
+def ivf_of(index):
+    """The IVF part of a FAISS index (inside OPQ, id maps, ...), or None for an index without lists."""
+    import faiss  # faiss: 0.27 s, loaded where used (ARCHITECTURE.md, start-up)
+
+    try:
+        return faiss.extract_index_ivf(index)
+    except RuntimeError:
+        return None
+
+
+def ivf_lists(index) -> int | None:
+    ivf = ivf_of(index)
+    return None if ivf is None else ivf.nlist
+
+
+def faiss_gpu_available() -> bool:
+    import faiss  # faiss: 0.27 s, loaded where used (ARCHITECTURE.md, start-up)
+
+    return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
+
+
+def on_gpu(index, device: str):
+    """The index on all GPUs when faiss-gpu and a GPU are there (and wanted), else itself."""
+    if device == "cpu" or not faiss_gpu_available():
+        return index
+    import faiss  # faiss: 0.27 s, loaded where used (ARCHITECTURE.md, start-up)
+
+    log.info("using faiss-gpu on %d GPU(s)", faiss.get_num_gpus())
+    try:
+        return faiss.index_cpu_to_all_gpus(index)
+    except RuntimeError as e:  # e.g. a type without a GPU implementation
+        log.warning("staying on CPU: %s", str(e).splitlines()[0])
+        return index
+
+
+def to_cpu(index):
+    import faiss  # faiss: 0.27 s, loaded where used (ARCHITECTURE.md, start-up)
+
+    placed = type(index).__name__.startswith(("Gpu", "IndexReplicas", "IndexShards"))
+    if placed and hasattr(faiss, "index_gpu_to_cpu"):
+        return faiss.index_gpu_to_cpu(index)
+    return index

@@ -1,0 +1,40 @@
+"""What ``mine`` is asked to do: ``MineConfig``, checked before any work."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from bitextmine import defaults
+from bitextmine.choices import RETRIEVALS, SCORE_ALIASES, SCORES
+from bitextmine.errors import BitextmineError
+
+
+@dataclass(frozen=True)
+class MineConfig:
+    k: int = defaults.K
+    score: str = defaults.SCORE  # ratio | distance | cosine ("absolute" is an alias of cosine)
+    retrieval: str = defaults.RETRIEVAL
+    threshold: float | None = None  # None: chosen on the pools (mine/thresholds.py)
+    target_precision: float = defaults.TARGET_PRECISION  # what a chosen threshold aims for
+    top_n: int | None = None  # keep only the best N pairs
+    nprobe: int | None = None  # None: the index's own
+    exact_margins: bool = defaults.EXACT_MARGINS  # through indexes: the kept pairs' rows searched exactly
+    device: str = defaults.DEVICE  # for exact search: a GPU when torch sees one
+    block_rows: int | None = None  # exact search's tiles; None: by device (mine/knn.py knn_block_rows)
+
+    def __post_init__(self):
+        score = SCORE_ALIASES.get(self.score, self.score)
+        if score not in SCORES:
+            raise BitextmineError(f"unknown score {self.score!r}: use {', '.join(SCORES)} or absolute")
+        object.__setattr__(self, "score", score)
+        if self.retrieval not in RETRIEVALS:
+            raise BitextmineError(f"unknown retrieval {self.retrieval!r}: use one of {', '.join(RETRIEVALS)}")
+        if self.k < 1:
+            raise BitextmineError("k must be at least 1")
+        if self.top_n is not None and self.top_n < 0:
+            raise BitextmineError("--top-n must be >= 0")
+        if not 0 < self.target_precision < 1:
+            raise BitextmineError("--target-precision must be between 0 and 1")
+        if self.threshold is not None and not math.isfinite(self.threshold):
+            raise BitextmineError(f"--threshold must be a finite number, not {self.threshold}")

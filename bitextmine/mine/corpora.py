@@ -1,0 +1,195 @@
+"""Mining embedding sets (and optionally their indexes) into pairs of sentences.
+
+``mine_corpora`` drops blank lines, searches identical sentences once, uses FAISS indexes
+when given, chooses the threshold (``thresholds``) and maps pairs back to text and
+``shard:line`` ids; ``write_pairs`` writes them as TSV.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from bitextmine import __version__, defaults
+from bitextmine.devices import resolve_device
+from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows, release_mapped
+from bitextmine.errors import BitextmineError, warn
+from bitextmine.index import load_index
+from bitextmine.io.atomic import atomic_text_writer
+from bitextmine.io.pairs import Pair
+from bitextmine.mine.config import MineConfig
+from bitextmine.mine.knn import Neighbours, best_distinct, index_knn
+from bitextmine.mine.rescore import select_with_exact_margins
+from bitextmine.mine.sentences import UniqueSentences, check_k, unique_sentences
+from bitextmine.mine.thresholds import select_pairs, threshold_record
+
+log = logging.getLogger(__name__)
+
+
+def _search_indexes(index_dirs: list, corpus: EmbeddingCorpus, side: UniqueSentences, queries, database, k: int,
+                    nprobe: int | None) -> Neighbours:
+    """Search one index, or several that split the corpus, and keep the best k overall.
+
+    Each part covers consecutive embedding sets of the corpus; its ids are rows of that
+    run of sets. Merging the parts' neighbour lists gives the neighbours one index over
+    the whole corpus would give (exactly so for exact indexes).
+    """
+    fingerprints = corpus.fingerprints()
+    set_offsets = np.concatenate([[0], np.cumsum([s.total_rows for s in corpus.sets])]).astype(np.int64)
+    covered: list[int] = []
+    sims, ids = [], []
+    for index_dir in index_dirs:
+        index, meta = load_index(index_dir)
+        built_from = [s["fingerprint"] for s in meta["embedding_sets"]]
+        start = fingerprints.index(built_from[0]) if built_from[0] in fingerprints else -1
+        if start < 0 or fingerprints[start : start + len(built_from)] != built_from:
+            paths = ", ".join(s["path"] for s in meta["embedding_sets"])
+            raise BitextmineError(f"index was built from other embeddings ({paths}); rebuild it with "
+                                  "`bitextmine index` for these", path=index_dir)
+        covered += range(start, start + len(built_from))
+        lo, hi = set_offsets[start], set_offsets[start + len(built_from)]
+        found = index_knn(index, queries, database, k, nprobe or meta["nprobe"],
+                          candidates=meta.get("candidates", defaults.INDEX_CANDIDATES), id_map=side.inverse[lo:hi])
+        sims.append(found.sims)
+        ids.append(found.ids)
+    if sorted(covered) != list(range(len(corpus.sets))):
+        raise BitextmineError("the indexes do not cover the embedding sets exactly once", path=index_dirs[0])
+    if len(sims) == 1:
+        return Neighbours(sims[0], ids[0])
+    return best_distinct(np.concatenate(sims, axis=1), np.concatenate(ids, axis=1), k)
+
+
+@dataclass
+class MinedPairs:
+    scores: np.ndarray
+    src_text: list[str]
+    tgt_text: list[str]
+    src_ids: list[str]
+    tgt_ids: list[str]
+    stats: dict = field(default_factory=dict)
+    src_rows: np.ndarray | None = None  # global row of each pair's sides, for their documents
+    tgt_rows: np.ndarray | None = None
+    src_docs: list[str] | None = None  # each side's document (``EmbeddingCorpus.documents``), when asked for
+    tgt_docs: list[str] | None = None
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    def extra_columns(self, i: int, with_ids: bool) -> list[str]:
+        """The ids (``shard:line``) and then the documents of pair ``i``, as far as asked for."""
+        columns = [self.src_ids[i], self.tgt_ids[i]] if with_ids or self.src_docs is not None else []
+        if self.src_docs is not None:
+            columns += [self.src_docs[i].replace("\t", " "), self.tgt_docs[i].replace("\t", " ")]
+        return columns
+
+    def as_filter_pairs(self, with_ids: bool = False) -> list[Pair]:
+        return [Pair(float(self.scores[i]), self.src_text[i].replace("\t", " "), self.tgt_text[i].replace("\t", " "),
+                     self.extra_columns(i, with_ids)) for i in range(len(self))]
+
+
+def check_compatible(src: EmbeddingCorpus, tgt: EmbeddingCorpus) -> None:
+    a, b = src.encoder, tgt.encoder
+    if a.dim != b.dim:
+        raise BitextmineError(f"source vectors have {a.dim} dimensions, target vectors {b.dim}: "
+                              f"they come from different encoders ({a.name}, {b.name})", path=tgt.sets[0].path)
+    if a.space() != b.space():
+        raise BitextmineError(
+            f"source and target come from different encoders ({a.name} {a.weights_sha256[:12]}, "
+            f"{b.name} {b.weights_sha256[:12]}); their cosines mean nothing together. Embed both sides with "
+            "one encoder, or with a student checkpoint declared compatible with it", path=tgt.sets[0].path)
+
+
+def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = MineConfig(),
+                 src_index: str | Path | list | None = None, tgt_index: str | Path | list | None = None,
+                 progress: bool = False) -> MinedPairs:
+    """Mine pairs between two sides; text read back from the shards.
+
+    ``src_index``/``tgt_index``: an index directory, or a list of index directories
+    that split that side (see ``_search_indexes``). ``progress``: a bar for exact search.
+    """
+    started = time.time()
+    check_compatible(src, tgt)
+    # resolved once, into the config: what runs is what the sidecar records
+    cfg = replace(cfg, device=resolve_device(cfg.device))
+    src_side, tgt_side = unique_sentences(src), unique_sentences(tgt)
+    for corpus, side in ((src, src_side), (tgt, tgt_side)):
+        if not len(side):
+            raise BitextmineError("no sentence to mine: every line is blank", path=corpus.sets[0].path)
+    if cfg.score != "cosine":  # a plain cosine needs no neighbourhood
+        check_k(cfg.k, {"source": len(src_side), "target": len(tgt_side)}, src.sets[0].path)
+    x = SelectedRows(src, src_side.rows)
+    y = SelectedRows(tgt, tgt_side.rows)
+    log.info("mining %d x %d distinct sentences (%d x %d rows), k=%d, %s margin, %s retrieval, threshold %s",
+             len(x), len(y), src.total_rows, tgt.total_rows, cfg.k, cfg.score, cfg.retrieval,
+             "chosen on these pools" if cfg.threshold is None else f"{cfg.threshold:g}")
+    fwd = bwd = None
+    search = "exact"
+    as_list = lambda v: None if v is None else ([v] if isinstance(v, (str, Path)) else list(v))  # noqa: E731
+    src_index, tgt_index = as_list(src_index), as_list(tgt_index)
+    if src_index and tgt_index:
+        fwd = _search_indexes(tgt_index, tgt, tgt_side, x, y, cfg.k, cfg.nprobe)
+        # the sides swap roles: without a release here the side just gathered from stays
+        # mapped up to its budget while the other side fills its own
+        release_mapped(x, y)
+        bwd = _search_indexes(src_index, src, src_side, y, x, cfg.k, cfg.nprobe)
+        search = "index"
+    elif src_index is not None or tgt_index is not None:
+        log.warning("one index given: exact search computes both directions at once, so it is used for both")
+    knn_started = time.time()
+    if search == "index" and cfg.exact_margins:
+        selection = select_with_exact_margins(x, y, cfg, (src.encoder, tgt.encoder), fwd, bwd, device=cfg.device)
+    else:
+        selection = select_pairs(x, y, cfg, (src.encoder, tgt.encoder), fwd, bwd, device=cfg.device,
+                                 progress=progress)
+    choice = selection.choice
+    if choice.warning:
+        warn(choice.warning)
+    # nothing kept (the pools share no translations) is recorded as no threshold: JSON has no infinity
+    pairs, cfg = selection.pairs, replace(cfg, threshold=choice.threshold if math.isfinite(choice.threshold) else None)
+    log.info("threshold %s (%s)", "none" if cfg.threshold is None else f"{cfg.threshold:g}", choice.reason)
+    knn_seconds = time.time() - knn_started
+    src_rows, tgt_rows = src_side.rows[pairs.src], tgt_side.rows[pairs.tgt]
+    mined = MinedPairs(
+        scores=pairs.score,
+        src_text=src_side.texts(pairs.src),
+        tgt_text=tgt_side.texts(pairs.tgt),
+        src_ids=src.provenance(src_rows),
+        tgt_ids=tgt.provenance(tgt_rows),
+        src_rows=src_rows,
+        tgt_rows=tgt_rows,
+    )
+    mined.stats = {
+        "bitextmine_version": __version__,
+        "parameters": {**asdict(cfg), "threshold_source": choice.reason, "search": search,
+                       "src_index": [str(p) for p in src_index] if src_index else None,
+                       "tgt_index": [str(p) for p in tgt_index] if tgt_index else None},
+        "encoder": src.encoder.to_dict(),
+        "src": {"sets": src.describe(), "rows": src_side.total_rows, "blank": src_side.blank_rows,
+                "distinct": len(src_side)},
+        "tgt": {"sets": tgt.describe(), "rows": tgt_side.total_rows, "blank": tgt_side.blank_rows,
+                "distinct": len(tgt_side)},
+        "pairs": len(mined),
+        "score_max": float(pairs.score.max()) if len(pairs) else None,
+        "score_min": float(pairs.score.min()) if len(pairs) else None,
+        "seconds": {"search_and_score": round(knn_seconds, 3), "total": round(time.time() - started, 3)},
+        **threshold_record(selection),
+    }
+    return mined
+
+
+def write_pairs(mined: MinedPairs, output: str | Path, with_ids: bool = False) -> None:
+    """TSV ``score<TAB>src<TAB>tgt[<TAB>src_id<TAB>tgt_id[<TAB>src_doc<TAB>tgt_doc]]``, best first; ``-`` is
+    stdout. The documents are written when they were looked up (``MinedPairs.src_docs``), with the ids.
+
+    A tab inside a sentence would shift the columns, so it is written as a space.
+    """
+    with atomic_text_writer(output) as out:
+        for i in range(len(mined)):
+            fields = [f"{mined.scores[i]:.6f}", mined.src_text[i].replace("\t", " "),
+                      mined.tgt_text[i].replace("\t", " "), *mined.extra_columns(i, with_ids)]
+            out.write("\t".join(fields) + "\n")
