@@ -261,7 +261,8 @@ def old_decoy(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
 
 
 VARIANTS = {"mine": default, "cautious": cautious, "gap mixture alone": gap_mixture_alone,
-            "old decoy": old_decoy, "score mixture": score_mixture, "gap + u": gap_and_u, "fixed 1.30": fixed(1.30)}
+            "old decoy": old_decoy, "score mixture": score_mixture, "gap + u": gap_and_u, "fixed 1.30": fixed(1.30),
+            "fixed 1.14": fixed(1.14), "fixed 1.40": fixed(1.40)}
 
 
 def every_pair(x, y, cfg):

@@ -71,15 +71,18 @@ def toy_plugin(tmp_path, monkeypatch):
     yield "toy"
 
 
-def test_a_plugin_encoder_mines_with_the_thresholds_it_declares(cli, tmp_path, toy_plugin):
-    """German against English: the toy finds no translation, so no threshold reaches the target
-    precision and `mine` keeps the encoder's fixed threshold as its floor: the declared 0.85
-    cosine, where an encoder that declares nothing gets LASER's 0.6 and keeps pairs."""
+def test_a_plugin_encoder_declares_the_thresholds_mine_falls_back_to(cli, tmp_path, toy_plugin):
+    """German against English: the toy finds no translation, so `mine` keeps nothing and says so;
+    the sets record the thresholds the plugin declares, and they are what `mine` falls back to on
+    those sets (the declared 0.85 cosine, where an encoder that declares nothing gets LASER's 0.6)."""
+    from bitextmine.embed.corpus import EmbeddingCorpus
+    from bitextmine.mine.thresholds import fixed_threshold
+
     for name in ("de", "en"):
         (tmp_path / f"{name}.txt").write_text("".join(f"{x}\n" for x in read_lines(EXAMPLES / f"{name}.txt")[:300]),
                                                encoding="utf-8")
 
-    def mine(encoder: str) -> tuple[int, dict]:
+    def mine(encoder: str) -> tuple[int, dict, float]:
         for side in ("de", "en"):
             result = cli("embed", tmp_path / f"{side}.txt", "-o", tmp_path / encoder / side, "--encoder", encoder,
                          "--device", "cpu", "-q")
@@ -88,17 +91,20 @@ def test_a_plugin_encoder_mines_with_the_thresholds_it_declares(cli, tmp_path, t
         result = cli("mine", "--src", tmp_path / encoder / "de", "--tgt", tmp_path / encoder / "en", "-o", out,
                      "--score", "cosine", "--device", "cpu", "-q")
         assert result.exit_code == 0, result.stderr
-        return len(out.read_text(encoding="utf-8").splitlines()), json.loads(out.with_suffix(".tsv.json").read_text())
+        identities = [EmbeddingCorpus.load([tmp_path / encoder / side]).encoder for side in ("de", "en")]
+        return (len(out.read_text(encoding="utf-8").splitlines()), json.loads(out.with_suffix(".tsv.json").read_text()),
+                fixed_threshold("cosine", *identities))
 
-    pairs, sidecar = mine("toy")
+    pairs, sidecar, fixed = mine("toy")
     assert sidecar["encoder"]["languages"] == ["de", "en"]
     assert sidecar["encoder"]["mining_thresholds"] == {"scores": {"cosine": 0.85, "ratio": 1.5},
                                                        "measured": "by hand, for a test"}
-    assert sidecar["parameters"]["threshold"] == 0.85 and pairs == 0  # every pair scores below it
-    assert sidecar["parameters"]["threshold_source"].startswith("adaptive: no threshold reaches")
-    plain_pairs, plain = mine("toy-plain")
+    assert pairs == 0 and sidecar["parameters"]["threshold"] is None
+    assert "no translations found" in sidecar["threshold_warning"]
+    assert fixed == (0.85, "encoder default (fixed)")
+    _, plain, plain_fixed = mine("toy-plain")
     assert "mining_thresholds" not in plain["encoder"] and "languages" not in plain["encoder"]
-    assert plain["parameters"]["threshold"] < 0.85 and plain_pairs > 0
+    assert plain_fixed == (0.6, "LASER-scale default (fixed)")
 
 
 def test_a_plugin_encoder_is_listed_and_loaded_by_its_kind(toy_plugin):
