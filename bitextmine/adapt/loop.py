@@ -27,7 +27,7 @@ import torch
 
 from bitextmine import defaults
 from bitextmine.adapt.config import AdaptConfig
-from bitextmine.adapt.model import AdaptedEncoder
+from bitextmine.adapt.model import AdaptedEncoder, check_adaptable
 from bitextmine.adapt.objective import PairObjective, RoundPairs, Side, hard_negatives
 from bitextmine.adapt.pools import Pool, read_pool
 from bitextmine.adapt.rounds import AdaptState, RoundRecord, claimed_output
@@ -53,6 +53,7 @@ def adapt(src: str | list[str], tgt: str | list[str], encoder: str, out_dir: str
 
     started = time.monotonic() if started is None else started
     device = resolve_device(cfg.device)
+    check_adaptable(encoder)  # before the pools are read: a wrong encoder fails at once
     pools = read_pool(src), read_pool(tgt)
     check_pools(pools, cfg.k)
     model = AdaptedEncoder(encoder, cfg.src_lang, cfg.tgt_lang, device)
@@ -121,7 +122,7 @@ def train_round(model: AdaptedEncoder, sides: tuple[Side, Side], previous: dict[
             optimizer.step()
             recent = (recent + [parts])[-LOSS_WINDOW:]
             bar.update(1)
-            bar.set_postfix(loss=f"{float(loss):.3f}")
+            bar.set_postfix(loss=f"{loss.item():.3f}")
             if out_of_time(cfg, started, reserve):
                 log.warning("round %d: the time limit cut its training short at step %d", number, step + 1)
                 break

@@ -29,6 +29,19 @@ from bitextmine.errors import BitextmineError
 REWRITTEN = ("format", "format_version", "tokenizer", "weights_sha256", "step", "dev_p@1")
 
 
+def check_adaptable(spec: str) -> None:
+    """``spec`` names an encoder of the default encoder's architecture, checked before any is loaded
+    (an ``hf:`` model would be fetched first, only to be refused)."""
+    from bitextmine.encoders import check_encoder_spec
+    from bitextmine.encoders.checkpoint import read_config
+
+    kind, _, argument = check_encoder_spec(spec).partition(":")
+    if kind == "usem3" or (kind == "ckpt" and argument and read_config(argument).get("architecture") == "usem3"):
+        return
+    raise BitextmineError(f"adapt trains encoders of the default encoder's architecture (usem3, and ckpt:DIR "
+                          f"checkpoints built on it); {spec} is not one")
+
+
 def network_of(encoder: Encoder, spec: str):
     """The usem3-architecture network of ``encoder``; a one-line error for any other encoder."""
     from bitextmine.encoders.checkpoint import USEm3CheckpointEncoder
@@ -53,6 +66,7 @@ class AdaptedEncoder:
         from bitextmine.encoders import load_encoder
         from bitextmine.encoders.usem3 import USEm3Network
 
+        check_adaptable(spec)
         self.spec = spec
         self.start = load_encoder(spec, device=device)
         self.network = network_of(self.start, spec)
@@ -124,4 +138,4 @@ class AdaptedEncoder:
         write_model(directory, self.description(record), self.trained, self.tokenizer_file())
 
 
-__all__ = ["AdaptedEncoder", "network_of"]
+__all__ = ["AdaptedEncoder", "check_adaptable", "network_of"]

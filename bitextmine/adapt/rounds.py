@@ -100,6 +100,7 @@ class AdaptState:
             raise BitextmineError("already holds an adapt run: use --resume to continue it, or another -o",
                                   path=self.out_dir)
         before = json.loads(saved.read_text(encoding="utf-8"))
+        run = json.loads(json.dumps(run))  # as it was saved: tuples are lists
         if before != run:
             changed = sorted(k for k in {*before, *run} if before.get(k) != run.get(k))
             raise BitextmineError(f"--resume with different encoder, pools or settings ({', '.join(changed)})",
