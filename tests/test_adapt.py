@@ -259,3 +259,34 @@ def test_the_command_reports_bad_input_in_one_line(cli, tmp_path):
     result = cli("adapt", "--src", EXAMPLES / "de.txt", "--tgt", EXAMPLES / "en.txt", "-o", tmp_path / "o",
                  "--encoder", "hf:nothing-here")
     assert result.exit_code == 1 and "default encoder's architecture" in result.stderr
+
+
+# --- a stage of run ---------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_run_adapts_between_mine_and_a_second_mine_and_filters_those_pairs(cli, tmp_path):
+    pytest.importorskip("yaml")
+    config = tmp_path / "p.yaml"
+    config.write_text(f"""output: {tmp_path / "run"}
+languages:
+  de: [{EXAMPLES / "de.txt"}]
+  en: [{EXAMPLES / "en.txt"}]
+pairs: [[de, en]]
+index: {{exact: true}}
+adapt: {{enabled: true, rounds: 1, steps: 3, batch_size: 64, hard_negatives: 2, pool_negatives: 64,
+        target_precision: 0.9, device: cpu}}
+""")
+    result = cli("run", config, "--launcher", "inline", "-q")
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert [(s["stage"], s["ran"]) for s in summary["stages"]] == [("embed", 2), ("index", 0), ("mine", 1),
+                                                                   ("adapt", 1), ("filter", 1)]
+    adapted = tmp_path / "run" / "adapt" / "de-en"
+    assert json.loads((adapted / "encoder" / "config.json").read_text())["adapt"]["rounds"] == [0, 1]
+    mined = {tuple(line.split("\t")[1:3]) for line in (adapted / "pairs.tsv").read_text().splitlines()}
+    kept = {tuple(line.split("\t")[1:3]) for line in (tmp_path / "run" / "pairs" / "de-en.tsv").read_text()
+            .splitlines()}
+    assert len(kept) > 200 and kept <= mined  # the filter read the pairs mined with the adapted encoder
+    again = cli("run", config, "--launcher", "inline", "-q")
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert again.exit_code == 0 and all(s["ran"] == 0 for s in summary["stages"])
