@@ -64,7 +64,7 @@ def _root(
 ) -> None:
     """Mine parallel sentences (bitext) from monolingual corpora.
 
-    Pipeline: prepare -> embed -> index -> mine -> filter; eval measures the result.
+    Pipeline: prepare -> embed -> index -> mine -> filter; eval measures, adapt trains on the pools.
 
     \b
     Example (the bundled German-English sample):
