@@ -21,11 +21,13 @@ TINY = dict(steps=4, batch_size=64, hard_negatives=2, pool_negatives=64, target_
             tgt_lang="en", device="cpu")
 
 
-def record(number: int, kept: int, added: int = 0, dropped: int = 0, f1: float | None = 0.9,
+def record(number: int, kept: int, added: int = 0, dropped: int = 0, gain: float | None = 0.01,
            seconds: float = 1.0) -> RoundRecord:
+    """A round whose held-out estimate rose by ``gain`` over the previous round's model."""
     return RoundRecord(round=number, pairs=kept, kept=kept, added=added, dropped=dropped, threshold=1.2,
-                       threshold_reason="test", estimated_f1=f1, trained_pairs=0, self_scored_share=0.0,
-                       seconds=seconds)
+                       threshold_reason="test", estimated_f1=0.99, trained_pairs=0, self_scored_share=0.0,
+                       seconds=seconds, held_out_f1=None if gain is None else 0.8 + gain,
+                       held_out_f1_before=None if gain is None else 0.8)
 
 
 # --- settings, pools ---------------------------------------------------------------------------
@@ -103,14 +105,16 @@ def test_hard_negatives_are_the_nearest_others_never_the_partner():
 
 # --- stopping and the best round ------------------------------------------------------------------
 
-def test_the_loop_stops_when_the_pairs_or_the_estimate_stop_changing():
+def test_the_loop_stops_when_the_pairs_stop_changing_or_the_held_out_estimate_stops_rising():
     cfg = AdaptConfig(rounds=5)
     assert stop_reason([record(0, 100)], cfg, started=0.0) is None
-    assert stop_reason([record(0, 100), record(1, 120, added=20, f1=0.95)], cfg, 0.0) is None
+    assert stop_reason([record(0, 100), record(1, 120, added=20)], cfg, 0.0) is None
     assert stop_reason([record(0, 100), record(1, 100, added=1)], cfg, 0.0) == "pairs_stable"
-    assert stop_reason([record(0, 100, f1=0.9), record(1, 130, added=30, f1=0.9005)], cfg, 0.0) == "estimate_stable"
+    # the self-scored estimate of every round is 0.99: only the held-out one decides
+    assert stop_reason([record(0, 100), record(1, 130, added=30, gain=0.0005)], cfg, 0.0) == "estimate_stable"
+    assert stop_reason([record(0, 100), record(1, 130, added=30, gain=-0.02)], cfg, 0.0) == "estimate_stable"
     assert stop_reason([record(0, 1)], cfg, 0.0) == "too_few_pairs"
-    assert stop_reason([record(0, 100), record(1, 140, added=40, f1=0.95)], AdaptConfig(rounds=1), 0.0) == "rounds"
+    assert stop_reason([record(0, 100), record(1, 140, added=40)], AdaptConfig(rounds=1), 0.0) == "rounds"
 
 
 def test_a_round_that_would_pass_the_time_limit_is_not_started():
@@ -118,15 +122,16 @@ def test_a_round_that_would_pass_the_time_limit_is_not_started():
 
     cfg = AdaptConfig(rounds=5, max_minutes=1.0)
     now = time.monotonic()
-    records = [record(0, 100), record(1, 130, added=30, f1=0.95, seconds=50.0)]
+    records = [record(0, 100), record(1, 130, added=30, seconds=50.0)]
     assert stop_reason(records, cfg, started=now - 5) is None  # 5 s in, the next round takes ~50 s
     assert stop_reason(records, cfg, started=now - 20) == "time_budget"
 
 
-def test_the_best_round_is_the_best_estimate_the_earliest_of_equals():
-    rounds = [record(0, 10, f1=0.90), record(1, 12, f1=0.95), record(2, 12, f1=0.95), record(3, 9, f1=0.93)]
-    assert best_round(rounds).round == 1
-    assert best_round([record(0, 10, f1=None), record(1, 12, f1=None)]).round == 0
+def test_the_best_round_is_the_best_held_out_estimate_the_earliest_of_equals():
+    rounds = [record(0, 10), record(1, 12), record(2, 12), record(3, 9)]
+    assert best_round(rounds, [0.90, 0.95, 0.95, 0.93]).round == 1
+    assert best_round(rounds, [0.96, 0.95, 0.95, 0.93]).round == 0  # training that did not generalise
+    assert best_round(rounds[:2], [None, None]).round == 0
 
 
 # --- a whole run -----------------------------------------------------------------------------------
@@ -153,6 +158,8 @@ def test_a_run_leaves_a_checkpoint_its_rounds_and_their_log(tiny_run):
     encoder = load_encoder(f"ckpt:{out}")
     config = json.loads((out / "config.json").read_text())
     assert config["adapt"]["best_round"] == result["best_round"] and config["compatible_with"] is None
+    assert len(result["held_out_f1"]) == 3 and log[1]["held_out_f1_before"] is not None
+    assert result["held_out_f1"][result["best_round"]] == max(f for f in result["held_out_f1"] if f is not None)
     vectors = encoder.encode(["Guten Morgen.", "Good morning."])
     assert vectors.shape == (2, 512) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
 

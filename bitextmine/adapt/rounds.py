@@ -55,22 +55,36 @@ class RoundRecord:
     dropped: int  # kept pairs of the previous round this one does not keep
     threshold: float
     threshold_reason: str
-    estimated_f1: float | None  # the best F1 over thresholds that the no-gold estimate sees on the pools
+    # the best F1 over thresholds that the no-gold estimate sees on the whole pools; from round 1
+    # on it is self-scored (see self_scored_share) and flatters the round
+    estimated_f1: float | None
     trained_pairs: int  # pairs the round's model was trained on (0 for round 0)
     # share of this round's kept pairs that its model was trained on: those are scored by a
     # model trained on them (self-confirmation), so their scores and the estimate flatter them
     self_scored_share: float
+    # the estimate on the pools without the sentences of every pair trained on so far (the
+    # held-out pools), with this round's model and with the previous round's: what the
+    # training did to sentences it never saw as pairs
+    held_out_f1: float | None = None
+    held_out_f1_before: float | None = None
+    held_out_sentences: tuple[int, int] = (0, 0)
     losses: dict = field(default_factory=dict)  # the mean of each loss over the round's last steps
     seconds: float = 0.0  # this round
     minutes_total: float = 0.0  # since the command started, this round included
 
     def line(self) -> str:
         """The progress line of the round."""
-        estimate = "n/a" if self.estimated_f1 is None else f"{100 * self.estimated_f1:.1f}"
-        trained = (f", trained on {self.trained_pairs} (self-scored {100 * self.self_scored_share:.0f} %)"
-                   if self.round else "")
+        def f1(value: float | None) -> str:
+            return "n/a" if value is None else f"{100 * value:.1f}"
+
+        if not self.round:
+            return (f"round 0: {self.kept} pairs kept of {self.pairs} mined, estimated F1 {f1(self.estimated_f1)}, "
+                    f"{self.seconds / 60:.1f} min ({self.minutes_total:.1f} total)")
         return (f"round {self.round}: {self.kept} pairs kept of {self.pairs} mined (+{self.added} -{self.dropped}), "
-                f"estimated F1 {estimate}{trained}, {self.seconds / 60:.1f} min ({self.minutes_total:.1f} total)")
+                f"trained on {self.trained_pairs}; estimated F1 {f1(self.estimated_f1)} self-scored "
+                f"({100 * self.self_scored_share:.0f} % of the pairs were trained on), held out "
+                f"{f1(self.held_out_f1_before)} -> {f1(self.held_out_f1)}; {self.seconds / 60:.1f} min "
+                f"({self.minutes_total:.1f} total)")
 
 
 class AdaptState:
@@ -88,6 +102,7 @@ class AdaptState:
         done = []
         while all(self._path(len(done), s).is_file() for s in (".json", ".npz", ".safetensors")):
             data = json.loads(self._path(len(done), ".json").read_text(encoding="utf-8"))
+            data["held_out_sentences"] = tuple(data.get("held_out_sentences", (0, 0)))
             done.append(RoundRecord(**data))
         return done
 

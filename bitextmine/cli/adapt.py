@@ -109,12 +109,15 @@ def adapt(
                       replay=tuple(replay or ()), replay_pairs=replay_pairs, seed=seed, device=device)
     result = run_adapt(src, tgt, encoder, output, cfg, resume=resume, progress=not quiet, started=started)
     aside = json_to_stdout(json_out)
-    print_table(["round", "pairs", "kept", "added", "dropped", "estimated F1", "self-scored", "minutes"],
+    def f1(value):
+        return "n/a" if value is None else f"{100 * value:.1f}"
+
+    print_table(["round", "pairs", "kept", "added", "dropped", "self-scored F1", "held-out F1", "minutes"],
                 [[r["round"], r["pairs"], r["kept"], r["added"], r["dropped"],
-                  "n/a" if r["estimated_f1"] is None else f"{100 * r['estimated_f1']:.1f}",
-                  f"{100 * r['self_scored_share']:.0f} %", f"{r['minutes_total']:.1f}"] for r in result["records"]],
-                err=aside)
-    typer.echo(printable(f"{output}: round {result['best_round']} kept ({result['stopped']}, "
-                         f"{result['minutes']:.1f} min); use --encoder ckpt:{output}"), err=True)
+                  f"{f1(r['estimated_f1'])} ({100 * r['self_scored_share']:.0f} % trained on)",
+                  f1(held), f"{r['minutes_total']:.1f}"]
+                 for r, held in zip(result["records"], result["held_out_f1"], strict=True)], err=aside)
+    typer.echo(printable(f"{output}: round {result['best_round']} kept, the best held-out estimate "
+                         f"({result['stopped']}, {result['minutes']:.1f} min); use --encoder ckpt:{output}"), err=True)
     if json_out:
         write_json(json_out, {"output": output, **{k: v for k, v in result.items() if k != "settings"}})
