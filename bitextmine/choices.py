@@ -93,6 +93,7 @@ class Stage(Choice):
     embed = "embed"
     index = "index"
     mine = "mine"
+    adapt = "adapt"  # off unless the pipeline enables it: adapt the encoder to a pair's pools, mine again
     filter = "filter"
 
 

@@ -305,6 +305,31 @@ RECIPE_ADD_LANGUAGE = {
 }
 RECIPE_UNBOUNDED_STEPS = 10**9  # max_steps when --max-minutes alone sets the length of a recipe's run
 
+# --- adapt: self-training on the pools being mined (bitextmine/adapt) ------------------------
+# Each round mines the pools, keeps the pairs of a threshold chosen without gold for a high
+# precision (the pairs the model is most sure of: a wrong training pair is learned, and then
+# found again), filters them, and trains the encoder's sentence head on them, the pools'
+# other sentences as negatives. Measured on news_pools (benchmarks/adapt.py, RESULTS.md).
+ADAPT_ROUNDS = 3  # at most; a round that no longer changes the pairs or the estimate ends it sooner
+ADAPT_TARGET_PRECISION = 0.97  # of the training pairs (mine's own default, 0.9, is for output)
+ADAPT_STEPS = 100  # optimizer steps per round: about 50 passes over 500 pairs at batch 256
+ADAPT_BATCH_SIZE = 256  # mined pairs per step
+ADAPT_HARD_NEGATIVES = 8  # per pair and side: its nearest other sentences in the other pool
+ADAPT_POOL_NEGATIVES = 512  # random sentences of each pool added to every step's candidates
+ADAPT_LR = 1e-4  # AdamW, constant within a round (rounds are short)
+ADAPT_WEIGHT_DECAY = 0.0  # the anchor, not decay, holds the weights near the start
+# Every sentence a step embeds is pulled toward the vector the starting encoder gave it
+# (mean squared distance): the pairs move together while the space as a whole stays put,
+# which holds the languages the pools do not speak (measured with Tatoeba)
+ADAPT_ANCHOR_WEIGHT = 1.0
+ADAPT_REPLAY_PAIRS = 3000  # sampled from each --replay file (seeded)
+ADAPT_REPLAY_BATCH = 256  # replay pairs per step, in-batch negatives, beside the mined pairs
+ADAPT_REPLAY_WEIGHT = 1.0
+# The loop ends when a round changes the training pairs by less than this share (pairs
+# added plus pairs dropped, over the pairs before) or the estimated F1 by less than this
+ADAPT_MIN_PAIR_CHANGE = 0.02
+ADAPT_MIN_F1_CHANGE = 0.002
+
 # --- run: the pipeline's launcher and each task's resources --------------------------------
 LAUNCHER = "local"  # submitit's local executor: the Slurm code path, on this machine
 # Rows per index: a larger language is split into several indexes, each trained and

@@ -19,6 +19,7 @@ import typer
 
 from bitextmine import __version__
 from bitextmine.cli import (
+    adapt,
     calibrate,
     doctor,
     embed,
@@ -48,7 +49,7 @@ Example (the bundled German-English sample):
     bitextmine embed examples/de-en/en.txt -o out/en
     bitextmine mine --src out/de --tgt out/en -o out/pairs.tsv""",
 )
-for verb in (prepare, embed, index, mine, filter, score_pairs, report, calibrate, doctor, run, train):
+for verb in (prepare, embed, index, mine, filter, score_pairs, report, calibrate, doctor, run, train, adapt):
     app.add_typer(verb.app)
 app.add_typer(evaluate.app, name="eval")
 
@@ -66,7 +67,7 @@ def _root(
 ) -> None:
     """Mine parallel sentences (bitext) from monolingual corpora.
 
-    Pipeline: prepare -> embed -> index -> mine -> filter; eval measures the result.
+    Pipeline: prepare -> embed -> index -> mine -> filter; eval measures, adapt trains on the pools.
 
     \b
     Example (the bundled German-English sample):

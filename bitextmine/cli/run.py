@@ -54,13 +54,13 @@ def run(
     launcher: LauncherOption = Launcher(defaults.LAUNCHER),
     stage: Annotated[list[Stage] | None, typer.Option(
         metavar="STAGE", show_default=False,
-        help="Run only these stages (repeatable): prepare, embed, index, mine, filter.")] = None,
+        help="Run only these stages (repeatable): prepare, embed, index, mine, adapt, filter.")] = None,
     settings: Settings = None,
     json_out: json_option("The stages (tasks run and skipped, seconds, outputs) and the pairs files as JSON "
                           "(- for standard output).") = None,
     quiet: Quiet = False,
 ) -> None:
-    """Run prepare -> embed -> index -> mine -> filter over every shard and language pair of a pipeline.
+    """Run prepare -> embed -> index -> mine (-> adapt) -> filter over every shard and language pair of a pipeline.
 
     Finished tasks are skipped, so a killed run resumes where it was. On Slurm, a stage
     whose resources no node of the partition has stops the run before anything is submitted.

@@ -184,8 +184,16 @@ class USEm3Network(nn.Module):
         weights = self.table.float() * self.chunk_scale[chunk, None] + self.chunk_offset[chunk, None]
         self.piece_embedding = nn.Embedding.from_pretrained(weights, freeze=False, sparse=sparse)
 
+    # the parameters after the sum over tokens: what `head` computes from a sentence's features
+    HEAD_PARAMETERS = ("pool_w", "pool_b", "d0", "d1", "d2", "d3", "p1", "p3")
+
     def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """ids: (n_tokens,) int64, lengths: (batch,) int64 -> (batch, 512) normalised."""
+        return self.head(self.sentence_features(ids, lengths), lengths)
+
+    def sentence_features(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """The token-level part: ids (n_tokens,), lengths (batch,) -> (batch, 1280), the sum over
+        each sentence's tokens of their normalised features."""
         layer_norm = torch.nn.functional.layer_norm
         n_tokens = ids.shape[0]
         emb = self.embed_pieces(ids)  # (T, 512)
@@ -202,14 +210,19 @@ class USEm3Network(nn.Module):
             feats.append(c)
         f = torch.cat(feats, dim=1)  # (T, 1280)
         f = layer_norm(f, (f.shape[1],), self.feat_ln_g, self.feat_ln_b, self.eps)
-        # Sum over tokens, then project: the sum commutes with the linear projection,
-        # so this GEMM has one row per sentence instead of one per token.
+        # Sum over tokens, then project (in `head`): the sum commutes with the linear
+        # projection, so that GEMM has one row per sentence instead of one per token.
         sentence = torch.zeros(lengths.shape[0], f.shape[1], dtype=f.dtype, device=f.device)
         # output_size: known here, so that a GPU need not report it back (a sync per batch)
         owner = torch.repeat_interleave(torch.arange(lengths.shape[0], device=ids.device), lengths,
                                         output_size=n_tokens)  # (T,)
         sentence.index_add_(0, owner, f)
-        flen = lengths.to(f.dtype)[:, None]
+        return sentence
+
+    def head(self, sentence: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """The sentence-level part: features (batch, 1280) and lengths (batch,) -> (batch, 512)
+        normalised; the parameters it uses are ``HEAD_PARAMETERS``."""
+        flen = lengths.to(sentence.dtype)[:, None]
         pooled = (sentence @ self.pool_w + flen * self.pool_b) / flen.sqrt()
         y0 = torch.relu(pooled @ self.d0)
         y1 = torch.relu(pooled @ self.p1 + y0 @ self.d1)

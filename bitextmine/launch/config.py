@@ -10,6 +10,7 @@
     embed:    {max_tokens: 256, batch_tokens: null, precision: auto, errors: strict}
     index:    {type: auto, nprobe: 32, max_rows: 10000000}    # larger languages: several indexes
     mine:     {k: 4, score: ratio, retrieval: max, threshold: null, top_n: null, exact_margins: true}
+    adapt:    {enabled: false, rounds: 3, max_minutes: null, replay: []}   # train on the mined pools, mine again
     filter:   {enabled: true, lang_id: true, skip: [], dedup: both, max_score: null, rejects: false}
     resources:                      # per stage: what a task asks of Slurm (or the local machine)
       embed: {cpus: 4, gpus: 1, mem_gb: 16, timeout_min: 240}
@@ -129,6 +130,29 @@ class MineStage(Model):
         return value
 
 
+class AdaptStage(Model):
+    """``bitextmine adapt``'s settings; with ``enabled``, each pair's encoder is adapted to its
+    pools and the pools are embedded and mined again with it (the filter reads those pairs)."""
+
+    enabled: Bool = False
+    rounds: Positive = defaults.ADAPT_ROUNDS
+    max_minutes: Annotated[Float, Field(ge=0.0)] | None = None
+    target_precision: Annotated[Float, Field(gt=0.0, lt=1.0)] = defaults.ADAPT_TARGET_PRECISION
+    steps: Positive = defaults.ADAPT_STEPS
+    batch_size: Annotated[Int, Field(ge=2)] = defaults.ADAPT_BATCH_SIZE
+    hard_negatives: NonNegative = defaults.ADAPT_HARD_NEGATIVES
+    pool_negatives: NonNegative = defaults.ADAPT_POOL_NEGATIVES
+    lr: Annotated[Float, Field(ge=0.0)] = defaults.ADAPT_LR
+    anchor_weight: Annotated[Float, Field(ge=0.0)] = defaults.ADAPT_ANCHOR_WEIGHT
+    replay: tuple[Str, ...] = ()  # English<TAB>X pair files, relative to the pipeline file
+    replay_pairs: Annotated[Int, Field(ge=2)] = defaults.ADAPT_REPLAY_PAIRS
+    device: Device = defaults.DEVICE
+
+    def settings(self) -> dict:
+        """The settings as ``AdaptConfig`` takes them (less the languages)."""
+        return {**self.model_dump(exclude={"enabled"}), "replay": tuple(self.replay)}
+
+
 class FilterStage(Model):
     enabled: Bool = True
     lang_id: Bool = True  # check both sides against the pair's language codes
@@ -192,6 +216,7 @@ class PipelineFile(Model):
     embed: EmbedStage = EmbedStage()
     index: IndexStage = IndexStage()
     mine: MineStage = MineStage()
+    adapt: AdaptStage = AdaptStage()
     filter: FilterStage = FilterStage()
     resources: dict[Literal[STAGES], Resources] = {}
     launcher: LauncherSettings = LauncherSettings()
@@ -214,6 +239,7 @@ class PipelineConfig:
     embed: EmbedStage = field(default_factory=EmbedStage)
     index: IndexStage = field(default_factory=IndexStage)
     mine: MineStage = field(default_factory=MineStage)
+    adapt: AdaptStage = field(default_factory=AdaptStage)
     filter: FilterStage = field(default_factory=FilterStage)
     resources: dict[str, Resources] = field(default_factory=dict)
     launcher: LauncherSettings = field(default_factory=LauncherSettings)
@@ -242,6 +268,13 @@ def _expand(patterns: list[str], lang: str, base: Path, path: Path) -> tuple[str
         else:
             shards.append(full)
     return tuple(shards)
+
+
+def _replay_file(given: str, base: Path, path: Path) -> str:
+    full = given if os.path.isabs(given) else str(base / given)
+    if not os.path.isfile(full):
+        raise BitextmineError(f"adapt.replay: no such file {given}", path=path)
+    return full
 
 
 def _unique_key_loader():
@@ -344,7 +377,10 @@ def load_config(path: str | Path, settings: Sequence[str] = ()) -> PipelineConfi
     if encoder.startswith("ckpt:") and not os.path.isabs(encoder[5:]):
         encoder = "ckpt:" + str(base / encoder[5:])
     output = (Path(raw.output) if os.path.isabs(raw.output) else base / raw.output).resolve()
+    replay = tuple(_replay_file(p, base, path) for p in raw.adapt.replay)
+    adapt = raw.adapt.model_copy(update={"replay": replay})
     return PipelineConfig(output=output, languages=languages, pairs=tuple(raw.pairs), encoder=encoder,
-                          prepare=raw.prepare, embed=raw.embed, index=raw.index, mine=raw.mine, filter=raw.filter,
+                          prepare=raw.prepare, embed=raw.embed, index=raw.index, mine=raw.mine, adapt=adapt,
+                          filter=raw.filter,
                           resources=dict(raw.resources), launcher=raw.launcher, source=path,
                           settings=tuple(settings))

@@ -5,7 +5,10 @@
     embed   one task per (language, shard)  -> out/embed/LANG/SHARD/ (a one-shard embedding set)
     index   one task per (language, part)   -> out/index/LANG/part-NNN/ (parts of <= index.max_rows rows)
     mine    one task per language pair      -> out/mine/SRC-TGT.tsv (+ .json)
-    filter  one task per language pair      -> out/pairs/SRC-TGT.tsv (+ .filter.json, .rejects.tsv)
+    adapt   one task per language pair      -> out/adapt/SRC-TGT/ (the adapted encoder, its rounds, the pools
+                                               embedded with it, pairs.tsv mined again), when adapt.enabled
+    filter  one task per language pair      -> out/pairs/SRC-TGT.tsv (+ .filter.json, .rejects.tsv), from
+                                               the adapted pairs when adapt.enabled
 
 A task is a plain function of plain arguments, so a launcher can run it in this process,
 in a local worker or as a Slurm array job. When a task ends, a marker records its cache
@@ -45,8 +48,8 @@ log = logging.getLogger(__name__)
 
 MARKER = ".task.json"
 # bump when a stage's output changes
-STAGE_VERSION = {"prepare": 1, "embed": 1, "index": 1, "mine": 1, "filter": 1}
-DIRECTORY_STAGES = ("prepare", "embed", "index")  # whose output is a directory (the marker inside it)
+STAGE_VERSION = {"prepare": 1, "embed": 1, "index": 1, "mine": 1, "adapt": 1, "filter": 1}
+DIRECTORY_STAGES = ("prepare", "embed", "index", "adapt")  # whose output is a directory (the marker inside it)
 
 
 @dataclass
@@ -247,11 +250,40 @@ def mine_tasks(cfg: PipelineConfig) -> list[Task]:
     return tasks
 
 
+def adapted_pairs(cfg: PipelineConfig, src: str, tgt: str) -> Path:
+    """Where the adapt stage writes a pair's pairs mined again."""
+    return cfg.output / "adapt" / f"{src}-{tgt}" / "pairs.tsv"
+
+
+def adapt_tasks(cfg: PipelineConfig) -> list[Task]:
+    """One task per language pair: adapt the encoder to the pair's pools, embed them with it, mine again."""
+    if not cfg.adapt.enabled:
+        return []
+    from bitextmine.filter.langid import find_language_key
+
+    tasks = []
+    settings = cfg.adapt.settings()
+    for src, tgt in cfg.pairs:
+        out = cfg.output / "adapt" / f"{src}-{tgt}"
+        shards = {lang: list(text_shards(cfg, lang)) for lang in (src, tgt)}
+        inputs = [_digest(path) for lang in (src, tgt) for path in shards[lang]]
+        inputs += [_digest(path) for path in cfg.adapt.replay]
+        langs = {lang: lang if find_language_key(lang.replace("_", "-").split("-")[0]) else None for lang in (src, tgt)}
+        params = {"encoder": cfg.encoder, "adapt": settings, "mine": cfg.mine.model_dump(),
+                  "embed": cfg.embed.model_dump(), "langs": langs}
+        tasks.append(Task("adapt", f"{src}-{tgt}", out, "run_adapt",
+                          {"src": shards[src], "tgt": shards[tgt], "output": str(out), "encoder": cfg.encoder,
+                           "src_lang": langs[src], "tgt_lang": langs[tgt], "settings": settings,
+                           "mine": cfg.mine.model_dump(), "embed": cfg.embed.model_dump()},
+                          cache_key("adapt", params, inputs), inputs))
+    return tasks
+
+
 def filter_tasks(cfg: PipelineConfig) -> list[Task]:
     tasks = []
     settings = cfg.filter.model_dump()
     for src, tgt in cfg.pairs:
-        mined = cfg.output / "mine" / f"{src}-{tgt}.tsv"
+        mined = adapted_pairs(cfg, src, tgt) if cfg.adapt.enabled else cfg.output / "mine" / f"{src}-{tgt}.tsv"
         out = cfg.output / "pairs" / f"{src}-{tgt}.tsv"
         inputs = [_digest(str(mined))] if mined.exists() else ["pending"]
         tasks.append(Task("filter", f"{src}-{tgt}", out, "run_filter",
@@ -261,7 +293,7 @@ def filter_tasks(cfg: PipelineConfig) -> list[Task]:
 
 
 STAGE_TASKS = {"prepare": prepare_tasks, "embed": embed_tasks, "index": index_tasks, "mine": mine_tasks,
-               "filter": filter_tasks}
+               "adapt": adapt_tasks, "filter": filter_tasks}
 
 
 # --- the task functions (run anywhere: here, a local worker, a Slurm node) ---------------
@@ -317,6 +349,30 @@ def run_mine(src: list[str], tgt: list[str], src_index: list[str], tgt_index: li
     return target.files()
 
 
+def run_adapt(src: list[str], tgt: list[str], output: str, encoder: str, src_lang: str | None,
+              tgt_lang: str | None, settings: dict, mine: dict, embed: dict) -> list[str]:
+    """Adapt the encoder to a pair's pools (resuming a killed run), embed both with it, mine again.
+
+    Mining again is exact search: the adapted pools are searched once, by this task.
+    """
+    from bitextmine.adapt import AdaptConfig, adapt
+    from bitextmine.embed import EmbedConfig, embed_shards
+    from bitextmine.mine import MineConfig
+    from bitextmine.mine.output import PairsOutput, mine_to_files
+
+    out = Path(output)
+    adapt(src, tgt, encoder, out / "encoder", AdaptConfig(**settings, src_lang=src_lang, tgt_lang=tgt_lang),
+          resume=True, progress=False)
+    adapted = f"ckpt:{out / 'encoder'}"
+    for side, shards, lang in (("src", src, src_lang), ("tgt", tgt, tgt_lang)):
+        embed_shards(shards, out / "embed" / side, EmbedConfig(encoder=adapted, lang=lang, overwrite=True,
+                                                               **embed), progress=False)
+    target = PairsOutput(output=str(out / "pairs.tsv"), with_ids=True)
+    mine_to_files([out / "embed" / "src"], [out / "embed" / "tgt"],
+                  MineConfig(**mine), target)
+    return [output]
+
+
 def run_filter(mined: str, output: str, src_lang: str, tgt_lang: str, enabled: bool, lang_id: bool,
                rejects: bool, **rules) -> list[str]:
     """Filter one pair's mined pairs (checked against their sidecar first)."""
@@ -340,7 +396,7 @@ def run_filter(mined: str, output: str, src_lang: str, tgt_lang: str, enabled: b
 
 
 TASK_FUNCTIONS = {"run_prepare": run_prepare, "run_embed": run_embed, "run_index": run_index, "run_mine": run_mine,
-                  "run_filter": run_filter}
+                  "run_adapt": run_adapt, "run_filter": run_filter}
 
 
 def execute(task: Task) -> str:

@@ -437,8 +437,9 @@ def run_pipeline(cfg: PipelineConfig, launcher: str = defaults.LAUNCHER, stages:
     """
 
     runner = Launcher(cfg, launcher)
-    stages = tuple(s for s in stages if s != "prepare" or cfg.prepare.enabled)  # files are sentences already
-    written = [cfg.output / d for d in ("prepare", "embed", "index", "mine", "pairs", "logs", "summary.json")]
+    # files are sentences already; the encoder is used as it is
+    stages = tuple(s for s in stages if (s != "prepare" or cfg.prepare.enabled) and (s != "adapt" or cfg.adapt.enabled))
+    written = [cfg.output / d for d in ("prepare", "embed", "index", "mine", "adapt", "pairs", "logs", "summary.json")]
     refuse_overwriting_inputs(written, [shard for shards in cfg.languages.values() for shard in shards])
     if launcher == "slurm":
         _check_slurm(cfg, stages)

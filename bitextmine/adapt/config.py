@@ -1,0 +1,91 @@
+"""The settings of ``adapt`` (no torch import: the command line reads them for its help).
+
+Every default lives in ``bitextmine.defaults`` (the ADAPT section), with its reason.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, fields
+
+from bitextmine import defaults as D
+from bitextmine.errors import BitextmineError
+
+# the least each whole-number setting may be (the command line's limits too)
+AT_LEAST = {"rounds": 1, "steps": 1, "batch_size": 2, "hard_negatives": 0, "pool_negatives": 0,
+            "replay_pairs": 2, "replay_batch": 2, "k": 1, "max_tokens": 3}
+# of the real-number settings, those that may not be negative
+NON_NEGATIVE = ("max_minutes", "lr", "weight_decay", "scale", "anchor_weight", "replay_weight", "min_pair_change",
+                "min_f1_change")
+
+
+@dataclass(frozen=True)
+class AdaptConfig:
+    # rounds
+    rounds: int = D.ADAPT_ROUNDS
+    max_minutes: float | None = None  # wall time of the command; a round that would not fit is not started
+    min_pair_change: float = D.ADAPT_MIN_PAIR_CHANGE
+    min_f1_change: float = D.ADAPT_MIN_F1_CHANGE
+    # the training pairs of a round
+    target_precision: float = D.ADAPT_TARGET_PRECISION
+    k: int = D.K
+    src_lang: str | None = None  # language ID of the filter, and the routing of a student's languages
+    tgt_lang: str | None = None
+    filter: bool = True
+    # training
+    steps: int = D.ADAPT_STEPS
+    batch_size: int = D.ADAPT_BATCH_SIZE
+    hard_negatives: int = D.ADAPT_HARD_NEGATIVES
+    pool_negatives: int = D.ADAPT_POOL_NEGATIVES
+    lr: float = D.ADAPT_LR
+    weight_decay: float = D.ADAPT_WEIGHT_DECAY
+    margin: float = D.TRAIN_MARGIN
+    scale: float = D.TRAIN_SCALE
+    anchor_weight: float = D.ADAPT_ANCHOR_WEIGHT
+    # guards: pairs of languages the encoder serves, trained beside the mined ones
+    replay: tuple[str, ...] = field(default_factory=tuple)
+    replay_pairs: int = D.ADAPT_REPLAY_PAIRS
+    replay_batch: int = D.ADAPT_REPLAY_BATCH
+    replay_weight: float = D.ADAPT_REPLAY_WEIGHT
+    max_tokens: int = D.MAX_TOKENS
+    seed: int = D.SEED
+    device: str = D.DEVICE
+
+    # settings that may change on --resume without changing what the rounds done so far did
+    TRANSIENT = ("rounds", "max_minutes", "min_pair_change", "min_f1_change", "device")
+
+    def __post_init__(self):
+        """The settings checked before any work, for library callers as for the command line."""
+        from bitextmine.devices import check_device_spec
+
+        object.__setattr__(self, "replay", tuple(self.replay))
+        for name, least in AT_LEAST.items():
+            if getattr(self, name) < least:
+                raise BitextmineError(f"--{name.replace('_', '-')} must be at least {least}, not {getattr(self, name)}")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise BitextmineError(f"--{f.name.replace('_', '-')} must be a finite number, not {value}")
+            if f.name in NON_NEGATIVE and value is not None and value < 0:
+                raise BitextmineError(f"--{f.name.replace('_', '-')} must be >= 0, not {value}")
+        if not 0 < self.target_precision < 1:
+            raise BitextmineError("--target-precision must be between 0 and 1")
+        for option, lang in (("--src-lang", self.src_lang), ("--tgt-lang", self.tgt_lang)):
+            if lang is not None:
+                from bitextmine.filter.langid import language_key
+
+                language_key(lang, option)  # an unknown code is an error, never language ID silently off
+        check_device_spec(self.device)
+
+    def run_signature(self) -> dict:
+        """What a resumed run must share with the run it continues."""
+        return {k: v for k, v in asdict(self).items() if k not in self.TRANSIENT}
+
+    def mine_config(self, device: str):
+        """How each round mines: mine's own settings, the threshold chosen for ``target_precision``."""
+        from bitextmine.mine import MineConfig
+
+        return MineConfig(k=self.k, target_precision=self.target_precision, device=device)
+
+
+__all__ = ["AdaptConfig"]

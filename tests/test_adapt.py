@@ -1,0 +1,299 @@
+"""`bitextmine adapt`: settings, the head split, the loss, rounds, stopping, resume, students, the command."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from bitextmine.adapt.config import AdaptConfig
+from bitextmine.adapt.loop import adapt, best_round, stop_reason
+from bitextmine.adapt.objective import hard_negatives, ranking
+from bitextmine.adapt.pools import read_pool
+from bitextmine.adapt.rounds import RoundRecord
+from bitextmine.errors import BitextmineError
+from tests.conftest import EXAMPLES
+
+# a run small enough for a test: a few steps on the examples' 500 x 500 sentences
+TINY = dict(steps=4, batch_size=64, hard_negatives=2, pool_negatives=64, target_precision=0.9, src_lang="de",
+            tgt_lang="en", device="cpu")
+
+
+def record(number: int, kept: int, added: int = 0, dropped: int = 0, gain: float | None = 0.01,
+           seconds: float = 1.0) -> RoundRecord:
+    """A round whose held-out estimate rose by ``gain`` over the previous round's model."""
+    return RoundRecord(round=number, pairs=kept, kept=kept, added=added, dropped=dropped, threshold=1.2,
+                       threshold_reason="test", estimated_f1=0.99, trained_pairs=0, self_scored_share=0.0,
+                       seconds=seconds, held_out_f1=None if gain is None else 0.8 + gain,
+                       held_out_f1_before=None if gain is None else 0.8)
+
+
+# --- settings, pools ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(rounds=0), "--rounds must be at least 1"),
+    (dict(target_precision=1.0), "--target-precision must be between 0 and 1"),
+    (dict(lr=-1.0), "--lr must be >= 0"),
+    (dict(max_minutes=float("nan")), "finite"),
+    (dict(src_lang="xx-not"), "xx-not"),
+])
+def test_settings_are_checked_before_any_work(bad, message):
+    with pytest.raises(BitextmineError, match=message):
+        AdaptConfig(**bad)
+
+
+def test_a_resumed_run_may_change_the_rounds_and_time_but_not_what_was_trained():
+    signature = AdaptConfig().run_signature()
+    assert signature == AdaptConfig(rounds=9, max_minutes=5.0).run_signature()
+    assert signature != AdaptConfig(lr=1e-3).run_signature()
+
+
+def test_a_pool_is_its_distinct_non_blank_sentences_in_order(tmp_path):
+    path = tmp_path / "pool.txt"
+    path.write_text("b\n\n  a \nb\nc\n", encoding="utf-8")
+    pool = read_pool(str(path))
+    assert pool.texts == ["b", "a", "c"] and pool.lines == 5
+    path.write_text("only\n\nonly\n", encoding="utf-8")
+    with pytest.raises(BitextmineError, match="1 distinct sentence"):
+        read_pool(str(path))
+
+
+# --- the network's head ------------------------------------------------------------------------
+
+def test_the_forward_pass_is_the_head_of_the_sentence_features():
+    from bitextmine.encoders.usem3 import USEm3Encoder, packed_tokens
+
+    encoder = USEm3Encoder(device="cpu", precision="fp32")
+    ids = encoder.tokenize(["Guten Morgen.", "Ein etwas längerer Satz über das Wetter von morgen."])
+    flat, lengths = packed_tokens(ids, "cpu")
+    net = encoder.network
+    with torch.inference_mode():
+        whole = net(flat, lengths)
+        split = net.head(net.sentence_features(flat, lengths), lengths)
+    assert torch.equal(whole, split)
+    assert {name for name, _ in net.named_parameters()} >= set(net.HEAD_PARAMETERS)
+
+
+# --- the loss and the negatives -----------------------------------------------------------------
+
+def test_ranking_is_the_cross_entropy_of_the_margin_softmax_and_masks_twins():
+    queries = torch.nn.functional.normalize(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), dim=1)
+    candidates = torch.nn.functional.normalize(torch.tensor([[1.0, 0.1], [0.1, 1.0], [1.0, 0.0]]), dim=1)
+    positive = torch.tensor([0, 1])
+    none = torch.zeros(2, 3, dtype=torch.bool)
+    sims = queries @ candidates.T - 0.3 * torch.nn.functional.one_hot(positive, 3)
+    expected = torch.nn.functional.cross_entropy(20 * sims, positive)
+    assert torch.allclose(ranking(queries, candidates, positive, none, 0.3, 20.0), expected)
+    # candidate 2 is nearly query 0's partner: masked, it no longer competes
+    twin = torch.tensor([[False, False, True], [False, False, False]])
+    assert ranking(queries, candidates, positive, twin, 0.3, 20.0) < expected
+
+
+def test_hard_negatives_are_the_nearest_others_never_the_partner():
+    rng = np.random.default_rng(0)
+    database = rng.normal(size=(20, 8)).astype(np.float32)
+    database /= np.linalg.norm(database, axis=1, keepdims=True)
+    queries = database[[3, 7]] + 0.01
+    found = hard_negatives(queries, database, np.array([3, 7]), 4, "cpu").numpy()
+    assert found.shape == (2, 4)
+    assert 3 not in found[0] and 7 not in found[1]
+    sims = queries[0] @ database.T
+    assert list(found[0]) == [i for i in np.argsort(-sims) if i != 3][:4]
+
+
+# --- stopping and the best round ------------------------------------------------------------------
+
+def test_the_loop_stops_when_the_pairs_stop_changing_or_the_held_out_estimate_stops_rising():
+    cfg = AdaptConfig(rounds=5)
+    assert stop_reason([record(0, 100)], cfg, started=0.0) is None
+    assert stop_reason([record(0, 100), record(1, 120, added=20)], cfg, 0.0) is None
+    assert stop_reason([record(0, 100), record(1, 100, added=1)], cfg, 0.0) == "pairs_stable"
+    # the self-scored estimate of every round is 0.99: only the held-out one decides
+    assert stop_reason([record(0, 100), record(1, 130, added=30, gain=0.0005)], cfg, 0.0) == "estimate_stable"
+    assert stop_reason([record(0, 100), record(1, 130, added=30, gain=-0.02)], cfg, 0.0) == "estimate_stable"
+    assert stop_reason([record(0, 1)], cfg, 0.0) == "too_few_pairs"
+    assert stop_reason([record(0, 100), record(1, 140, added=40)], AdaptConfig(rounds=1), 0.0) == "rounds"
+
+
+def test_a_round_that_would_pass_the_time_limit_is_not_started():
+    import time
+
+    cfg = AdaptConfig(rounds=5, max_minutes=1.0)
+    now = time.monotonic()
+    records = [record(0, 100), record(1, 130, added=30, seconds=50.0)]
+    assert stop_reason(records, cfg, started=now - 5) is None  # 5 s in, the next round takes ~50 s
+    assert stop_reason(records, cfg, started=now - 20) == "time_budget"
+
+
+def test_the_best_round_is_the_best_held_out_estimate_the_earliest_of_equals():
+    rounds = [record(0, 10), record(1, 12), record(2, 12), record(3, 9)]
+    assert best_round(rounds, [0.90, 0.95, 0.95, 0.93]).round == 1
+    assert best_round(rounds, [0.96, 0.95, 0.95, 0.93]).round == 0  # training that did not generalise
+    assert best_round(rounds[:2], [None, None]).round == 0
+
+
+# --- a whole run -----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("adapt") / "run"
+    result = adapt(str(EXAMPLES / "de.txt"), str(EXAMPLES / "en.txt"), "usem3", out, AdaptConfig(rounds=2, **TINY),
+                   progress=False)
+    return out, result
+
+
+@pytest.mark.slow
+def test_a_run_leaves_a_checkpoint_its_rounds_and_their_log(tiny_run):
+    from bitextmine.encoders import load_encoder
+
+    out, result = tiny_run
+    log = [json.loads(line) for line in (out / "adapt_log.jsonl").read_text().splitlines()]
+    assert [r["round"] for r in log] == result["rounds"] == [0, 1, 2]
+    assert log[0]["trained_pairs"] == 0 and log[1]["trained_pairs"] == log[0]["kept"] > 50
+    assert all(r["kept"] <= r["pairs"] for r in log)
+    rows = (out / "rounds" / "round-001.tsv").read_text(encoding="utf-8").splitlines()
+    assert len(rows) == log[1]["kept"] and len(rows[0].split("\t")) == 3
+    encoder = load_encoder(f"ckpt:{out}")
+    config = json.loads((out / "config.json").read_text())
+    assert config["adapt"]["best_round"] == result["best_round"] and config["compatible_with"] is None
+    assert len(result["held_out_f1"]) == 3 and log[1]["held_out_f1_before"] is not None
+    assert result["held_out_f1"][result["best_round"]] == max(f for f in result["held_out_f1"] if f is not None)
+    vectors = encoder.encode(["Guten Morgen.", "Good morning."])
+    assert vectors.shape == (2, 512) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_training_pulls_the_pairs_together_and_holds_the_rest_near_the_start(tiny_run):
+    from bitextmine.adapt.model import AdaptedEncoder
+    from bitextmine.adapt.rounds import AdaptState
+    from bitextmine.adapt.sides import embed_side, make_side
+
+    out, _ = tiny_run
+    state, cfg = AdaptState(out), AdaptConfig(**TINY)
+    model = AdaptedEncoder("usem3", "de", "en", "cpu")
+    pools = read_pool(str(EXAMPLES / "de.txt")), read_pool(str(EXAMPLES / "en.txt"))
+    sides = [make_side(model, i, p.texts, f"pool-{n}", state.state, cfg, False)
+             for i, (p, n) in enumerate(zip(pools, ("src", "tgt"), strict=True))]
+    trained = state.pairs(0)
+    model.load_head(state.head(1))
+    x, y = (embed_side(model, side) for side in sides)
+
+    def gap(x, y):  # each pair's cosine over the mean of its source's 4 nearest other targets
+        sims = x[trained["src"]] @ y.T
+        own = sims[np.arange(len(sims)), trained["tgt"]]
+        sims[np.arange(len(sims)), trained["tgt"]] = -1
+        return own - np.sort(sims, axis=1)[:, -4:].mean(axis=1)
+
+    before, after = gap(sides[0].start.numpy(), sides[1].start.numpy()), gap(x, y)
+    assert after.mean() > before.mean() + 0.005 and (after > before).mean() > 0.8, (before.mean(), after.mean())
+    assert np.einsum("ij,ij->i", x, sides[0].start.numpy()).mean() > 0.95  # the anchor holds the pool
+
+
+@pytest.mark.slow
+def test_resume_continues_after_the_last_whole_round_and_refuses_other_settings(tiny_run, tmp_path):
+    import shutil
+
+    out, _ = tiny_run
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    first = (copy / "state" / "round-001.json").stat().st_mtime_ns
+    (copy / "state" / "round-002.json").unlink()  # as if killed during round 2
+    with pytest.raises(BitextmineError, match="use --resume"):
+        adapt(str(EXAMPLES / "de.txt"), str(EXAMPLES / "en.txt"), "usem3", copy, AdaptConfig(rounds=2, **TINY),
+              progress=False)
+    with pytest.raises(BitextmineError, match="different .* settings"):
+        adapt(str(EXAMPLES / "de.txt"), str(EXAMPLES / "en.txt"), "usem3", copy,
+              AdaptConfig(rounds=2, **{**TINY, "steps": 5}), resume=True, progress=False)
+    result = adapt(str(EXAMPLES / "de.txt"), str(EXAMPLES / "en.txt"), "usem3", copy, AdaptConfig(rounds=2, **TINY),
+                   resume=True, progress=False)
+    assert result["rounds"] == [0, 1, 2]
+    assert (copy / "state" / "round-001.json").stat().st_mtime_ns == first  # not done again
+    log = (copy / "adapt_log.jsonl").read_text().splitlines()
+    assert [json.loads(line)["round"] for line in log] == [0, 1, 2]
+
+
+# --- a student: one side the teacher's ----------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def routing_student(tmp_path_factory):
+    """A checkpoint that is the default encoder's network and hands English to its teacher,
+    as an add-language student does: German is its own."""
+    from bitextmine.encoders.checkpoint import write_model
+    from bitextmine.encoders.usem3 import USEm3Encoder
+
+    teacher = USEm3Encoder(device="cpu")
+    directory = tmp_path_factory.mktemp("student")
+    write_model(directory, {"architecture": "usem3", "model": {"max_tokens": 64, "new_pieces": 0},
+                            "compatible_with": teacher.identity.space(), "teacher": "usem3",
+                            "teacher_languages": ["en"]}, teacher.network, teacher.tokenizer_file)
+    return directory
+
+
+@pytest.mark.slow
+def test_a_student_learns_toward_the_teachers_fixed_english_and_keeps_its_space(routing_student, tmp_path):
+    from bitextmine.encoders import load_encoder
+
+    out = tmp_path / "adapted"
+    adapt(str(EXAMPLES / "de.txt"), str(EXAMPLES / "en.txt"), f"ckpt:{routing_student}", out,
+          AdaptConfig(rounds=1, **TINY), progress=False)
+    config = json.loads((out / "config.json").read_text())
+    start = json.loads((routing_student / "config.json").read_text())
+    assert config["compatible_with"] == start["compatible_with"] and config["teacher_languages"] == ["en"]
+    adapted = load_encoder(f"ckpt:{out}")
+    assert adapted.for_language("en") is not adapted  # English still goes to the teacher, untouched
+    english = ["Good morning.", "The weather is nice today."]
+    assert np.array_equal(adapted.for_language("en").encode(english), load_encoder("usem3").encode(english))
+
+
+def test_a_student_is_refused_where_both_languages_are_its_teachers(routing_student, tmp_path):
+    with pytest.raises(BitextmineError, match="both languages to its teacher"):
+        adapt(str(EXAMPLES / "en.txt"), str(EXAMPLES / "en.txt"), f"ckpt:{routing_student}", tmp_path / "x",
+              AdaptConfig(**{**TINY, "src_lang": "en"}), progress=False)
+
+
+# --- the command ------------------------------------------------------------------------------------
+
+def test_the_command_reports_bad_input_in_one_line(cli, tmp_path):
+    result = cli("adapt", "--src", tmp_path / "missing.txt", "--tgt", EXAMPLES / "en.txt", "-o", tmp_path / "o")
+    assert result.exit_code == 1
+    assert result.stderr.strip().startswith("bitextmine: error:") and "no such file" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "o").exists()
+    result = cli("adapt", "--src", EXAMPLES / "de.txt", "--tgt", EXAMPLES / "en.txt", "-o", tmp_path / "o",
+                 "--target-precision", "1.5")
+    assert result.exit_code == 2
+    result = cli("adapt", "--src", EXAMPLES / "de.txt", "--tgt", EXAMPLES / "en.txt", "-o", tmp_path / "o",
+                 "--encoder", "hf:nothing-here")
+    assert result.exit_code == 1 and "default encoder's architecture" in result.stderr
+
+
+# --- a stage of run ---------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_run_adapts_between_mine_and_a_second_mine_and_filters_those_pairs(cli, tmp_path):
+    pytest.importorskip("yaml")
+    config = tmp_path / "p.yaml"
+    config.write_text(f"""output: {tmp_path / "run"}
+languages:
+  de: [{EXAMPLES / "de.txt"}]
+  en: [{EXAMPLES / "en.txt"}]
+pairs: [[de, en]]
+index: {{exact: true}}
+adapt: {{enabled: true, rounds: 1, steps: 3, batch_size: 64, hard_negatives: 2, pool_negatives: 64,
+        target_precision: 0.9, device: cpu}}
+""")
+    result = cli("run", config, "--launcher", "inline", "-q")
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert [(s["stage"], s["ran"]) for s in summary["stages"]] == [("embed", 2), ("index", 0), ("mine", 1),
+                                                                   ("adapt", 1), ("filter", 1)]
+    adapted = tmp_path / "run" / "adapt" / "de-en"
+    assert json.loads((adapted / "encoder" / "config.json").read_text())["adapt"]["rounds"] == [0, 1]
+    mined = {tuple(line.split("\t")[1:3]) for line in (adapted / "pairs.tsv").read_text().splitlines()}
+    kept = {tuple(line.split("\t")[1:3]) for line in (tmp_path / "run" / "pairs" / "de-en.tsv").read_text()
+            .splitlines()}
+    assert len(kept) > 200 and kept <= mined  # the filter read the pairs mined with the adapted encoder
+    again = cli("run", config, "--launcher", "inline", "-q")
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert again.exit_code == 0 and all(s["ran"] == 0 for s in summary["stages"])
