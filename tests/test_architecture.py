@@ -24,6 +24,7 @@ LAYERS = [
     {"index"},
     {"mine"},
     {"evaluate", "train"},
+    {"adapt"},
     {"launch"},
     {"doctor", "api"},
     {"cli"},

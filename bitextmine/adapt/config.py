@@ -9,7 +9,9 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 
 from bitextmine import defaults as D
+from bitextmine.devices import check_device_spec
 from bitextmine.errors import BitextmineError
+from bitextmine.languages import language_key
 
 # the least each whole-number setting may be (the command line's limits too)
 AT_LEAST = {"rounds": 1, "steps": 1, "batch_size": 2, "hard_negatives": 0, "pool_negatives": 0,
@@ -56,8 +58,6 @@ class AdaptConfig:
 
     def __post_init__(self):
         """The settings checked before any work, for library callers as for the command line."""
-        from bitextmine.devices import check_device_spec
-
         object.__setattr__(self, "replay", tuple(self.replay))
         for name, least in AT_LEAST.items():
             if getattr(self, name) < least:
@@ -72,8 +72,6 @@ class AdaptConfig:
             raise BitextmineError("--target-precision must be between 0 and 1")
         for option, lang in (("--src-lang", self.src_lang), ("--tgt-lang", self.tgt_lang)):
             if lang is not None:
-                from bitextmine.filter.langid import language_key
-
                 language_key(lang, option)  # an unknown code is an error, never language ID silently off
         check_device_spec(self.device)
 
@@ -83,7 +81,7 @@ class AdaptConfig:
 
     def mine_config(self, device: str):
         """How each round mines: mine's own settings, the threshold chosen for ``target_precision``."""
-        from bitextmine.mine import MineConfig
+        from bitextmine.mine.config import MineConfig  # numpy: not for the command line's help
 
         return MineConfig(k=self.k, target_precision=self.target_precision, device=device)
 

@@ -99,7 +99,7 @@ def adapt(
 
     started = time.monotonic()  # --max-minutes counts from here
     from bitextmine.adapt.loop import adapt as run_adapt
-    from bitextmine.cli import setup_logging
+    from bitextmine.cli.logs import setup_logging
 
     setup_logging(quiet)
     check_json_output(json_out, [*src, *tgt, *(replay or ()), output])
@@ -109,6 +109,7 @@ def adapt(
                       replay=tuple(replay or ()), replay_pairs=replay_pairs, seed=seed, device=device)
     result = run_adapt(src, tgt, encoder, output, cfg, resume=resume, progress=not quiet, started=started)
     aside = json_to_stdout(json_out)
+
     def f1(value):
         return "n/a" if value is None else f"{100 * value:.1f}"
 

@@ -38,6 +38,7 @@ from bitextmine.io.lock import output_locks
 from bitextmine.io.pairs import read_pairs
 from bitextmine.io.paths import confined
 from bitextmine.io.text import file_sha256
+from bitextmine.languages import base_code, find_language_key
 from bitextmine.launch.config import PipelineConfig, PrepareStage
 
 # The stages' own modules are imported by the functions that run them: a task process imports
@@ -259,8 +260,6 @@ def adapt_tasks(cfg: PipelineConfig) -> list[Task]:
     """One task per language pair: adapt the encoder to the pair's pools, embed them with it, mine again."""
     if not cfg.adapt.enabled:
         return []
-    from bitextmine.filter.langid import find_language_key
-
     tasks = []
     settings = cfg.adapt.settings()
     for src, tgt in cfg.pairs:
@@ -268,7 +267,7 @@ def adapt_tasks(cfg: PipelineConfig) -> list[Task]:
         shards = {lang: list(text_shards(cfg, lang)) for lang in (src, tgt)}
         inputs = [_digest(path) for lang in (src, tgt) for path in shards[lang]]
         inputs += [_digest(path) for path in cfg.adapt.replay]
-        langs = {lang: lang if find_language_key(lang.replace("_", "-").split("-")[0]) else None for lang in (src, tgt)}
+        langs = {lang: lang if find_language_key(base_code(lang)) else None for lang in (src, tgt)}
         params = {"encoder": cfg.encoder, "adapt": settings, "mine": cfg.mine.model_dump(),
                   "embed": cfg.embed.model_dump(), "langs": langs}
         tasks.append(Task("adapt", f"{src}-{tgt}", out, "run_adapt",
