@@ -309,7 +309,8 @@ RECIPE_UNBOUNDED_STEPS = 10**9  # max_steps when --max-minutes alone sets the le
 # Each round mines the pools, keeps the pairs of a threshold chosen without gold for a high
 # precision (the pairs the model is most sure of: a wrong training pair is learned, and then
 # found again), filters them, and trains the encoder's sentence head on them, the pools'
-# other sentences as negatives. Measured on news_pools (benchmarks/adapt.py, RESULTS.md).
+# other sentences as negatives. Chosen on the examples' pools; their effect on news_pools
+# is not yet measured (benchmarks/adapt.py measures it; RESULTS.md has no figures of it yet).
 ADAPT_ROUNDS = 3  # at most; a round that no longer changes the pairs or the estimate ends it sooner
 ADAPT_TARGET_PRECISION = 0.97  # of the training pairs (mine's own default, 0.9, is for output)
 ADAPT_STEPS = 100  # optimizer steps per round: about 50 passes over 500 pairs at batch 256
@@ -320,13 +321,14 @@ ADAPT_LR = 1e-4  # AdamW, constant within a round (rounds are short)
 ADAPT_WEIGHT_DECAY = 0.0  # the anchor, not decay, holds the weights near the start
 # Every sentence a step embeds is pulled toward the vector the starting encoder gave it
 # (mean squared distance): the pairs move together while the space as a whole stays put,
-# which holds the languages the pools do not speak (measured with Tatoeba)
+# meant to hold the languages the pools do not speak (benchmarks/adapt.py checks it with Tatoeba)
 ADAPT_ANCHOR_WEIGHT = 1.0
 ADAPT_REPLAY_PAIRS = 3000  # sampled from each --replay file (seeded)
 ADAPT_REPLAY_BATCH = 256  # replay pairs per step, in-batch negatives, beside the mined pairs
 ADAPT_REPLAY_WEIGHT = 1.0
 # The loop ends when a round changes the training pairs by less than this share (pairs
-# added plus pairs dropped, over the pairs before) or the estimated F1 by less than this
+# added plus pairs dropped, over the pairs before) or raises the F1 estimated on the
+# held-out pools (without the sentences of any pair trained on) by less than this
 ADAPT_MIN_PAIR_CHANGE = 0.02
 ADAPT_MIN_F1_CHANGE = 0.002
 

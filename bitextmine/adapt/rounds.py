@@ -53,7 +53,7 @@ class RoundRecord:
     kept: int  # of those, what the filter kept: the next round's training pairs
     added: int  # kept pairs the previous round did not keep
     dropped: int  # kept pairs of the previous round this one does not keep
-    threshold: float
+    threshold: float | None  # None: mine chose none (it found no translations)
     threshold_reason: str
     # the best F1 over thresholds that the no-gold estimate sees on the whole pools; from round 1
     # on it is self-scored (see self_scored_share) and flatters the round
@@ -68,6 +68,8 @@ class RoundRecord:
     held_out_f1: float | None = None
     held_out_f1_before: float | None = None
     held_out_sentences: tuple[int, int] = (0, 0)
+    # how mine chose the threshold (adaptive, fallback, none: no translations found, nothing kept)
+    threshold_source: str = ""
     losses: dict = field(default_factory=dict)  # the mean of each loss over the round's last steps
     seconds: float = 0.0  # this round
     minutes_total: float = 0.0  # since the command started, this round included

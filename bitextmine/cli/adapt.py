@@ -92,8 +92,11 @@ def adapt(
     Each round mines the pools at a threshold chosen without gold for --target-precision,
     filters the pairs, and trains the encoder's sentence head on them (translation ranking
     against the pools, hard negatives; a student learns its teacher's English vectors).
-    It stops when a round no longer changes the pairs or the estimated F1, and keeps the
-    round of best estimate: embed and mine with --encoder ckpt:OUTPUT.
+    It stops when a round no longer changes the pairs or no longer raises the F1 estimated
+    on the held-out pools (without the sentences of any pair trained on), and keeps the
+    round of best held-out estimate: embed and mine with --encoder ckpt:OUTPUT. Pools
+    where mining finds no translations leave nothing to train on: the encoder is kept as
+    it was, and the command says why.
     """
     import time
 
@@ -118,7 +121,9 @@ def adapt(
                   f"{f1(r['estimated_f1'])} ({100 * r['self_scored_share']:.0f} % trained on)",
                   f1(held), f"{r['minutes_total']:.1f}"]
                  for r, held in zip(result["records"], result["held_out_f1"], strict=True)], err=aside)
-    typer.echo(printable(f"{output}: round {result['best_round']} kept, the best held-out estimate "
-                         f"({result['stopped']}, {result['minutes']:.1f} min); use --encoder ckpt:{output}"), err=True)
+    kept = ("the encoder as it started" if not result["best_round"]
+            else f"round {result['best_round']}, the best held-out estimate")
+    typer.echo(printable(f"{output}: {kept}; stopped: {result['stopped_because']} ({result['minutes']:.1f} min); "
+                         f"use --encoder ckpt:{output}"), err=True)
     if json_out:
         write_json(json_out, {"output": output, **{k: v for k, v in result.items() if k != "settings"}})
