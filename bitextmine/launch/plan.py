@@ -10,6 +10,7 @@ wall time (``slurm.slurm_estimates``).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 
 import numpy as np
@@ -22,6 +23,8 @@ from bitextmine.launch.costs import StageEstimate, estimate_from
 from bitextmine.launch.plan_cache import cached_measure
 from bitextmine.launch.probes import measure
 
+log = logging.getLogger(__name__)
+
 
 def estimate(cfg: PipelineConfig, device: str = "auto", progress: bool = False, launcher: str = "local",
              mined_share: float | None = None, remeasure: bool = False) -> tuple[list[StageEstimate], dict]:
@@ -30,6 +33,9 @@ def estimate(cfg: PipelineConfig, device: str = "auto", progress: bool = False, 
     where the embedding sets exist, else ``defaults.PLAN_MINED_SHARE``. Returns the stages and
     what was measured, as ``plan --json`` reports it (the rates, the shares, the line counts)."""
     device = resolve_device(device)
+    if cfg.adapt.enabled:
+        log.warning("plan does not estimate the adapt stage (training rounds, embedding and mining each pair "
+                    "again): its time and memory are not in the table")
     rates = cached_measure(cfg, device, lambda: measure(cfg, device, progress=progress), remeasure)
     sides = embedded_sides(cfg)
     rates = dataclasses.replace(rates, **rates_on_embedded_sets(cfg, sides))
