@@ -124,6 +124,8 @@ def rounds(pool: str, out: Path, args) -> list[dict]:
              for i, (p, n) in enumerate(zip(pools, ("src", "tgt"), strict=True))]
     identities = tuple(side.identity for side in model.sides)
     texts = (pools[0].texts, pools[1].texts)
+    # every round's estimate on the same held-out pools, by which the run chose its round
+    held_out = json.loads((out / "config.json").read_text(encoding="utf-8"))["adapt"]["held_out_f1"]
     rows = []
     for record in state.rounds():
         model.load_head(state.head(record.round))
@@ -131,7 +133,8 @@ def rounds(pool: str, out: Path, args) -> list[dict]:
         trained = state.pairs(record.round - 1) if record.round else None
         rows.append({"round": record.round, "trained_on": record.trained_pairs,
                      "training_precision": training_precision(pool, texts, trained) if trained else None,
-                     "kept": record.kept, "estimated_f1": record.estimated_f1, "minutes": record.minutes_total,
+                     "kept": record.kept, "estimated_f1": record.estimated_f1,
+                     "held_out_f1": held_out[record.round], "minutes": record.minutes_total,
                      **gold_metrics(pool, texts, x, y, identities)})
         print(f"{pool} round {record.round}: best F1 {rows[-1]['best_f1']:.1f}, default F1 "
               f"{rows[-1]['default_f1']:.1f}", flush=True)
@@ -196,14 +199,14 @@ def main() -> None:
 
 def print_tables(result: dict) -> None:
     print(f"\n{result['encoder']}, replay {result['replay']}\n")
-    print("| pool | round | trained on (precision by the gold) | kept | estimated F1 | best F1 (P / R) | "
-          "default F1 (P / R) | minutes |")
-    print("|---|---:|---:|---:|---:|---|---|---:|")
+    print("| pool | round | trained on (precision by the gold) | kept | estimated F1 (self-scored) | "
+          "held-out estimated F1 | best F1 (P / R) | default F1 (P / R) | minutes |")
+    print("|---|---:|---:|---:|---:|---:|---|---|---:|")
     for pool, r in result["pools"].items():
         for row in r["rounds"]:
             trained = "–" if not row["round"] else f"{row['trained_on']} ({row['training_precision']:.1f} %)"
-            estimate = "–" if row["estimated_f1"] is None else f"{100 * row['estimated_f1']:.1f}"
-            print(f"| {pool} | {row['round']} | {trained} | {row['kept']} | {estimate} | "
+            estimate, held = ("–" if row[k] is None else f"{100 * row[k]:.1f}" for k in ("estimated_f1", "held_out_f1"))
+            print(f"| {pool} | {row['round']} | {trained} | {row['kept']} | {estimate} | {held} | "
                   f"{row['best_f1']:.1f} ({row['best_p']:.1f} / {row['best_r']:.1f}) | {row['default_f1']:.1f} "
                   f"({row['default_p']:.1f} / {row['default_r']:.1f}) | {row['minutes']:.1f} |")
     if "tatoeba_before" not in result:
