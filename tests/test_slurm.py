@@ -56,7 +56,7 @@ def small_copy(tmp_path: Path, example: Path, lines: int = 30, shards: int = 2) 
         if data.get("prepare", {}).get("enabled"):
             data["languages"][lang] = str(example.parent / source)
             continue
-        text = read_lines(example.parent / source)
+        text = translations_first(example, data, lang, source)
         paths = []
         for i in range(shards):
             shard = tmp_path / "corpus" / f"{lang}.{i}.txt"
@@ -68,6 +68,19 @@ def small_copy(tmp_path: Path, example: Path, lines: int = 30, shards: int = 2) 
     path = tmp_path / example.name
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
     return path
+
+
+def translations_first(example: Path, data: dict, lang: str, source: str) -> list[str]:
+    """A language's lines, those of the gold pairs first (in gold order, so that both sides' first
+    lines translate each other): mine finds translations in a few lines, and keeps them."""
+    text = read_lines(example.parent / source)
+    gold = (example.parent / source).parent / "gold.tsv"
+    if not gold.is_file():
+        return text
+    side = data["pairs"][0].index(lang)
+    first = [int(line.split("\t")[side]) - 1 for line in read_lines(gold)]
+    taken = set(first)
+    return [text[i] for i in first] + [x for i, x in enumerate(text) if i not in taken]
 
 
 def bitextmine(*args) -> subprocess.CompletedProcess:
