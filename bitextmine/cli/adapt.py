@@ -34,8 +34,7 @@ GUARDS = "Guards"
 Examples:
     bitextmine adapt --src news.fr.txt --tgt news.en.txt --src-lang fr --tgt-lang en -o ckpt/news-fr
     bitextmine adapt --src cs.txt --tgt en.txt --encoder ckpt:student --src-lang cs --tgt-lang en -o ckpt/cs-news
-    bitextmine adapt --src out/fr --tgt out/en -o ckpt/a --replay train.eng-fra.tsv --replay train.eng-deu.tsv
-    bitextmine embed news.fr.txt --encoder ckpt:ckpt/news-fr -o out/fr2""")
+    bitextmine adapt --src out/fr --tgt out/en -o ckpt/a --replay train.eng-fra.tsv --replay train.eng-deu.tsv""")
 def adapt(
     src: Annotated[list[str], typer.Option(
         metavar="POOL", show_default=False,
