@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 
 from iso639 import Lang
-from iso639.exceptions import InvalidLanguageValue
+from iso639.exceptions import DeprecatedLanguageValue, InvalidLanguageValue
 
 from bitextmine.errors import BitextmineError
 from bitextmine.io.paths import data_stem
@@ -35,7 +35,7 @@ def iso_language(code: str) -> Lang | None:
         return None
     try:
         return Lang(code.lower())  # lower case: codes only, never a language name
-    except InvalidLanguageValue:
+    except (InvalidLanguageValue, DeprecatedLanguageValue):  # a retired code (kzj) names no language now
         return None
 
 

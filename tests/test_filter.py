@@ -285,6 +285,15 @@ def test_language_codes_count_as_their_macrolanguage():
         language_key("french", "--src-lang")
 
 
+def test_a_code_is_found_among_file_names_that_include_retired_codes():
+    """The Tatoeba test set names files by ISO 639-3 codes, some since retired (kzj): `eval
+    tatoeba --langs de` finds deu among them."""
+    from bitextmine.languages import same_language_codes
+
+    assert same_language_codes("de", ["kzj", "dtp", "deu", "eng"]) == ["deu"]
+    assert same_language_codes("kzj", ["kzj", "deu"]) == ["kzj"]  # a file named by it is still found
+
+
 def test_times_decimals_and_thousands_written_differently_pass_every_rule(cli, tmp_path):
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("Die Sitzung beginnt um 15.30 Uhr im Rathaus.\tThe meeting starts at 3:30 p.m. in the town hall.\n"
