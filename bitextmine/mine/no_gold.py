@@ -216,6 +216,14 @@ def _decoy_tail(decoy: np.ndarray, grid: np.ndarray, tail: int = defaults.DECOY_
     return count / len(ordered)
 
 
+def translations_of(kept: np.ndarray, false: np.ndarray) -> float:
+    """Translations implied by a false-pair curve: the most true pairs at a threshold where most
+    pairs kept are true."""
+    true = kept - false
+    usable = true >= kept / 2
+    return float(true[usable].max()) if usable.any() else 0.0
+
+
 def decoy_false_pairs(grid, kept, decoy_src: np.ndarray, decoy_tgt: np.ndarray, n: int, m: int) -> np.ndarray:
     """False pairs >= each threshold by the decoy: a pair of rows without translations is a false
     pair >= t with probability p(t) (the decoys' exceedance per row met, geometric mean of the
@@ -229,9 +237,7 @@ def decoy_false_pairs(grid, kept, decoy_src: np.ndarray, decoy_tgt: np.ndarray, 
         lonely_src, lonely_tgt = max(n - translations, 0), max(m - translations, 0)
         false = np.minimum(np.minimum(lonely_src * -np.expm1(lonely_tgt * log_miss),
                                       lonely_tgt * -np.expm1(lonely_src * log_miss)), kept)
-        true = kept - false
-        usable = true >= kept / 2
-        translations = float(true[usable].max()) if usable.any() else 0.0
+        translations = translations_of(kept, false)
     # no more true pairs than translations: below their scores every further pair is false
     return np.maximum(false, kept - translations)
 
@@ -287,9 +293,7 @@ def _curves(grid, kept, sides, fits, decoy_false=None):
     translations = float(np.mean([s.scale * f.posterior.sum() for s, f in zip(sides, fits, strict=True)]))
     if decoy_false is not None:
         false = np.minimum(false, decoy_false)
-        true = kept - false
-        usable = true >= kept / 2  # where the pairs kept are mostly translations
-        translations = max(translations, float(true[usable].max()) if usable.any() else 0.0)
+        translations = max(translations, translations_of(kept, false))
     with np.errstate(divide="ignore", invalid="ignore"):
         precision = np.where(kept > 0, 1 - false / kept, np.nan)
         recall = np.clip((kept - false) / translations, 0, 1) if translations > 0 else np.zeros(len(grid))
@@ -326,13 +330,6 @@ def estimate_from_gaps(pair_scores: np.ndarray, src: QueryGaps, tgt: QueryGaps, 
     return estimate
 
 
-def _decoy_translations(kept: np.ndarray, decoy_false: np.ndarray) -> float:
-    """Translations by the decoy: the most true pairs at a threshold where most pairs kept are true."""
-    true = kept - decoy_false
-    usable = true >= kept / 2
-    return float(true[usable].max()) if usable.any() else 0.0
-
-
 def _mostly_translations(kept, decoy_false, fits: list[GapMixture], rows: int) -> bool:
     """Pools where most sentences have a translation (a parallel text, Tatoeba-like pools): the
     gap mixture, which takes the bulk of the gaps for the queries without one, then fits its
@@ -340,12 +337,12 @@ def _mostly_translations(kept, decoy_false, fits: list[GapMixture], rows: int) -
     from each side's own language, sees the translations there; it alone is used when it finds
     more than half of the rows translated and the gaps show no second group."""
     separated = np.mean([f.separation() for f in fits]) >= defaults.ESTIMATE_MIN_SEPARATION
-    return not separated and _decoy_translations(kept, decoy_false) >= defaults.ESTIMATE_MOSTLY_TRANSLATED * rows
+    return not separated and translations_of(kept, decoy_false) >= defaults.ESTIMATE_MOSTLY_TRANSLATED * rows
 
 
 def _decoy_estimate(grid, kept, decoy_false, decoys, n: int, m: int, seed: int, rounds: int) -> NoGoldEstimate:
     """The estimate of the decoy alone (``_mostly_translations``), with its bootstrap interval."""
-    translations = _decoy_translations(kept, decoy_false)
+    translations = translations_of(kept, decoy_false)
 
     def precision_of(false: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):
