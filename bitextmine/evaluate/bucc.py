@@ -113,14 +113,14 @@ def evaluate_bucc_sentences(src_s: IdSentences, tgt_s: IdSentences, gold_pairs: 
     # every pair (the sweep needs them), and the threshold `mine` would use for them
     pairs, choice = mine_and_choose(x, y, cfg, (src_encoder.identity, tgt_encoder.identity), device=cfg.device,
                                     progress=progress)
-    cfg = replace(cfg, threshold=choice.threshold)
-    log.info("threshold %g (%s)", cfg.threshold, choice.reason)
-    metrics = evaluate_mined(src_s, tgt_s, src_unique, tgt_unique, pairs, gold_pairs, cfg.threshold)
+    threshold = choice.threshold  # inf when the pools show no translations: nothing kept
+    log.info("threshold %g (%s)", threshold, choice.reason)
+    metrics = evaluate_mined(src_s, tgt_s, src_unique, tgt_unique, pairs, gold_pairs, threshold)
     return {"metrics": metrics, "threshold_source": choice.reason,
             "primary_metric": "bucc_f1",
             "signature": signature(encoder=encoder.identity.name, weights=encoder.identity.weights_sha256[:12],
                                    k=cfg.k, margin=cfg.score, retrieval=cfg.retrieval,
-                                   threshold=f"{cfg.threshold:.6g}", chosen=_chosen(choice, cfg),
+                                   threshold=f"{threshold:.6g}", chosen=_chosen(choice, cfg),
                                    precision=precision_name(encoder.device, encoder.precision))}
 
 
