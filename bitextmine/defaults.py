@@ -332,6 +332,12 @@ ADAPT_REPLAY_WEIGHT = 1.0
 # held-out pools (without the sentences of any pair trained on) by less than this
 ADAPT_MIN_PAIR_CHANGE = 0.02
 ADAPT_MIN_F1_CHANGE = 0.002
+# Share of the source pool's sentences set aside before round 0 (seeded): no round trains on
+# a pair of theirs, and every round is judged by the F1 estimated on them against the target
+# pool (without the target sentences trained on). Without them the judge was the pools left
+# once the pairs trained on were removed: the easy translations gone, the estimate found none
+# in what remained, and no round could be preferred to the start.
+ADAPT_HELD_OUT = 0.2
 
 # --- run: the pipeline's launcher and each task's resources --------------------------------
 LAUNCHER = "local"  # submitit's local executor: the Slurm code path, on this machine

@@ -36,6 +36,8 @@ def record(number: int, kept: int, added: int = 0, dropped: int = 0, gain: float
     (dict(rounds=0), "--rounds must be at least 1"),
     (dict(target_precision=1.0), "--target-precision must be between 0 and 1"),
     (dict(lr=-1.0), "--lr must be >= 0"),
+    (dict(held_out=1.0), "--held-out must be below 1"),
+    (dict(held_out=-0.1), "--held-out must be >= 0"),
     (dict(max_minutes=float("nan")), "finite"),
     (dict(src_lang="xx-not"), "xx-not"),
 ])
@@ -163,12 +165,17 @@ def test_a_run_leaves_a_checkpoint_its_rounds_and_their_log(tiny_run):
     # a trained round is a space of its own; round 0 is the starting encoder's
     assert (config["compatible_with"] is None) == (result["best_round"] > 0)
     assert len(result["held_out_f1"]) == 3 and log[1]["held_out_f1_before"] is not None
-    # round 2 is measured without every sentence that rounds 1 and 2 trained on (the pairs of rounds 0 and 1)
+    # the held-out source sentences (a seeded share, drawn before round 0) are in no training pair; every round
+    # is measured on them against the target sentences of no pair trained on
+    from bitextmine.adapt.loop import held_out_sources
+
     state = AdaptState(out)
-    trained = [np.union1d(state.pairs(0)[side], state.pairs(1)[side]) for side in ("src", "tgt")]
     pools = read_pool(str(EXAMPLES / "de.txt")), read_pool(str(EXAMPLES / "en.txt"))
-    assert log[2]["held_out_sentences"] == [len(p) - len(t) for p, t in zip(pools, trained, strict=True)]
-    assert min(log[2]["held_out_sentences"]) <= min(log[1]["held_out_sentences"]) < 500
+    held = held_out_sources(len(pools[0]), AdaptConfig(**TINY))
+    assert len(held) == round(AdaptConfig().held_out * len(pools[0])) > 50
+    assert not any(np.isin(state.pairs(r)["src"], held).any() for r in (0, 1, 2))
+    trained_tgt = np.union1d(state.pairs(0)["tgt"], state.pairs(1)["tgt"])
+    assert log[2]["held_out_sentences"] == [len(held), len(pools[1]) - len(trained_tgt)]
     assert result["held_out_f1"][result["best_round"]] == max(f for f in result["held_out_f1"] if f is not None)
     vectors = encoder.encode(["Guten Morgen.", "Good morning."])
     assert vectors.shape == (2, 512) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)

@@ -17,8 +17,8 @@ from bitextmine.languages import language_key
 AT_LEAST = {"rounds": 1, "steps": 1, "batch_size": 2, "hard_negatives": 0, "pool_negatives": 0,
             "replay_pairs": 2, "replay_batch": 2, "k": 1, "max_tokens": 3}
 # of the real-number settings, those that may not be negative
-NON_NEGATIVE = ("max_minutes", "lr", "weight_decay", "scale", "anchor_weight", "replay_weight", "min_pair_change",
-                "min_f1_change")
+NON_NEGATIVE = ("held_out", "max_minutes", "lr", "weight_decay", "scale", "anchor_weight", "replay_weight",
+                "min_pair_change", "min_f1_change")
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,7 @@ class AdaptConfig:
     max_minutes: float | None = None  # wall time of the command; a round that would not fit is not started
     min_pair_change: float = D.ADAPT_MIN_PAIR_CHANGE
     min_f1_change: float = D.ADAPT_MIN_F1_CHANGE
+    held_out: float = D.ADAPT_HELD_OUT  # share of the source sentences never trained on, the rounds' judge
     # the training pairs of a round
     target_precision: float = D.ADAPT_TARGET_PRECISION
     k: int = D.K
@@ -70,6 +71,8 @@ class AdaptConfig:
                 raise BitextmineError(f"--{f.name.replace('_', '-')} must be >= 0, not {value}")
         if not 0 < self.target_precision < 1:
             raise BitextmineError("--target-precision must be between 0 and 1")
+        if not self.held_out < 1:
+            raise BitextmineError(f"--held-out must be below 1 (a share of the source sentences), not {self.held_out}")
         for option, lang in (("--src-lang", self.src_lang), ("--tgt-lang", self.tgt_lang)):
             if lang is not None:
                 language_key(lang, option)  # an unknown code is an error, never language ID silently off

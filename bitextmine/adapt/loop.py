@@ -15,12 +15,15 @@
 Self-confirmation: from round 1 on, the pairs a round mines are scored by a model trained
 on most of them, so their scores, and the no-gold estimate made from them, flatter them. Each
 record says which share of its pairs its model was trained on, and the decisions use
-another estimate: the one on the *held-out pools*, the pools without the sentences of
-every pair trained on so far, which no model has seen as a pair. A round's model and
-the previous round's are both measured there (the gain is what stops the loop), and at
-the end every round on the same held-out pools, the best of which is kept (round 0, the
-encoder as it started, when none has a held-out estimate: too few sentences left, or no
-translations found among them).
+another estimate: the one on the *held-out pools*. A share of the source sentences
+(``held_out``, drawn before round 0) is never trained on; they are mined against the target
+sentences of no training pair, so no model has seen a pair of theirs, and their translations
+are as hard as the pools' own (leaving out only the sentences trained on would leave the
+hardest translations, too few for the estimate to find). A round's model and the previous
+round's are both measured there (the gain is what stops the loop), and at the end every
+round on the same held-out pools, the best of which is kept (round 0, the encoder as it
+started, when none has a held-out estimate: too few sentences, or no translations found
+among them).
 """
 
 from __future__ import annotations
@@ -156,16 +159,17 @@ def mine_round(model: AdaptedEncoder, sides: tuple[Side, Side], pools: tuple[Poo
     identities = tuple(side.identity for side in model.sides)
     selection = select_pairs(x, y, cfg.mine_config(model.device), identities, device=model.device)
     found = selection.pairs
-    keep = kept_by_filter(found, pools, cfg)
+    keep = kept_by_filter(found, pools, cfg) & ~np.isin(found.src, held_out_sources(len(x), cfg))
     pairs = {"src": found.src[keep].astype(np.int64), "tgt": found.tgt[keep].astype(np.int64),
              "score": found.score[keep].astype(np.float32)}
     previous = state.pairs(number - 1) if number else None
     now, trained = pair_set(pairs), pair_set(previous)
-    held, measured = trained_rows(state, number), {}
+    measured = {}
     if before is not None:
-        measured = {"held_out_f1": held_out_f1((x, y), held, cfg, identities, model.device),
-                    "held_out_f1_before": held_out_f1(before, held, cfg, identities, model.device),
-                    "held_out_sentences": (len(x) - len(held[0]), len(y) - len(held[1]))}
+        rows = held_out_rows(state, number, (len(x), len(y)), cfg)
+        measured = {"held_out_f1": held_out_f1((x, y), rows, cfg, identities, model.device),
+                    "held_out_f1_before": held_out_f1(before, rows, cfg, identities, model.device),
+                    "held_out_sentences": tuple(len(r) for r in rows)}
     record = RoundRecord(
         round=number, pairs=len(found), kept=len(now), added=len(now - trained) if number else 0,
         dropped=len(trained - now), threshold=finite_or_none(selection.choice.threshold),
@@ -189,12 +193,29 @@ def trained_rows(state: AdaptState, number: int) -> tuple[np.ndarray, np.ndarray
     return np.unique(np.concatenate(src)), np.unique(np.concatenate(tgt))
 
 
-def held_out_f1(vectors: tuple[np.ndarray, np.ndarray], held: tuple[np.ndarray, np.ndarray], cfg: AdaptConfig,
+def held_out_sources(rows: int, cfg: AdaptConfig) -> np.ndarray:
+    """The source rows no round trains on (seeded: the same on resume)."""
+    from bitextmine.mine.no_gold import sample_rows
+
+    return sample_rows(rows, int(round(cfg.held_out * rows)), cfg.seed) if cfg.held_out > 0 else np.zeros(0, int)
+
+
+def held_out_rows(state: AdaptState, number: int, sizes: tuple[int, int], cfg: AdaptConfig
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The held-out pools after ``number`` rounds of training: the held-out source rows (all
+    the source rows never trained on, without a held-out share) and the target rows of no
+    training pair."""
+    trained = trained_rows(state, number)
+    held = held_out_sources(sizes[0], cfg)
+    src = held if len(held) else np.setdiff1d(np.arange(sizes[0]), trained[0])
+    return src, np.setdiff1d(np.arange(sizes[1]), trained[1])
+
+
+def held_out_f1(vectors: tuple[np.ndarray, np.ndarray], rows: tuple[np.ndarray, np.ndarray], cfg: AdaptConfig,
                 identities, device: str) -> float | None:
-    """The estimated F1 on the pools without the rows ``held`` (None when too little is left)."""
+    """The estimated F1 on the pools of ``rows`` (None when too few)."""
     from bitextmine.mine.thresholds import mine_and_choose
 
-    rows = [np.setdiff1d(np.arange(len(v)), h) for v, h in zip(vectors, held, strict=True)]
     if min(len(r) for r in rows) <= cfg.k:
         return None
     _, choice = mine_and_choose(vectors[0][rows[0]], vectors[1][rows[1]], cfg.mine_config(device), identities,
@@ -204,8 +225,8 @@ def held_out_f1(vectors: tuple[np.ndarray, np.ndarray], held: tuple[np.ndarray, 
 
 def held_out_scores(model: AdaptedEncoder, sides: tuple[Side, Side], state: AdaptState,
                     records: list[RoundRecord], cfg: AdaptConfig) -> list[float | None]:
-    """Every round's estimated F1 on the same held-out pools: without the sentences of any pair trained on."""
-    held = trained_rows(state, records[-1].round)
+    """Every round's estimated F1 on the same held-out pools (``held_out_rows`` after the last round)."""
+    held = held_out_rows(state, records[-1].round, (len(sides[0]), len(sides[1])), cfg)
     identities = tuple(side.identity for side in model.sides)
     scores = []
     for record in records:

@@ -79,6 +79,10 @@ def adapt(
              "(repeatable).")] = None,
     replay_pairs: Annotated[int, typer.Option(metavar="N", min=2, rich_help_panel=GUARDS,
                                               help="Pairs sampled from each --replay file.")] = D.replay_pairs,
+    held_out: Annotated[float, typer.Option(
+        metavar="X", min=0.0, max=0.9, callback=finite, rich_help_panel=GUARDS,
+        help="Share of the --src sentences never trained on: the rounds are judged by the F1 estimated on "
+             "them.")] = D.held_out,
     seed: Annotated[int, typer.Option(metavar="N", help="Seed of the batches and samples.")] = D.seed,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in OUTPUT.")] = False,
     device: device_option() = D.device,
@@ -92,10 +96,11 @@ def adapt(
     filters the pairs, and trains the encoder's sentence head on them (translation ranking
     against the pools, hard negatives; a student learns its teacher's English vectors).
     It stops when a round no longer changes the pairs or no longer raises the F1 estimated
-    on the held-out pools (without the sentences of any pair trained on), and keeps the
-    round of best held-out estimate: embed and mine with --encoder ckpt:OUTPUT. Pools
-    where mining finds no translations leave nothing to train on: the encoder is kept as
-    it was, and the command says why.
+    on the held-out pools (--held-out of the --src sentences, set aside before training,
+    against the --tgt sentences not trained on), and keeps the round of best held-out
+    estimate: embed and mine with --encoder ckpt:OUTPUT. Pools where mining finds no
+    translations leave nothing to train on: the encoder is kept as it was, and the command
+    says why.
     """
     import time
 
@@ -108,7 +113,8 @@ def adapt(
     cfg = AdaptConfig(rounds=rounds, max_minutes=max_minutes, target_precision=target_precision, src_lang=src_lang,
                       tgt_lang=tgt_lang, filter=not no_filter, steps=steps, batch_size=batch_size,
                       hard_negatives=hard_negatives, pool_negatives=pool_negatives, lr=lr, anchor_weight=anchor_weight,
-                      replay=tuple(replay or ()), replay_pairs=replay_pairs, seed=seed, device=device)
+                      replay=tuple(replay or ()), replay_pairs=replay_pairs, held_out=held_out, seed=seed,
+                      device=device)
     result = run_adapt(src, tgt, encoder, output, cfg, resume=resume, progress=not quiet, started=started)
     aside = json_to_stdout(json_out)
 
