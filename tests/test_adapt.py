@@ -52,6 +52,24 @@ def test_a_resumed_run_may_change_the_rounds_and_time_but_not_what_was_trained()
     assert signature != AdaptConfig(lr=1e-3).run_signature()
 
 
+def test_the_training_pairs_keep_their_target_precision_where_mine_would_give_it_up():
+    """mine takes the best F1 when the target costs more than its tolerance of F1; the pairs a
+    round trains on keep the target (a wrong pair is learned)."""
+    from bitextmine.mine.no_gold import NoGoldEstimate
+    from bitextmine.mine.thresholds import choose_from_estimate
+
+    estimate = NoGoldEstimate(np.array([1.0, 1.1, 1.2, 1.3]), np.array([0.80, 0.88, 0.92, 0.98]),
+                              np.array([0.95, 0.9, 0.85, 0.5]), np.array([100, 80, 60, 40]),
+                              np.array([20, 10, 5, 1]), 100.0,
+                              details={"mixtures": [{"separation": 9.0}] * 2, "translations_by_side": [100, 100]})
+    mine_cfg, adapt_cfg = AdaptConfig().mine_config("cpu"), AdaptConfig()
+    assert mine_cfg.target_precision == adapt_cfg.target_precision == 0.97
+    loose = choose_from_estimate(estimate, 0.97, 1.14, "fixed")  # mine's own tolerance
+    strict = choose_from_estimate(estimate, 0.97, 1.14, "fixed", mine_cfg.target_f1_tolerance)
+    assert loose.threshold == 1.1 and "best F1" in loose.reason  # F1 0.89 against 0.66 at 1.3
+    assert strict.threshold == 1.3 and strict.estimated_precision == 0.98
+
+
 def test_a_pool_is_its_distinct_non_blank_sentences_in_order(tmp_path):
     path = tmp_path / "pool.txt"
     path.write_text("b\n\n  a \nb\nc\n", encoding="utf-8")

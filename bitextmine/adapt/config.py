@@ -86,7 +86,8 @@ class AdaptConfig:
         """How each round mines: mine's own settings, the threshold chosen for ``target_precision``."""
         from bitextmine.mine.config import MineConfig  # numpy: not for the command line's help
 
-        return MineConfig(k=self.k, target_precision=self.target_precision, device=device)
+        return MineConfig(k=self.k, target_precision=self.target_precision,
+                          target_f1_tolerance=D.ADAPT_TARGET_F1_TOLERANCE, device=device)
 
 
 __all__ = ["AdaptConfig"]

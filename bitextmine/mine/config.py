@@ -17,6 +17,8 @@ class MineConfig:
     retrieval: str = defaults.RETRIEVAL
     threshold: float | None = None  # None: chosen on the pools (mine/thresholds.py)
     target_precision: float = defaults.TARGET_PRECISION  # what a chosen threshold aims for
+    # estimated F1 the target may cost before the threshold of best F1 is taken instead
+    target_f1_tolerance: float = defaults.TARGET_F1_TOLERANCE
     top_n: int | None = None  # keep only the best N pairs
     nprobe: int | None = None  # None: the index's own
     exact_margins: bool = defaults.EXACT_MARGINS  # through indexes: the kept pairs' rows searched exactly
@@ -36,5 +38,7 @@ class MineConfig:
             raise BitextmineError("--top-n must be >= 0")
         if not 0 < self.target_precision < 1:
             raise BitextmineError("--target-precision must be between 0 and 1")
+        if not self.target_f1_tolerance >= 0:
+            raise BitextmineError(f"the target's F1 tolerance must be >= 0, not {self.target_f1_tolerance}")
         if self.threshold is not None and not math.isfinite(self.threshold):
             raise BitextmineError(f"--threshold must be a finite number, not {self.threshold}")

@@ -150,7 +150,7 @@ def choose_threshold(pairs, x, y, cfg, identities, fwd: Neighbours, bwd: Neighbo
                "(--threshold keeps pairs anyway)")
         return ThresholdChoice(float("inf"), "none", f"none: {why}", None, why)
     estimate = estimate_without_gold(pairs, x, y, cfg, fwd, bwd, device)
-    return choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason)
+    return choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, cfg.target_f1_tolerance)
 
 
 @dataclass
