@@ -17,8 +17,8 @@ from bitextmine.languages import language_key
 AT_LEAST = {"rounds": 1, "steps": 1, "batch_size": 2, "hard_negatives": 0, "pool_negatives": 0,
             "replay_pairs": 2, "replay_batch": 2, "k": 1, "max_tokens": 3}
 # of the real-number settings, those that may not be negative
-NON_NEGATIVE = ("held_out", "max_minutes", "lr", "weight_decay", "scale", "anchor_weight", "replay_weight",
-                "min_pair_change", "min_f1_change")
+NON_NEGATIVE = ("held_out", "min_keep_gain", "max_minutes", "lr", "weight_decay", "scale", "anchor_weight",
+                "replay_weight", "min_pair_change", "min_f1_change")
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,7 @@ class AdaptConfig:
     min_pair_change: float = D.ADAPT_MIN_PAIR_CHANGE
     min_f1_change: float = D.ADAPT_MIN_F1_CHANGE
     held_out: float = D.ADAPT_HELD_OUT  # share of the source sentences never trained on, the rounds' judge
+    min_keep_gain: float = D.ADAPT_MIN_KEEP_GAIN  # held-out F1 a trained round must add to be kept
     # the training pairs of a round
     target_precision: float = D.ADAPT_TARGET_PRECISION
     k: int = D.K
@@ -55,7 +56,7 @@ class AdaptConfig:
     device: str = D.DEVICE
 
     # settings that may change on --resume without changing what the rounds done so far did
-    TRANSIENT = ("rounds", "max_minutes", "min_pair_change", "min_f1_change", "device")
+    TRANSIENT = ("rounds", "max_minutes", "min_pair_change", "min_f1_change", "min_keep_gain", "device")
 
     def __post_init__(self):
         """The settings checked before any work, for library callers as for the command line."""

@@ -102,7 +102,7 @@ def _adapt(model: AdaptedEncoder, pools: tuple[Pool, Pool], state: AdaptState, c
         records.append(mine_round(model, sides, pools, state, cfg, number, before, started, losses, round_started))
         stop = stop_reason(records, cfg, started)
     scores = held_out_scores(model, sides, state, records, cfg)
-    best = best_round(records, scores)
+    best = best_round(records, scores, cfg.min_keep_gain)
     model.load_head(state.head(best.round))
     if best.round == 0:
         log.warning("round 0 kept: the encoder as it started (%s)", stop_message(stop, records))
@@ -302,10 +302,17 @@ def stop_message(stop: str, records: list[RoundRecord]) -> str:
     return STOPS[stop]
 
 
-def best_round(records: list[RoundRecord], scores: list[float | None]) -> RoundRecord:
-    """The round of best held-out estimate (the earliest of equals; round 0 when none has one)."""
+def best_round(records: list[RoundRecord], scores: list[float | None], min_gain: float = 0.0) -> RoundRecord:
+    """The round of best held-out estimate (the earliest of equals); round 0 when none has one,
+    or when the best beats round 0's estimate by less than ``min_gain``."""
     scored = [(score, -r.round, r) for r, score in zip(records, scores, strict=True) if score is not None]
-    return max(scored, key=lambda item: item[:2])[2] if scored else records[0]
+    if not scored:
+        return records[0]
+    best = max(scored, key=lambda item: item[:2])[2]
+    start = scores[0]
+    if best.round and (start is None or scores[records.index(best)] - start < min_gain):
+        return records[0]
+    return best
 
 
 def check_pools(pools: tuple[Pool, Pool], k: int) -> None:

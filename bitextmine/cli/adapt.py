@@ -83,6 +83,10 @@ def adapt(
         metavar="X", min=0.0, max=0.9, callback=finite, rich_help_panel=GUARDS,
         help="Share of the --src sentences never trained on: the rounds are judged by the F1 estimated on "
              "them.")] = D.held_out,
+    min_keep_gain: Annotated[float, typer.Option(
+        metavar="X", min=0.0, callback=finite, rich_help_panel=GUARDS,
+        help="Held-out estimated F1 a trained round must add over the starting encoder to be kept.")]
+        = D.min_keep_gain,
     seed: Annotated[int, typer.Option(metavar="N", help="Seed of the batches and samples.")] = D.seed,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in OUTPUT.")] = False,
     device: device_option() = D.device,
@@ -98,9 +102,9 @@ def adapt(
     It stops when a round no longer changes the pairs or no longer raises the F1 estimated
     on the held-out pools (--held-out of the --src sentences, set aside before training,
     against the --tgt sentences not trained on), and keeps the round of best held-out
-    estimate: embed and mine with --encoder ckpt:OUTPUT. Pools where mining finds no
-    translations leave nothing to train on: the encoder is kept as it was, and the command
-    says why.
+    estimate if it beats the start by --min-keep-gain: embed and mine with --encoder
+    ckpt:OUTPUT. Pools where mining finds no translations leave nothing to train on: the
+    encoder is kept as it was, and the command says why.
     """
     import time
 
@@ -113,7 +117,8 @@ def adapt(
     cfg = AdaptConfig(rounds=rounds, max_minutes=max_minutes, target_precision=target_precision, src_lang=src_lang,
                       tgt_lang=tgt_lang, filter=not no_filter, steps=steps, batch_size=batch_size,
                       hard_negatives=hard_negatives, pool_negatives=pool_negatives, lr=lr, anchor_weight=anchor_weight,
-                      replay=tuple(replay or ()), replay_pairs=replay_pairs, held_out=held_out, seed=seed,
+                      replay=tuple(replay or ()), replay_pairs=replay_pairs, held_out=held_out,
+                      min_keep_gain=min_keep_gain, seed=seed,
                       device=device)
     result = run_adapt(src, tgt, encoder, output, cfg, resume=resume, progress=not quiet, started=started)
     aside = json_to_stdout(json_out)
