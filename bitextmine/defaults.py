@@ -309,9 +309,9 @@ RECIPE_UNBOUNDED_STEPS = 10**9  # max_steps when --max-minutes alone sets the le
 # Each round mines the pools, keeps the pairs of a threshold chosen without gold for a high
 # precision (the pairs the model is most sure of: a wrong training pair is learned, and then
 # found again), filters them, and trains the encoder's sentence head on them, the pools'
-# other sentences as negatives. Chosen on the examples' pools; on the French news pools one
-# round lost 3.4 F1 points (3 % translations) or gained 0.1 (15 %), and the loop kept the
-# starting encoder (benchmarks/RESULTS.md, "Adapt").
+# other sentences as negatives. Chosen on the examples' pools; on the news pools the rounds
+# moved best-threshold F1 by -1.8 to +0.4 points, and the loop kept the starting encoder
+# (benchmarks/RESULTS.md, "Adapt").
 ADAPT_ROUNDS = 3  # at most; a round that no longer changes the pairs or the estimate ends it sooner
 ADAPT_TARGET_PRECISION = 0.97  # of the training pairs (mine's own default, 0.9, is for output)
 # The training pairs keep the target even where it costs much of the estimated F1 (mine gives
