@@ -7,6 +7,9 @@ so that their figures can be measured again:
 
 - ``cautious``: the target met by the low end of the estimate's bootstrap interval (its
   10th percentile) rather than the estimate, and ``halfway`` between the two;
+- ``best F1`` and ``tolerance 0.05``: the same estimate, the threshold of best estimated F1
+  (the target's F1 tolerance 0), or the target given up when it costs more than 0.05 of
+  estimated F1 (rather than 0.08);
 - ``gap mixture alone``: without the decoy's bound;
 - ``old decoy``: each side mined against itself (the default before 2026-12-02);
 - ``score mixture``: the pairs' scores fitted as an exponential tail of non-translations
@@ -72,6 +75,19 @@ def halfway(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
                        choice.source)
     i, _ = pick_threshold((e.precision + e.precision_low) / 2, e.recall, cfg.target_precision)
     return Outcome(float(e.thresholds[i]), e.thresholds, e.precision, "halfway")
+
+
+def with_tolerance(tolerance: float):
+    """As `mine`, the target given up when it costs more than ``tolerance`` of estimated F1."""
+    def run(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
+        choice = choose_threshold(pairs, x, y, cfg, identities, fwd, bwd)
+        e = choice.estimate
+        if e is None or choice.source != "adaptive":
+            return Outcome(choice.threshold, None if e is None else e.thresholds,
+                           None if e is None else e.precision, choice.source)
+        i, _ = pick_threshold(e.precision, e.recall, cfg.target_precision, tolerance)
+        return Outcome(float(e.thresholds[i]), e.thresholds, e.precision, f"tolerance {tolerance}")
+    return run
 
 
 def gap_mixture_alone(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
@@ -274,7 +290,8 @@ def old_decoy(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
     return Outcome(float(grid[i]), grid, precision, "target")
 
 
-VARIANTS = {"mine": default, "cautious": cautious, "halfway": halfway, "gap mixture alone": gap_mixture_alone,
+VARIANTS = {"mine": default, "cautious": cautious, "halfway": halfway, "best F1": with_tolerance(0.0),
+            "tolerance 0.05": with_tolerance(0.05), "gap mixture alone": gap_mixture_alone,
             "old decoy": old_decoy, "score mixture": score_mixture, "gap + u": gap_and_u, "fixed 1.30": fixed(1.30),
             "fixed 1.14": fixed(1.14), "fixed 1.40": fixed(1.40)}
 

@@ -378,6 +378,28 @@ def test_the_default_threshold_on_long_real_lines_with_2_percent_translations(us
     assert 2 * precision * recall / (precision + recall) >= best["f1"] - 0.03
 
 
+def test_weakly_separated_pools_take_the_best_estimated_f1_and_say_why():
+    """Where the gaps set the translations apart weakly, the target's cost is least sure: the
+    threshold of best estimated F1 is taken at once; clear pools, pools of translations, and a
+    tolerance of 1 (the target always) keep the target rule."""
+    from bitextmine.mine.no_gold import NoGoldEstimate
+    from bitextmine.mine.thresholds import choose_from_estimate
+
+    def estimate(separation, translations=100.0):
+        return NoGoldEstimate(np.array([1.0, 1.1, 1.2, 1.3]), np.array([0.70, 0.85, 0.91, 0.97]),
+                              np.array([0.95, 0.9, 0.8, 0.6]), np.array([140, 110, 90, 60]), np.zeros(4),
+                              translations, details={"mixtures": [{"separation": separation}] * 2,
+                                                     "rows": [1000, 800], "translations_by_side": [100, 100]})
+
+    # the target (1.2, F1 0.85) costs 0.02 of the best F1 (1.1, 0.87): within the tolerance
+    clear = choose_from_estimate(estimate(9.0), 0.9, 1.3, "fixed")
+    weak = choose_from_estimate(estimate(6.0), 0.9, 1.3, "fixed")
+    assert clear.threshold == 1.2 and weak.threshold == 1.1
+    assert "weakly" in weak.reason and "separation 6.0 < 8" in weak.warning
+    assert choose_from_estimate(estimate(6.0, translations=700.0), 0.9, 1.3, "fixed").threshold == 1.2
+    assert choose_from_estimate(estimate(6.0), 0.9, 1.3, "fixed", tolerance=1.0).threshold == 1.2
+
+
 def test_the_gap_mixture_recovers_a_known_mixture():
     """Gaps drawn from the model itself: 5 % translations. The fit finds the share, the null
     Gumbel and which gaps are the translations'."""

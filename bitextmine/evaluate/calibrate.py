@@ -207,7 +207,7 @@ def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, identities=(), seed:
     pairs = retrieve(*candidates(fwd, bwd, cfg.score), cfg.retrieval, -np.inf)
     estimate = estimate_without_gold(pairs, x_pool, y_pool, cfg, fwd, bwd, device, seed)
     fixed, fixed_reason = fixed_threshold(cfg.score, *identities)
-    choice = choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason)
+    choice = choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, cfg.target_f1_tolerance)
     return Calibration("no gold (gap mixture)", estimate.thresholds, estimate.precision, estimate.recall,
                        estimate.pairs, {"estimated_translations_in_pools": round(estimate.translations, 1),
                                         "pool_sources": len(x_pool), "pool_targets": len(y_pool), **estimate.details},

@@ -319,6 +319,7 @@ def estimate_from_gaps(pair_scores: np.ndarray, src: QueryGaps, tgt: QueryGaps, 
     estimate.details = {
         "method": "gap mixture" + (" and decoy" if decoys is not None else ""),
         "queries": [int(len(s.gap)) for s in sides],
+        "rows": [int(s.rows) for s in sides],
         "translations_by_side": [round(s.scale * f.posterior.sum(), 1) for s, f in zip(sides, fits, strict=True)],
         "mixtures": [_described(f) for f in fits]}
     if decoy_false is not None:

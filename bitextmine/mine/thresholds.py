@@ -7,8 +7,11 @@ estimated F1 among those whose estimated precision reaches the target
 ``defaults.TARGET_F1_TOLERANCE`` of estimated F1: then the pools' translations and
 non-translations overlap so much (an encoder that barely knows a language) that the target
 would keep a small part of the translations, and the threshold of best estimated F1 is taken
-instead, said so. When the estimate cannot be trusted the threshold falls back to the fixed
-one below, said so; when it finds no translations at all, nothing is kept.
+instead, said so. Pools whose gaps set the translations apart weakly
+(``defaults.ESTIMATE_CLEAR_SEPARATION``) get the threshold of best estimated F1 at once: there
+the estimated recall is least sure, and the target's cost looked smaller than it was. When
+the estimate cannot be trusted the threshold falls back to the fixed one below, said so;
+when it finds no translations at all, nothing is kept.
 
 **Fixed thresholds** are what the encoder declares for its embedding space (its identity's
 ``mining_thresholds``, recorded in every set it embeds): a student checkpoint declared
@@ -121,9 +124,16 @@ def choose_from_estimate(estimate: NoGoldEstimate, target: float, fixed: float, 
     if estimate.warning:
         why = f"the no-gold estimate cannot be trusted here ({estimate.warning})"
         return ThresholdChoice(fixed, "fallback", f"{fixed_reason}; {why}", estimate, why)
-    i, met = pick_threshold(estimate.precision, estimate.recall, target, tolerance)
+    weak = weakly_separated(estimate) if tolerance < 1 else None  # a tolerance of 1: the target always
+    i, met = pick_threshold(estimate.precision, estimate.recall, target, 0.0 if weak else tolerance)
     precision, f1 = float(np.nan_to_num(estimate.precision[i])), float(estimate.f1()[i])
     caveat = few_translations(estimate)
+    if weak and not met:
+        why = (f"the candidates' gaps set the translations apart weakly (separation {weak:.1f} < "
+               f"{defaults.ESTIMATE_CLEAR_SEPARATION:g}): the encoder tells these pools' translations apart poorly, "
+               f"so the threshold of best estimated F1 is used ({f1:.2f} at estimated precision {precision:.2f})")
+        return ThresholdChoice(float(estimate.thresholds[i]), "adaptive", f"adaptive (best F1): {why}", estimate,
+                               "; ".join(filter(None, [why, caveat])), i)
     if met:
         return ThresholdChoice(float(estimate.thresholds[i]), "adaptive",
                                f"adaptive: estimated precision {precision:.2f} at target {target:.2f}, "
@@ -133,6 +143,18 @@ def choose_from_estimate(estimate: NoGoldEstimate, target: float, fixed: float, 
            "threshold of best F1 is used")
     return ThresholdChoice(float(estimate.thresholds[i]), "adaptive", f"adaptive (best F1): {why}", estimate,
                            "; ".join(filter(None, [why, caveat])), i)
+
+
+def weakly_separated(estimate: NoGoldEstimate) -> float | None:
+    """The gaps' separation (mean over the sides) when it is below
+    ``defaults.ESTIMATE_CLEAR_SEPARATION`` and the pools are not mostly translations; else None."""
+    separations = [m["separation"] for m in estimate.details.get("mixtures", [])]
+    rows = estimate.details.get("rows")
+    if not separations or not rows:
+        return None
+    separation = float(np.mean(separations))
+    mostly = estimate.translations >= defaults.ESTIMATE_MOSTLY_TRANSLATED * min(rows)
+    return separation if separation < defaults.ESTIMATE_CLEAR_SEPARATION and not mostly else None
 
 
 def choose_threshold(pairs, x, y, cfg, identities, fwd: Neighbours, bwd: Neighbours,
