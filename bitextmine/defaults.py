@@ -140,8 +140,9 @@ TARGET_F1_TOLERANCE = 0.08
 # null scales above the null's location: no_gold.GapMixture.separation) get the threshold of best
 # estimated F1 without trying the target: where the translations' gaps overlap the null's tail,
 # the estimated recall flattens and the target looked cheaper than it was (single captions at 5 %:
-# 14.7 F1 points under the best). Measured: weak encoders and paraphrase-dense pools 4.5-7.4, the
-# default encoder on news 8.5-10.2, on caption and Tatoeba lines 9.1-12.5 (benchmarks/RESULTS.md).
+# 14.7 F1 points under the best). Measured: a 30-minute student's news pools 4.5-5.8, single
+# captions 6.9-7.4, Tatoeba ru-en 5.4-6.3; the default encoder on news 8.5-10.2 and on the joined
+# caption and Tatoeba lines whose best threshold reaches 90 % precision 9.1-12.5 (RESULTS.md).
 # Pools that are mostly translations (ESTIMATE_MOSTLY_TRANSLATED) keep the target rule.
 ESTIMATE_CLEAR_SEPARATION = 8.0
 ESTIMATE_QUERIES = 20_000  # sampled queries a side searched for their gaps (all of them when fewer)
