@@ -28,7 +28,8 @@ with a bootstrap interval of the estimated precision there. Where the estimate c
 trusted it says why and recommends `mine`'s fallback.
 
 Both recommend by the same rule as `mine` (``pick_threshold``): the best F1 at the target
-precision, unless the target costs more than ``defaults.TARGET_F1_TOLERANCE`` of F1. With
+precision, unless the target costs more than ``defaults.TARGET_F1_TOLERANCE`` of F1 (without
+seeds also where the gaps set the translations apart weakly, as `mine`). With
 seeds, the no-gold estimate is computed too and both recommendations are shown: they agree
 where both are right; seeds unlike the pools (shorter, another domain) or an encoder whose
 translations' gaps overlap the others' make them differ, which the notes say.
