@@ -357,7 +357,7 @@ languages:
 pairs: [[de, en]]
 index: {{exact: true}}
 adapt: {{enabled: true, rounds: 1, steps: 3, batch_size: 64, hard_negatives: 2, pool_negatives: 64,
-        target_precision: 0.9, device: cpu}}
+        target_precision: 0.9, held_out: 0.3, min_keep_gain: 0.0, device: cpu}}
 """)
     result = cli("run", config, "--launcher", "inline", "-q")
     assert result.exit_code == 0, result.stderr
@@ -365,7 +365,8 @@ adapt: {{enabled: true, rounds: 1, steps: 3, batch_size: 64, hard_negatives: 2, 
     assert [(s["stage"], s["ran"]) for s in summary["stages"]] == [("embed", 2), ("index", 0), ("mine", 1),
                                                                    ("adapt", 1), ("filter", 1)]
     adapted = tmp_path / "run" / "adapt" / "de-en"
-    assert json.loads((adapted / "encoder" / "config.json").read_text())["adapt"]["rounds"] == [0, 1]
+    record = json.loads((adapted / "encoder" / "config.json").read_text())["adapt"]
+    assert record["rounds"] == [0, 1] and record["settings"]["held_out"] == 0.3
     mined = {tuple(line.split("\t")[1:3]) for line in (adapted / "pairs.tsv").read_text().splitlines()}
     kept = {tuple(line.split("\t")[1:3]) for line in (tmp_path / "run" / "pairs" / "de-en.tsv").read_text()
             .splitlines()}

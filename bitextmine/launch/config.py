@@ -146,6 +146,8 @@ class AdaptStage(Model):
     anchor_weight: Annotated[Float, Field(ge=0.0)] = defaults.ADAPT_ANCHOR_WEIGHT
     replay: tuple[Str, ...] = ()  # English<TAB>X pair files, relative to the pipeline file
     replay_pairs: Annotated[Int, Field(ge=2)] = defaults.ADAPT_REPLAY_PAIRS
+    held_out: Annotated[Float, Field(ge=0.0, lt=1.0)] = defaults.ADAPT_HELD_OUT
+    min_keep_gain: Annotated[Float, Field(ge=0.0)] = defaults.ADAPT_MIN_KEEP_GAIN
     device: Device = defaults.DEVICE
 
     def settings(self) -> dict:
