@@ -400,6 +400,26 @@ def test_weakly_separated_pools_take_the_best_estimated_f1_and_say_why():
     assert choose_from_estimate(estimate(6.0), 0.9, 1.3, "fixed", tolerance=1.0).threshold == 1.2
 
 
+def test_the_smaller_side_counts_the_false_pairs_where_the_sides_differ_and_the_gaps_separate():
+    from bitextmine.mine.no_gold import GapMixture, QueryGaps, _false_pairs_of_sides
+
+    def side(rows, doubt):  # 10 sampled queries of best score 1.0-1.9, each with this null probability
+        return QueryGaps(np.linspace(1.0, 1.9, 10), np.zeros(10), rows), doubt
+
+    def fit(doubt, separation):
+        return GapMixture(0.1, 0.0, 1.0, separation, 1.0, np.full(10, 1 - doubt))
+
+    grid = np.array([1.0, 1.5])
+    (big, big_doubt), (small, small_doubt) = side(4000, 0.2), side(2500, 0.1)
+    clear = [fit(big_doubt, 9.0), fit(small_doubt, 9.0)]
+    # scaled to the side (400 and 250 rows a sampled query): at 1.0 all ten count, at 1.5 the top five
+    np.testing.assert_allclose(_false_pairs_of_sides(grid, (big, small), clear), [250 * 10 * 0.1, 250 * 5 * 0.1])
+    weak = [fit(big_doubt, 6.0), fit(small_doubt, 6.0)]
+    np.testing.assert_allclose(_false_pairs_of_sides(grid, (big, small), weak), [(800 + 250) / 2, (400 + 125) / 2])
+    alike = side(3500, 0.1)[0]  # sides within 1.25 times: the mean
+    np.testing.assert_allclose(_false_pairs_of_sides(grid, (big, alike), clear)[0], (800 + 350) / 2)
+
+
 def test_the_gap_mixture_recovers_a_known_mixture():
     """Gaps drawn from the model itself: 5 % translations. The fit finds the share, the null
     Gumbel and which gaps are the translations'."""

@@ -11,7 +11,8 @@ translation down to the best non-translation for a query with one (large). A two
 mixture fitted to the gaps (EM; Gumbel for the queries without a translation, normal for
 those with one) gives each query the probability that it has none; the estimated false pairs
 at a threshold t are then the sum of those probabilities over the queries whose best score
-is >= t, scaled from the sample to the side, and averaged over the two sides.
+is >= t, scaled from the sample to the side, and averaged over the two sides (the smaller
+side's alone where the sides differ in size and the gaps separate clearly).
 
 Why not the pools' own language (the decoy used before): on news, a sentence's nearest
 neighbours in its own language (the same story told twice, templated sentences) are far
@@ -285,11 +286,27 @@ def _false_queries(side: QueryGaps, posterior: np.ndarray, grid: np.ndarray) -> 
     return side.scale * without[_exceeding(ordered, grid)]
 
 
+def _false_pairs_of_sides(grid, sides, fits) -> np.ndarray:
+    """The false pairs >= each threshold by the gaps: the mean of the two sides' counts, or the
+    smaller side's where one side is ``defaults.ESTIMATE_SIDE_RATIO`` times the other and the
+    gaps separate the translations clearly. The larger side's queries are mostly without a
+    translation, and its mixture lays more of the translations' lower gaps in the null's tail:
+    on news (4,054 French sentences against 2,554 English) the French side counted 15 false
+    pairs among the 106 kept at ratio 1.44, the English side 10, the gold 5. A weak encoder
+    keeps the mean: there the smaller side is often the language it knows least."""
+    counts = [_false_queries(s, f.posterior, grid) for s, f in zip(sides, fits, strict=True)]
+    rows = [s.rows for s in sides]
+    clear = np.mean([f.separation() for f in fits]) >= defaults.ESTIMATE_CLEAR_SEPARATION
+    if clear and max(rows) >= defaults.ESTIMATE_SIDE_RATIO * min(rows):
+        return counts[int(np.argmin(rows))]
+    return np.mean(counts, axis=0)
+
+
 def _curves(grid, kept, sides, fits, decoy_false=None):
-    """Precision, recall, false pairs and translations from the gap mixtures, each threshold's
-    false pairs the smaller of theirs and the decoy's (when given)."""
-    false = np.minimum(np.mean([_false_queries(s, f.posterior, grid) for s, f in zip(sides, fits, strict=True)],
-                               axis=0), kept)
+    """Precision, recall, false pairs and translations from the gap mixtures
+    (``_false_pairs_of_sides``), each threshold's false pairs the smaller of theirs and the
+    decoy's (when given)."""
+    false = np.minimum(_false_pairs_of_sides(grid, sides, fits), kept)
     translations = float(np.mean([s.scale * f.posterior.sum() for s, f in zip(sides, fits, strict=True)]))
     if decoy_false is not None:
         false = np.minimum(false, decoy_false)
@@ -323,7 +340,7 @@ def estimate_from_gaps(pair_scores: np.ndarray, src: QueryGaps, tgt: QueryGaps, 
         "translations_by_side": [round(s.scale * f.posterior.sum(), 1) for s, f in zip(sides, fits, strict=True)],
         "mixtures": [_described(f) for f in fits]}
     if decoy_false is not None:
-        gap_false = np.mean([_false_queries(s, f.posterior, grid) for s, f in zip(sides, fits, strict=True)], axis=0)
+        gap_false = _false_pairs_of_sides(grid, sides, fits)
         estimate.details["decoy_lower_at"] = round(float(np.mean(decoy_false < gap_false)), 3)  # share of thresholds
     if bootstrap and len(grid):
         estimate.precision_low, estimate.precision_high = _bootstrap(grid, kept, sides, fits, decoys, seed, bootstrap)
