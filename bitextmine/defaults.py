@@ -323,13 +323,13 @@ RECIPE_UNBOUNDED_STEPS = 10**9  # max_steps when --max-minutes alone sets the le
 # precision (the pairs the model is most sure of: a wrong training pair is learned, and then
 # found again), filters them, and trains the encoder's sentence head on them, the pools'
 # other sentences as negatives. Chosen on the examples' pools; on the news pools the rounds
-# moved best-threshold F1 by -1.8 to +0.4 points, and the loop kept the starting encoder
+# moved best-threshold F1 by -1.8 to +0.5 points, and the loop kept the starting encoder
 # (benchmarks/RESULTS.md, "Adapt").
 ADAPT_ROUNDS = 3  # at most; a round that no longer changes the pairs or the estimate ends it sooner
 ADAPT_TARGET_PRECISION = 0.97  # of the training pairs (mine's own default, 0.9, is for output)
 # The training pairs keep the target even where it costs much of the estimated F1 (mine gives
 # it up past TARGET_F1_TOLERANCE): a wrong pair is learned. On news fra-en at 3 %, giving it
-# up trained on 80 % right pairs (the threshold of best F1); kept, on about 97 %
+# up trained on 80 % right pairs (the threshold of best F1); kept, on 98 %
 ADAPT_TARGET_F1_TOLERANCE = 1.0
 ADAPT_STEPS = 100  # optimizer steps per round: about 50 passes over 500 pairs at batch 256
 ADAPT_BATCH_SIZE = 256  # mined pairs per step
@@ -357,8 +357,8 @@ ADAPT_MIN_F1_CHANGE = 0.002
 ADAPT_HELD_OUT = 0.2
 # A trained round is kept over the starting encoder only when its held-out estimated F1 is
 # this much higher. The held-out estimate rose with every trained round measured on the news
-# pools, by 0.1-4.8 points, while the gold showed best-threshold F1 -0.9 to +0.4 and mine's
-# own threshold 1.2-33 points worse (benchmarks/RESULTS.md, "Adapt"): below this gain the
+# pools, by 0.1-4.8 points, while the gold showed best-threshold F1 -1.8 to +0.5 and mine's
+# own threshold up to 33 points worse (benchmarks/RESULTS.md, "Adapt"): below this gain the
 # estimate cannot tell a better encoder from one that flatters its own pairs
 ADAPT_MIN_KEEP_GAIN = 0.05
 
