@@ -118,8 +118,7 @@ def adapt(
                       tgt_lang=tgt_lang, filter=not no_filter, steps=steps, batch_size=batch_size,
                       hard_negatives=hard_negatives, pool_negatives=pool_negatives, lr=lr, anchor_weight=anchor_weight,
                       replay=tuple(replay or ()), replay_pairs=replay_pairs, held_out=held_out,
-                      min_keep_gain=min_keep_gain, seed=seed,
-                      device=device)
+                      min_keep_gain=min_keep_gain, seed=seed, device=device)
     result = run_adapt(src, tgt, encoder, output, cfg, resume=resume, progress=not quiet, started=started)
     aside = json_to_stdout(json_out)
 

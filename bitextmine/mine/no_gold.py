@@ -424,10 +424,17 @@ def translations_found(estimate: NoGoldEstimate) -> bool:
     sides. Unrelated pools, or a language the encoder does not know, give a second group that
     hugs the spacings' tail (4.1-4.3 scales on unrelated pools; 4.8-5.1 for a student that
     barely knows Hindi, 8.5-9.8 for the default encoder on French news)."""
-    separations = [m["separation"] for m in estimate.details["mixtures"]]
-    if not separations:  # the decoy alone: it found most rows translated
+    separation = mean_separation(estimate)
+    if separation is None:  # the decoy alone: it found most rows translated
         return estimate.translations > 0
-    return bool(np.mean(separations) >= defaults.ESTIMATE_MIN_SEPARATION)
+    return separation >= defaults.ESTIMATE_MIN_SEPARATION
+
+
+def mean_separation(estimate: NoGoldEstimate) -> float | None:
+    """The gap mixtures' separation (``GapMixture.separation``), mean over the sides; None for
+    the decoy's estimate alone."""
+    separations = [m["separation"] for m in estimate.details.get("mixtures", [])]
+    return float(np.mean(separations)) if separations else None
 
 
 def few_translations(estimate: NoGoldEstimate) -> str | None:

@@ -36,6 +36,7 @@ from bitextmine.mine.no_gold import (
     decoy_best_scores,
     estimate_from_gaps,
     few_translations,
+    mean_separation,
     query_gaps,
     translations_found,
 )
@@ -148,11 +149,9 @@ def choose_from_estimate(estimate: NoGoldEstimate, target: float, fixed: float, 
 def weakly_separated(estimate: NoGoldEstimate) -> float | None:
     """The gaps' separation (mean over the sides) when it is below
     ``defaults.ESTIMATE_CLEAR_SEPARATION`` and the pools are not mostly translations; else None."""
-    separations = [m["separation"] for m in estimate.details.get("mixtures", [])]
-    rows = estimate.details.get("rows")
-    if not separations or not rows:
+    separation, rows = mean_separation(estimate), estimate.details.get("rows")
+    if separation is None or not rows:
         return None
-    separation = float(np.mean(separations))
     mostly = estimate.translations >= defaults.ESTIMATE_MOSTLY_TRANSLATED * min(rows)
     return separation if separation < defaults.ESTIMATE_CLEAR_SEPARATION and not mostly else None
 
