@@ -21,7 +21,8 @@ Pools:
   where gold calls many near-translations wrong), translation shares of 1 %, 5 % and 15 %,
   some of unequal sizes (as BUCC's). Each pool side is shuffled; the sentences without a
   translation have theirs left out of the other side.
-Embeddings are cached on disk (keyed by encoder and texts), so reruns only mine.
+Embeddings are cached on disk (keyed by encoder and texts), so reruns only mine: `--suite default`
+with a student takes about 4 minutes warm and 9-10 minutes from an empty cache on 2 CPU cores.
 """
 
 from __future__ import annotations
