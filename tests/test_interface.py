@@ -108,7 +108,8 @@ def test_json_holds_strings_lists_integers_and_shares(cli, tmp_path):
         assert cli("index", side, "-o", tmp_path / f"{side.name}.idx", "-q", "--json", tmp_path / f"{side.name}.json")\
             .exit_code == 0
     mined = cli("mine", "--src", de, "--tgt", en, "--src-index", tmp_path / "de.idx", "--tgt-index",
-                tmp_path / "en.idx", "-o", tmp_path / "pairs.tsv", "--threshold", "1.1", "--json", "-", "-q")
+                tmp_path / "en.idx", "-o", tmp_path / "pairs.tsv", "--score", "ratio", "--threshold", "1.1",
+                "--json", "-", "-q")
     assert mined.exit_code == 0, mined.stderr
     sidecar = json.loads(mined.stdout)
     no_python_reprs(sidecar)

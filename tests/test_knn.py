@@ -126,7 +126,7 @@ def test_pairs_mined_through_an_index_keep_exact_margins():
     x, y = clustered_vectors(1500, seed=6), clustered_vectors(1500, seed=7)
     y[:300] = x[:300] + 0.25 * rng.standard_normal((300, x.shape[1])).astype(np.float32)  # translations
     y /= np.linalg.norm(y, axis=1, keepdims=True)
-    cfg = MineConfig(threshold=1.05, device="cpu")
+    cfg = MineConfig(score="ratio", threshold=1.05, device="cpu")
 
     def through_index(queries, database):
         index = faiss.index_factory(x.shape[1], "IVF32,PQ16x4fs", faiss.METRIC_INNER_PRODUCT)

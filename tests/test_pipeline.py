@@ -270,7 +270,7 @@ def test_plan_measures_the_mined_share_where_both_sides_are_embedded(tmp_path):
     from bitextmine.mine import MineConfig, mine_corpora
 
     config = write_config(tmp_path / "p.yaml", tmp_path / "run", [EXAMPLES / "de.txt"], [EXAMPLES / "en.txt"],
-                          "mine: {threshold: 1.05}\n")
+                          "mine: {score: ratio, threshold: 1.05}\n")
     cfg = load_config(config)
     assert mined_shares(cfg, "cpu")[("de", "en")] == MinedShare(0.05, "assumed")
     de, en = example_like_sets(tmp_path / "sets")
@@ -282,7 +282,7 @@ def test_plan_measures_the_mined_share_where_both_sides_are_embedded(tmp_path):
     # more than half the rows pass: the first round of 200 a side counts enough of them
     assert sampled.how.startswith("sampled: 200 + 200 rows, ") and sampled.how.endswith("at threshold 1.05")
     src, tgt = (EmbeddingCorpus.load(embed_dirs(cfg, lang)) for lang in ("de", "en"))
-    mined = len(mine_corpora(src, tgt, MineConfig(threshold=1.05))) / 500
+    mined = len(mine_corpora(src, tgt, MineConfig(score="ratio", threshold=1.05))) / 500
     assert 0.4 < mined < 0.8 and abs(sampled.share - mined) < 0.05
 
 

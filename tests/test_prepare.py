@@ -429,7 +429,7 @@ def test_mine_docs_names_both_documents_and_report_shows_them(cli, tmp_path):
         (tmp_path / side / "news.0000.prov.tsv").write_text(
             "".join(f"in.jsonl\tdoc{i // 4}\thttps://{side}.example/{i // 4}\t{i % 4 + 1}\n" for i in range(20)))
     result = cli("mine", "--src", tmp_path / "src", "--tgt", tmp_path / "tgt", "-o", tmp_path / "p.tsv", "--docs",
-                 "--threshold", "1.0", "-q")
+                 "--score", "ratio", "--threshold", "1.0", "-q")
     assert result.exit_code == 0, result.stderr
     rows = [line.split("\t") for line in read_lines(tmp_path / "p.tsv")]
     assert len(rows) == 20 and all(len(r) == 7 for r in rows)
@@ -444,7 +444,7 @@ def test_mine_docs_names_both_documents_and_report_shows_them(cli, tmp_path):
     # a shard without a sidecar has no documents; one that does not belong to its shard is refused
     (tmp_path / "tgt" / "news.0000.prov.tsv").write_text("in.jsonl\td\t\t1\n")
     refused = cli("mine", "--src", tmp_path / "src", "--tgt", tmp_path / "tgt", "-o", tmp_path / "q.tsv", "--docs",
-                  "--threshold", "1.0", "-q")
+                  "--score", "ratio", "--threshold", "1.0", "-q")
     assert refused.exit_code == 1 and "does not belong to this shard" in refused.stderr
 
 

@@ -10,7 +10,7 @@ def test_report_holds_plots_samples_filter_counts_and_parameters(cli, tmp_path):
     for side in ("de", "en"):
         assert cli("embed", EXAMPLES / f"{side}.txt", "-o", tmp_path / side, "-q").exit_code == 0
     assert cli("mine", "--src", tmp_path / "de", "--tgt", tmp_path / "en", "-o", tmp_path / "p.tsv", "--filter",
-               "--threshold", "1.0", "-q").exit_code == 0
+               "--score", "ratio", "--threshold", "1.0", "-q").exit_code == 0
     result = cli("report", tmp_path / "p.tsv", "-o", tmp_path / "r" / "report.html")
     assert result.exit_code == 0, result.stderr
     page = (tmp_path / "r" / "report.html").read_text()

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from bitextmine.encoders.usem3 import MINING_THRESHOLDS
 from tests.conftest import EXAMPLES, read_lines
 
 
@@ -33,12 +34,12 @@ def test_score_pairs_matches_mining_and_separates_true_from_false(cli, tmp_path,
     assert [(r[1], r[2]) for r in rows] == true_pairs + false_pairs  # input order kept
     scores = np.array([float(r[0]) for r in rows])
     assert (scores[:pairs] > scores[pairs:]).mean() > 0.9
-    if pairs == 40:  # pools of realistic size: the encoder's threshold falls between the two
-        assert np.median(scores[:pairs]) > 1.14 > np.median(scores[pairs:])
+    if pairs == 40:  # pools of realistic size: the encoder's fixed threshold falls between the two
+        assert np.median(scores[:pairs]) > MINING_THRESHOLDS["distance"] > np.median(scores[pairs:])
 
     # the same formula as mining: a pair mined from these pools gets the same score
     assert cli("mine", "--src", tmp_path / "de", "--tgt", tmp_path / "en", "-o", tmp_path / "mined.tsv", "-q",
-               "--threshold", "1.0").exit_code == 0
+               "--threshold", "0.0").exit_code == 0
     mined = {(r[1], r[2]): float(r[0]) for r in
              (line.split("\t") for line in (tmp_path / "mined.tsv").read_text().splitlines())}
     shared = [(i, mined[p]) for i, p in enumerate(true_pairs) if p in mined]

@@ -25,7 +25,7 @@ app = typer.Typer()
 @command(app, "filter", epilog="""\b
 Examples:
     bitextmine filter pairs.tsv -o clean.tsv --src-lang de --tgt-lang en --rejects rejects.tsv
-    bitextmine filter pairs.tsv -o clean.tsv --skip numbers --dedup pair --max-score 1.5""")
+    bitextmine filter pairs.tsv -o clean.tsv --skip numbers --dedup pair --max-score 0.5""")
 @with_filter_options
 def filter_command(
     input: Annotated[str, typer.Argument(
