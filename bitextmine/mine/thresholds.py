@@ -33,6 +33,7 @@ from bitextmine.encoders import shared_thresholds
 from bitextmine.mine.knn import Neighbours, exact_knn_both_ways
 from bitextmine.mine.no_gold import (
     NoGoldEstimate,
+    averaged_over_margins,
     decoy_best_scores,
     estimate_from_gaps,
     few_translations,
@@ -67,7 +68,11 @@ def estimate_without_gold(pairs, x, y, cfg, fwd: Neighbours, bwd: Neighbours, de
     decoys = None
     if cfg.score != "cosine":  # a margin divides out the monolingual/cross-lingual difference; a cosine does not
         decoys = tuple(decoy_best_scores(z, cfg.k, cfg.score, seed + i, device) for i, z in enumerate((x, y)))
-    return estimate_from_gaps(pairs.score, src, tgt, decoys, seed)
+    by_ratio = estimate_from_gaps(pairs.score, src, tgt, decoys, seed)
+    if cfg.score != "distance":
+        return by_ratio
+    by_distance = estimate_from_gaps(pairs.score, src.in_distance(), tgt.in_distance(), decoys, seed)
+    return averaged_over_margins(by_ratio, by_distance)
 
 
 @dataclass
