@@ -446,8 +446,33 @@ def test_query_gaps_tell_translated_queries_apart():
     gaps = query_gaps(x, y, bwd.mean_sim(), 4, "ratio", seed=0)
     assert len(gaps.gap) == 2000 and gaps.rows == 2000 and gaps.scale == 1
     assert np.median(gaps.gap[:200]) > 4 * np.median(np.abs(gaps.gap[200:]))
+    # the same gaps in the distance margin, from the same candidates
+    in_distance = gaps.in_distance()
+    assert np.array_equal(in_distance.best, gaps.best) and len(in_distance.gap) == 2000
+    assert np.median(in_distance.gap[:200]) > 4 * np.median(np.abs(in_distance.gap[200:]))
     sample = query_gaps(x, y, bwd.mean_sim(), 4, "ratio", seed=0, sample=500)
     assert len(sample.gap) == 500 and sample.scale == 4
+
+
+def test_the_distance_margin_averages_the_false_pairs_of_both_gaps():
+    from bitextmine.mine.no_gold import NoGoldEstimate, averaged_over_margins
+
+    def estimate(false, translations, warning=None):
+        kept = np.array([200.0, 100.0])
+        made = NoGoldEstimate(np.array([0.1, 0.2]), 1 - np.array(false) / kept, np.zeros(2), kept,
+                              np.array(false, dtype=float), translations, warning)
+        made.details = {"method": "gap mixture and decoy", "translations_by_side": [translations] * 2,
+                        "mixtures": [{"separation": 9.0}] * 2}
+        return made
+
+    by_ratio, by_distance = estimate([80, 10], 120.0), estimate([40, 2], 160.0)
+    both = averaged_over_margins(by_ratio, by_distance)
+    np.testing.assert_allclose(both.false_pairs, [60, 6])
+    np.testing.assert_allclose(both.precision, [0.7, 0.94])
+    np.testing.assert_allclose(both.recall, [140 / 140, 94 / 140])
+    assert both.details["mixtures"] == by_ratio.details["mixtures"] and "distance_gaps" in both.details
+    # either one in doubt: the ratio gaps' estimate, as it is
+    assert averaged_over_margins(by_ratio, estimate([40, 2], 160.0, "sides disagree")) is by_ratio
 
 
 def test_pools_that_share_no_translations_keep_nothing():
