@@ -368,7 +368,7 @@ def averaged_over_margins(by_ratio: NoGoldEstimate, by_distance: NoGoldEstimate)
     mean is high (several stories on one event), and the translations there look doubtful. The
     distance gap does not shrink, and counts too few false pairs: on news fra-en at 3 % the
     ratio gaps' threshold kept 98.0 % precision, estimated 90.7, the distance gaps' 81.8 %,
-    estimated 91.5, and their mean 93.0 %, estimated 90.4 (benchmarks/RESULTS.md, "Which margin").
+    estimated 91.5, and their mean 93.0 %, estimated 90.3 (benchmarks/RESULTS.md, "Which margin").
     Where either cannot be trusted, or either is the decoy's alone, the ratio gaps' is used."""
     plain = by_ratio.details.get("method", "").startswith("gap mixture")
     if by_ratio.warning or by_distance.warning or not plain or by_distance.details.get("method") != \
