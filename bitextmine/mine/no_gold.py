@@ -12,7 +12,9 @@ mixture fitted to the gaps (EM; Gumbel for the queries without a translation, no
 those with one) gives each query the probability that it has none; the estimated false pairs
 at a threshold t are then the sum of those probabilities over the queries whose best score
 is >= t, scaled from the sample to the side, and averaged over the two sides (the smaller
-side's alone where the sides differ in size and the gaps separate clearly).
+side's alone where the sides differ in size and the gaps separate clearly). For pairs scored
+by the distance margin (the default) the gaps are measured in that margin too, and the two
+estimates' false pairs averaged (``averaged_over_margins``).
 
 Why not the pools' own language (the decoy used before): on news, a sentence's nearest
 neighbours in its own language (the same story told twice, templated sentences) are far
