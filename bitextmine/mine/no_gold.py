@@ -324,10 +324,16 @@ def _curves(grid, kept, sides, fits, decoy_false=None):
     if decoy_false is not None:
         false = np.minimum(false, decoy_false)
         translations = max(translations, translations_of(kept, false))
+    return (*_precision_and_recall(kept, false, translations), false, translations)
+
+
+def _precision_and_recall(kept: np.ndarray, false: np.ndarray, translations: float) -> tuple[np.ndarray, np.ndarray]:
+    """Precision and recall at each threshold from the pairs kept, the false pairs among them
+    and the translations in the pools."""
     with np.errstate(divide="ignore", invalid="ignore"):
         precision = np.where(kept > 0, 1 - false / kept, np.nan)
-        recall = np.clip((kept - false) / translations, 0, 1) if translations > 0 else np.zeros(len(grid))
-    return precision, recall, false, translations
+    recall = np.clip((kept - false) / translations, 0, 1) if translations > 0 else np.zeros(len(kept))
+    return precision, recall
 
 
 def estimate_from_gaps(pair_scores: np.ndarray, src: QueryGaps, tgt: QueryGaps, decoys: tuple | None = None,
@@ -372,20 +378,18 @@ def averaged_over_margins(by_ratio: NoGoldEstimate, by_distance: NoGoldEstimate)
     ratio gaps' threshold kept 98.0 % precision, estimated 90.7, the distance gaps' 81.8 %,
     estimated 91.5, and their mean 93.0 %, estimated 90.3 (benchmarks/RESULTS.md, "Which margin").
     Where either cannot be trusted, or either is the decoy's alone, the ratio gaps' is used."""
-    plain = by_ratio.details.get("method", "").startswith("gap mixture")
-    if by_ratio.warning or by_distance.warning or not plain or by_distance.details.get("method") != \
-            by_ratio.details.get("method") or len(by_ratio.thresholds) != len(by_distance.thresholds):
+    method = by_ratio.details.get("method", "")
+    if by_ratio.warning or by_distance.warning or not method.startswith("gap mixture") \
+            or by_distance.details.get("method") != method:
         return by_ratio
     false = (by_ratio.false_pairs + by_distance.false_pairs) / 2
     translations = (by_ratio.translations + by_distance.translations) / 2
-    kept = by_ratio.pairs
-    with np.errstate(divide="ignore", invalid="ignore"):
-        precision = np.where(kept > 0, 1 - false / kept, np.nan)
-    recall = np.clip((kept - false) / translations, 0, 1) if translations > 0 else np.zeros(len(kept))
-    estimate = NoGoldEstimate(by_ratio.thresholds, precision, recall, kept, false, translations)
+    kept = by_ratio.pairs  # the same pairs and thresholds in both
+    estimate = NoGoldEstimate(by_ratio.thresholds, *_precision_and_recall(kept, false, translations), kept, false,
+                              translations)
     # the separation rules read the ratio gaps' mixtures, as they were measured
     in_distance = {key: by_distance.details[key] for key in ("translations_by_side", "mixtures")}
-    estimate.details = {**by_ratio.details, "method": by_ratio.details["method"] + ", gaps in both margins",
+    estimate.details = {**by_ratio.details, "method": method + ", gaps in both margins",
                         "distance_gaps": in_distance}
     if by_ratio.precision_low is not None and by_distance.precision_low is not None:
         estimate.precision_low = (by_ratio.precision_low + by_distance.precision_low) / 2
@@ -408,11 +412,10 @@ def _decoy_estimate(grid, kept, decoy_false, decoys, n: int, m: int, seed: int, 
     translations = translations_of(kept, decoy_false)
 
     def precision_of(false: np.ndarray) -> np.ndarray:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(kept > 0, 1 - false / kept, np.nan)
+        return _precision_and_recall(kept, false, translations)[0]
 
-    recall = np.clip((kept - decoy_false) / translations, 0, 1) if translations > 0 else np.zeros(len(grid))
-    estimate = NoGoldEstimate(grid, precision_of(decoy_false), recall, kept, decoy_false, translations)
+    estimate = NoGoldEstimate(grid, *_precision_and_recall(kept, decoy_false, translations), kept, decoy_false,
+                              translations)
     estimate.details = {"method": "decoy (most rows translated)", "queries": [int(len(d)) for d in decoys],
                         "translations_by_side": [round(translations, 1)] * 2, "mixtures": []}
     if rounds and len(grid):
