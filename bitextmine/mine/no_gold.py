@@ -23,7 +23,7 @@ false pairs at high scores and the threshold gave away most of the translations.
 measured across the languages, on the candidates mining itself sees, and each query is its
 own reference: dense neighbourhoods (related stories opposite) and sparse ones are told apart
 by the gap, not by the score alone. Measured against gold on news pools (15 % and 3 %
-translations), caption and Tatoeba pools: benchmarks/RESULTS.md, "The no-gold estimate".
+translations), caption and Tatoeba pools: benchmarks/RESULTS.md, "The no-gold threshold".
 
 What it cannot see: a pair whose sides say almost the same thing without being a
 translation (a headline and the sentence that expands it) has a translation's gap, so the
