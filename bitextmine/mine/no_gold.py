@@ -14,7 +14,8 @@ at a threshold t are then the sum of those probabilities over the queries whose 
 is >= t, scaled from the sample to the side, and averaged over the two sides (the smaller
 side's alone where the sides differ in size and the gaps separate clearly). For pairs scored
 by the distance margin (the default) the gaps are measured in that margin too, and the two
-estimates' false pairs averaged (``averaged_over_margins``).
+estimates' false pairs averaged (``averaged_over_margins``). The recall is counted against the
+translations the false-pair curve implies, not the sum of the posteriors (``_curves``).
 
 Why not the pools' own language (the decoy used before): on news, a sentence's nearest
 neighbours in its own language (the same story told twice, templated sentences) are far
