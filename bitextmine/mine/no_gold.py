@@ -319,16 +319,11 @@ def _false_pairs_of_sides(grid, sides, fits) -> np.ndarray:
 def _curves(grid, kept, sides, fits, decoy_false=None):
     """Precision, recall, false pairs and translations from the gap mixtures
     (``_false_pairs_of_sides``), each threshold's false pairs the smaller of theirs and the
-    decoy's (when given).
-
-    Under a margin (the decoy given) the translations are those the false-pair curve implies
-    (``translations_of``), not the sum of the posteriors: thousands of queries without a
-    translation each keep a small posterior of one, and their sum counted phantom translations
-    (83 where captions fr-en at 1 % hold 50), so the recall looked low at every threshold and
-    the choice went down into the false pairs. Under a cosine the gaps alone count the false
-    pairs, too few at low scores where the encoder is weak, and the curve's count followed them
-    down (27.7 F1 points under the best threshold on the student's hin-en at 3 %, against 9.7
-    with the posteriors' sum): there the sum stays (benchmarks/RESULTS.md, "The no-gold threshold")."""
+    decoy's (when given). Under a margin the translations are those the false-pair curve
+    implies (``translations_of``): the posteriors' sum counts each of thousands of queries'
+    small posterior (83 where captions fr-en at 1 % hold 50), the recall looks low and the
+    choice goes down into the false pairs. A cosine's curve, from the gaps alone, is too low
+    where the encoder is weak; it keeps the sum (benchmarks/RESULTS.md, "The no-gold threshold")."""
     false = np.minimum(_false_pairs_of_sides(grid, sides, fits), kept)
     if decoy_false is None:
         translations = float(np.mean([s.scale * f.posterior.sum() for s, f in zip(sides, fits, strict=True)]))
