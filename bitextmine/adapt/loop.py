@@ -10,7 +10,8 @@
 4. the loop stops when a round no longer changes the pairs or no longer raises the
    held-out estimate, after ``rounds`` rounds, or when the next round would not fit
    ``max_minutes``;
-5. the round of best held-out estimate is written as a checkpoint (``ckpt:OUT``).
+5. the round of best held-out estimate is written as a checkpoint (``ckpt:OUT``), with the
+   threshold for mining these pools with it (``pools_threshold``).
 
 Self-confirmation: from round 1 on, the pairs a round mines are scored by a model trained
 on most of them, so their scores, and the no-gold estimate made from them, flatter them. Each
@@ -60,11 +61,12 @@ STOPS = {"rounds": "the rounds asked for are done",
 
 def adapt(src: str | list[str], tgt: str | list[str], encoder: str, out_dir: str | Path,
           cfg: AdaptConfig = AdaptConfig(), resume: bool = False, progress: bool = True,
-          started: float | None = None) -> dict:
+          started: float | None = None, mine=None) -> dict:
     """Adapt ``encoder`` to the pools ``src`` and ``tgt`` (text files or embedding sets); the
     round of best estimated F1 ends up in ``out_dir`` as a checkpoint. ``resume``: continue
     the run ``out_dir`` holds. ``started``: ``time.monotonic()`` when the command began, from
-    which ``cfg.max_minutes`` counts (default: now)."""
+    which ``cfg.max_minutes`` counts (default: now). ``mine``: the ``MineConfig`` the pools
+    will be mined with afterwards, for ``pools_threshold`` (default: mine's own, at ``cfg.k``)."""
     from bitextmine.devices import resolve_device
 
     started = time.monotonic() if started is None else started
@@ -79,11 +81,11 @@ def adapt(src: str | list[str], tgt: str | list[str], encoder: str, out_dir: str
     with claimed_output(Path(out_dir)) as state:
         if not state.check_run(run, resume):
             state.start(run)
-        return _adapt(model, pools, state, cfg, started, progress)
+        return _adapt(model, pools, state, cfg, started, progress, mine)
 
 
 def _adapt(model: AdaptedEncoder, pools: tuple[Pool, Pool], state: AdaptState, cfg: AdaptConfig, started: float,
-           progress: bool) -> dict:
+           progress: bool, mine=None) -> dict:
     sides = tuple(make_side(model, i, pool.texts, f"pool-{name}", state.state, cfg, progress)
                   for i, (pool, name) in enumerate(zip(pools, ("src", "tgt"), strict=True)))
     replay = replay_sides(model, cfg, state.state, progress) if cfg.replay else None
@@ -103,12 +105,14 @@ def _adapt(model: AdaptedEncoder, pools: tuple[Pool, Pool], state: AdaptState, c
         stop = stop_reason(records, cfg, started)
     scores = held_out_scores(model, sides, state, records, cfg)
     best = best_round(records, scores, cfg.min_keep_gain)
+    threshold = pools_threshold(model, sides, state, best, cfg, mine)
     model.load_head(state.head(best.round))
     if best.round == 0:
         log.warning("round 0 kept: the encoder as it started (%s)", stop_message(stop, records))
     summary = {"rounds": [r.round for r in records], "best_round": best.round, "stopped": stop,
                "stopped_because": stop_message(stop, records),
-               "held_out_f1": scores, "pairs": best.kept, "settings": cfg.run_signature(),
+               "held_out_f1": scores, "pairs": best.kept, "pools_threshold": threshold,
+               "settings": cfg.run_signature(),
                "minutes": round((time.monotonic() - started) / 60, 2)}
     model.write(state.out_dir, {**summary, "encoder": model.spec, "pools": [p.sources for p in pools]})
     log.info("kept round %d (held-out estimated F1 by round: %s); stopped: %s", best.round,
@@ -234,6 +238,38 @@ def held_out_scores(model: AdaptedEncoder, sides: tuple[Side, Side], state: Adap
         vectors = tuple(embed_side(model, side) for side in sides)
         scores.append(held_out_f1(vectors, held, cfg, identities, model.device))
     return scores
+
+
+def pools_threshold(model: AdaptedEncoder, sides: tuple[Side, Side], state: AdaptState, best: RoundRecord,
+                    cfg: AdaptConfig, mine=None) -> dict | None:
+    """The threshold for mining these pools with the kept round (None: round 0 kept, whose own
+    estimate is not self-scored, or ``mine`` has a threshold of its own).
+
+    On the pools a round trained on, mine's no-gold estimate is self-scored: the trained pairs
+    stand apart and the estimate doubts the translations it did not train on (on news,
+    ``mine``'s own threshold lost 4 F1 points on French and 40 on a student's Czech; RESULTS.md,
+    "Adapt"). The starting encoder has trained on none of them: its threshold says how many
+    pairs to keep, and the kept round which ones. The threshold is the score of the kept
+    round's pair of that rank, under ``mine``'s score and k.
+    """
+    from bitextmine.mine import MineConfig
+    from bitextmine.mine.thresholds import mine_and_choose
+
+    mine = mine or MineConfig(k=cfg.k, device=model.device)
+    if not best.round or mine.threshold is not None:
+        return None
+    identities = tuple(side.identity for side in model.sides)
+    model.load_head(state.head(0))
+    pairs, start = mine_and_choose(*(embed_side(model, side) for side in sides), mine, identities,
+                                   device=model.device)
+    count = int((pairs.score >= start.threshold).sum())
+    if count == 0:
+        return None
+    model.load_head(state.head(best.round))
+    pairs, _ = mine_and_choose(*(embed_side(model, side) for side in sides), mine, identities, device=model.device)
+    scores = np.sort(pairs.score)[::-1]
+    return {"threshold": float(scores[min(count, len(scores)) - 1]), "pairs": count, "score": mine.score,
+            "k": mine.k, "start_threshold": float(start.threshold), "start_reason": start.reason}
 
 
 def kept_by_filter(found, pools: tuple[Pool, Pool], cfg: AdaptConfig) -> np.ndarray:

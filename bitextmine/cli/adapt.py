@@ -134,5 +134,10 @@ def adapt(
             else f"round {result['best_round']}, the best held-out estimate")
     typer.echo(printable(f"{output}: {kept}; stopped: {result['stopped_because']} ({result['minutes']:.1f} min); "
                          f"use --encoder ckpt:{output}"), err=True)
+    if result["pools_threshold"]:
+        chosen = result["pools_threshold"]
+        typer.echo(f"to mine these pools with it: --threshold {chosen['threshold']:.6g} (--score {chosen['score']}, "
+                   f"-k {chosen['k']}), which keeps as many pairs as the starting encoder's own threshold "
+                   f"({chosen['pairs']}); mine's own estimate on them is self-scored", err=True)
     if json_out:
         write_json(json_out, {"output": output, **{k: v for k, v in result.items() if k != "settings"}})

@@ -352,7 +352,9 @@ def run_adapt(src: list[str], tgt: list[str], output: str, encoder: str, src_lan
               tgt_lang: str | None, settings: dict, mine: dict, embed: dict) -> list[str]:
     """Adapt the encoder to a pair's pools (resuming a killed run), embed both with it, mine again.
 
-    Mining again is exact search: the adapted pools are searched once, by this task.
+    Mining again is exact search: the adapted pools are searched once, by this task. Where a
+    trained round is kept and the pipeline sets no threshold, it mines at the one ``adapt``
+    chose for these pools (``adapt.loop.pools_threshold``): mine's own would be self-scored.
     """
     from bitextmine.adapt import AdaptConfig, adapt
     from bitextmine.embed import EmbedConfig, embed_shards
@@ -360,15 +362,17 @@ def run_adapt(src: list[str], tgt: list[str], output: str, encoder: str, src_lan
     from bitextmine.mine.output import PairsOutput, mine_to_files
 
     out = Path(output)
-    adapt(src, tgt, encoder, out / "encoder", AdaptConfig(**settings, src_lang=src_lang, tgt_lang=tgt_lang),
-          resume=True, progress=False)
+    mine_cfg = MineConfig(**mine)
+    result = adapt(src, tgt, encoder, out / "encoder", AdaptConfig(**settings, src_lang=src_lang, tgt_lang=tgt_lang),
+                   resume=True, progress=False, mine=mine_cfg)
+    if result["pools_threshold"]:  # a trained round: mine's own estimate would be self-scored on these pools
+        mine_cfg = dataclasses.replace(mine_cfg, threshold=result["pools_threshold"]["threshold"])
     adapted = f"ckpt:{out / 'encoder'}"
     for side, shards, lang in (("src", src, src_lang), ("tgt", tgt, tgt_lang)):
         embed_shards(shards, out / "embed" / side, EmbedConfig(encoder=adapted, lang=lang, overwrite=True,
                                                                **embed), progress=False)
     target = PairsOutput(output=str(out / "pairs.tsv"), with_ids=True)
-    mine_to_files([out / "embed" / "src"], [out / "embed" / "tgt"],
-                  MineConfig(**mine), target)
+    mine_to_files([out / "embed" / "src"], [out / "embed" / "tgt"], mine_cfg, target)
     return [output]
 
 
