@@ -7,8 +7,10 @@ For each pool, ``bitextmine adapt`` (the command, printed before it runs) adapts
 encoder to the pool's two text files; it never sees the gold. Then, for each round's
 encoder (round 0 is the starting one): the pairs it trained on, best-threshold F1 (a sweep
 of every threshold against ``gold.tsv``), the default F1 (at the threshold ``mine`` chooses
-by itself, target precision 0.9) and the precision of the round's training pairs against
-the gold; and Tatoeba P@1 (mean of both directions) before and after, with the start and
+by itself, target precision 0.9), the F1 at the threshold ``adapt`` gives for mining the
+pools with a trained round (``adapt.loop.pools_threshold``: as many pairs as round 0's own
+threshold keeps; for round 0, mine's own) and the precision of the round's training pairs
+against the gold; and Tatoeba P@1 (mean of both directions) before and after, with the start and
 the kept checkpoint as ``embed --lang`` uses them: the 14 languages of the default encoder,
 and for a student also the languages it learned.
 
@@ -71,8 +73,10 @@ def adapt_pool(pool: str, args, out: Path) -> float:
 
 
 def gold_metrics(pool: str, texts: tuple[list[str], list[str]], x: np.ndarray, y: np.ndarray,
-                 identities) -> dict:
-    """Best-threshold and default F1 of vectors of the pool's distinct sentences, against the gold."""
+                 identities, count: int | None = None) -> dict:
+    """Best-threshold and default F1 of vectors of the pool's distinct sentences, against the gold;
+    and the F1 of the ``count`` best pairs (``count``: how many round 0's own threshold keeps,
+    the rule of ``adapt.loop.pools_threshold``; None: mine's own threshold)."""
     from bitextmine.evaluate.bucc import IdSentences, evaluate_mined
     from bitextmine.mine import MineConfig
     from bitextmine.mine.thresholds import mine_and_choose
@@ -86,9 +90,17 @@ def gold_metrics(pool: str, texts: tuple[list[str], list[str]], x: np.ndarray, y
     gold = {tuple(line.split("\t")) for line in gf.read_text(encoding="utf-8").split("\n") if line}
     pairs, choice = mine_and_choose(x, y, MineConfig(), identities)
     m = evaluate_mined(sides[0], sides[1], texts[0], texts[1], pairs, gold, choice.threshold)
+    kept = int((pairs.score >= choice.threshold).sum())
+    if count is not None and count > 0:
+        adapted = evaluate_mined(sides[0], sides[1], texts[0], texts[1], pairs, gold,
+                                 float(np.sort(pairs.score)[::-1][min(count, len(pairs.score)) - 1]))
+    else:
+        adapted = m
     return {"best_f1": 100 * m["bucc_best_f1"], "best_p": 100 * m["bucc_best_precision"],
             "best_r": 100 * m["bucc_best_recall"], "default_f1": 100 * m["bucc_f1"],
-            "default_p": 100 * m["bucc_precision"], "default_r": 100 * m["bucc_recall"]}
+            "default_p": 100 * m["bucc_precision"], "default_r": 100 * m["bucc_recall"], "default_pairs": kept,
+            "pools_f1": 100 * adapted["bucc_f1"], "pools_p": 100 * adapted["bucc_precision"],
+            "pools_r": 100 * adapted["bucc_recall"]}
 
 
 def training_precision(pool: str, texts, pairs: dict) -> float | None:
@@ -126,7 +138,7 @@ def rounds(pool: str, out: Path, args) -> list[dict]:
     texts = (pools[0].texts, pools[1].texts)
     # every round's estimate on the same held-out pools, by which the run chose its round
     held_out = json.loads((out / "config.json").read_text(encoding="utf-8"))["adapt"]["held_out_f1"]
-    rows = []
+    rows, count = [], None
     for record in state.rounds():
         model.load_head(state.head(record.round))
         x, y = (embed_side(model, side) for side in sides)
@@ -135,7 +147,8 @@ def rounds(pool: str, out: Path, args) -> list[dict]:
                      "training_precision": training_precision(pool, texts, trained) if trained else None,
                      "kept": record.kept, "estimated_f1": record.estimated_f1,
                      "held_out_f1": held_out[record.round], "minutes": record.minutes_total,
-                     **gold_metrics(pool, texts, x, y, identities)})
+                     **gold_metrics(pool, texts, x, y, identities, count)})
+        count = rows[0]["default_pairs"]
         print(f"{pool} round {record.round}: best F1 {rows[-1]['best_f1']:.1f}, default F1 "
               f"{rows[-1]['default_f1']:.1f}", flush=True)
     return rows
@@ -200,15 +213,17 @@ def main() -> None:
 def print_tables(result: dict) -> None:
     print(f"\n{result['encoder']}, replay {result['replay']}\n")
     print("| pool | round | trained on (precision by the gold) | kept | estimated F1 (self-scored) | "
-          "held-out estimated F1 | best F1 (P / R) | default F1 (P / R) | minutes |")
-    print("|---|---:|---:|---:|---:|---:|---|---|---:|")
+          "held-out estimated F1 | best F1 (P / R) | default F1 (P / R) | adapt's threshold F1 (P / R) | "
+          "minutes |")
+    print("|---|---:|---:|---:|---:|---:|---|---|---|---:|")
     for pool, r in result["pools"].items():
         for row in r["rounds"]:
             trained = "–" if not row["round"] else f"{row['trained_on']} ({row['training_precision']:.1f} %)"
             estimate, held = ("–" if row[k] is None else f"{100 * row[k]:.1f}" for k in ("estimated_f1", "held_out_f1"))
             print(f"| {pool} | {row['round']} | {trained} | {row['kept']} | {estimate} | {held} | "
                   f"{row['best_f1']:.1f} ({row['best_p']:.1f} / {row['best_r']:.1f}) | {row['default_f1']:.1f} "
-                  f"({row['default_p']:.1f} / {row['default_r']:.1f}) | {row['minutes']:.1f} |")
+                  f"({row['default_p']:.1f} / {row['default_r']:.1f}) | {row['pools_f1']:.1f} "
+                  f"({row['pools_p']:.1f} / {row['pools_r']:.1f}) | {row['minutes']:.1f} |")
     if "tatoeba_before" not in result:
         return
     before = result["tatoeba_before"]
