@@ -310,6 +310,21 @@ def test_resume_continues_after_the_last_whole_round_and_refuses_other_settings(
     assert [json.loads(line)["round"] for line in log] == [0, 1, 2]
 
 
+@pytest.mark.slow
+def test_the_command_prints_the_threshold_for_mining_its_pools_with_a_trained_round(cli, tmp_path):
+    result = cli("adapt", "--src", EXAMPLES / "de.txt", "--tgt", EXAMPLES / "en.txt", "--src-lang", "de",
+                 "--tgt-lang", "en", "-o", tmp_path / "out", "--rounds", "1", "--steps", "3", "--held-out", "0.3",
+                 "--min-keep-gain", "0", "--device", "cpu", "-q", "--json", tmp_path / "a.json")
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads((tmp_path / "a.json").read_text())
+    chosen = summary["pools_threshold"]
+    if summary["best_round"]:
+        assert f"--threshold {chosen['threshold']:.6g} (--score distance, -k 4)" in result.stderr
+        assert f"({chosen['pairs']})" in result.stderr
+    else:
+        assert chosen is None and "--threshold" not in result.stderr
+
+
 def test_the_estimate_of_pools_without_translations_is_none():
     from bitextmine.adapt.loop import estimated_f1
     from bitextmine.mine.thresholds import ThresholdChoice
