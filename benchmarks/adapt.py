@@ -123,15 +123,19 @@ def rounds(pool: str, out: Path, args) -> list[dict]:
     """Each round's encoder measured against the gold (through the features the run kept)."""
     from bitextmine.adapt.config import AdaptConfig
     from bitextmine.adapt.model import AdaptedEncoder
+    from bitextmine.adapt.network import NetworkAdaptedEncoder
     from bitextmine.adapt.pools import read_pool
     from bitextmine.adapt.rounds import AdaptState
     from bitextmine.adapt.sides import embed_side, make_side
 
     xf, ef, _, lang = pool_files(pool)
     cfg = AdaptConfig(src_lang=lang, tgt_lang="en")
-    model = AdaptedEncoder(args.encoder, lang, "en", "cpu")
-    pools = read_pool(str(xf)), read_pool(str(ef))
     state = AdaptState(out)
+    if json.loads((state.state / "run.json").read_text(encoding="utf-8"))["settings"]["trainable"] == "network":
+        model = NetworkAdaptedEncoder(args.encoder, lang, "en", "cpu", state.state)  # each round's vectors kept
+    else:
+        model = AdaptedEncoder(args.encoder, lang, "en", "cpu")
+    pools = read_pool(str(xf)), read_pool(str(ef))
     sides = [make_side(model, i, p.texts, f"pool-{n}", state.state, cfg, False)
              for i, (p, n) in enumerate(zip(pools, ("src", "tgt"), strict=True))]
     identities = tuple(side.identity for side in model.sides)

@@ -19,6 +19,17 @@ AT_LEAST = {"rounds": 1, "steps": 1, "batch_size": 2, "hard_negatives": 0, "pool
 # of the real-number settings, those that may not be negative
 NON_NEGATIVE = ("held_out", "min_keep_gain", "max_minutes", "lr", "weight_decay", "scale", "anchor_weight",
                 "replay_weight", "min_pair_change", "min_f1_change")
+# What trains: the sentence head on features computed once (seconds a round), or every layer
+# but the piece embeddings through ``bitextmine train`` (minutes a round; ``adapt.network``)
+TRAINABLES = ("head", "network")
+# the training settings whose default depends on what trains (None in AdaptConfig: this one)
+TRAINABLE_DEFAULTS = {
+    "head": {"steps": D.ADAPT_STEPS, "batch_size": D.ADAPT_BATCH_SIZE, "hard_negatives": D.ADAPT_HARD_NEGATIVES,
+             "lr": D.ADAPT_LR, "anchor_weight": D.ADAPT_ANCHOR_WEIGHT},
+    "network": {"steps": D.ADAPT_NETWORK_STEPS, "batch_size": D.ADAPT_NETWORK_BATCH_SIZE,
+                "hard_negatives": D.ADAPT_NETWORK_HARD_NEGATIVES, "lr": D.ADAPT_NETWORK_LR,
+                "anchor_weight": D.ADAPT_NETWORK_DISTILL_WEIGHT},
+}
 
 
 @dataclass(frozen=True)
@@ -36,16 +47,19 @@ class AdaptConfig:
     src_lang: str | None = None  # language ID of the filter, and the routing of a student's languages
     tgt_lang: str | None = None
     filter: bool = True
-    # training
-    steps: int = D.ADAPT_STEPS
-    batch_size: int = D.ADAPT_BATCH_SIZE
-    hard_negatives: int = D.ADAPT_HARD_NEGATIVES
-    pool_negatives: int = D.ADAPT_POOL_NEGATIVES
-    lr: float = D.ADAPT_LR
+    # training (None: the default of what trains, TRAINABLE_DEFAULTS)
+    trainable: str = "head"
+    steps: int | None = None
+    batch_size: int | None = None
+    hard_negatives: int | None = None
+    pool_negatives: int = D.ADAPT_POOL_NEGATIVES  # head only: train's own batches hold the network's negatives
+    lr: float | None = None
     weight_decay: float = D.ADAPT_WEIGHT_DECAY
     margin: float = D.TRAIN_MARGIN
     scale: float = D.TRAIN_SCALE
-    anchor_weight: float = D.ADAPT_ANCHOR_WEIGHT
+    # the pull toward the starting encoder: each sentence toward its starting vector (head),
+    # train's distillation toward the starting encoder (network)
+    anchor_weight: float | None = None
     # guards: pairs of languages the encoder serves, trained beside the mined ones
     replay: tuple[str, ...] = field(default_factory=tuple)
     replay_pairs: int = D.ADAPT_REPLAY_PAIRS
@@ -61,6 +75,11 @@ class AdaptConfig:
     def __post_init__(self):
         """The settings checked before any work, for library callers as for the command line."""
         object.__setattr__(self, "replay", tuple(self.replay))
+        if self.trainable not in TRAINABLES:
+            raise BitextmineError(f"unknown --trainable {self.trainable!r}: use {' or '.join(TRAINABLES)}")
+        for name, default in TRAINABLE_DEFAULTS[self.trainable].items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, default)
         for name, least in AT_LEAST.items():
             if getattr(self, name) < least:
                 raise BitextmineError(f"--{name.replace('_', '-')} must be at least {least}, not {getattr(self, name)}")
@@ -91,4 +110,4 @@ class AdaptConfig:
                           target_f1_tolerance=D.ADAPT_TARGET_F1_TOLERANCE, device=device)
 
 
-__all__ = ["AdaptConfig"]
+__all__ = ["TRAINABLES", "TRAINABLE_DEFAULTS", "AdaptConfig"]

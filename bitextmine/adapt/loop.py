@@ -6,7 +6,8 @@
    ``target_precision``; the filter's rules and language ID keep the pairs to train on;
 3. round r: the head trains ``steps`` steps on round r-1's pairs (``objective``: ranking
    against the pools with hard negatives, distillation for a student, anchors, replay),
-   the pools are embedded again and mined again;
+   or, with ``trainable="network"``, every layer through ``bitextmine train``
+   (``network``); the pools are embedded again and mined again;
 4. the loop stops when a round no longer changes the pairs or no longer raises the
    held-out estimate, after ``rounds`` rounds, or when the next round would not fit
    ``max_minutes``;
@@ -41,7 +42,7 @@ from bitextmine.adapt.config import AdaptConfig
 from bitextmine.adapt.model import AdaptedEncoder, check_adaptable
 from bitextmine.adapt.objective import PairObjective, RoundPairs, Side, hard_negatives
 from bitextmine.adapt.pools import Pool, read_pool
-from bitextmine.adapt.rounds import AdaptState, RoundRecord, claimed_output
+from bitextmine.adapt.rounds import STATE, AdaptState, RoundRecord, claimed_output
 from bitextmine.adapt.sides import embed_side, make_side, replay_sides
 from bitextmine.errors import BitextmineError
 from bitextmine.progress import progress_bar
@@ -74,7 +75,12 @@ def adapt(src: str | list[str], tgt: str | list[str], encoder: str, out_dir: str
     check_adaptable(encoder)  # before the pools are read: a wrong encoder fails at once
     pools = read_pool(src), read_pool(tgt)
     check_pools(pools, cfg.k)
-    model = AdaptedEncoder(encoder, cfg.src_lang, cfg.tgt_lang, device)
+    if cfg.trainable == "network":
+        from bitextmine.adapt.network import NetworkAdaptedEncoder
+
+        model = NetworkAdaptedEncoder(encoder, cfg.src_lang, cfg.tgt_lang, device, Path(out_dir) / STATE)
+    else:
+        model = AdaptedEncoder(encoder, cfg.src_lang, cfg.tgt_lang, device)
     run = {"encoder": encoder, "encoder_identity": model.start.identity.to_dict(),
            "pools": [{"sources": p.sources, "sentences": len(p), "sha256": p.digest()} for p in pools],
            "settings": cfg.run_signature()}
@@ -88,7 +94,8 @@ def _adapt(model: AdaptedEncoder, pools: tuple[Pool, Pool], state: AdaptState, c
            progress: bool, mine=None) -> dict:
     sides = tuple(make_side(model, i, pool.texts, f"pool-{name}", state.state, cfg, progress)
                   for i, (pool, name) in enumerate(zip(pools, ("src", "tgt"), strict=True)))
-    replay = replay_sides(model, cfg, state.state, progress) if cfg.replay else None
+    # the network's rounds read the replay files through bitextmine train (``network.round_data``)
+    replay = replay_sides(model, cfg, state.state, progress) if cfg.replay and cfg.trainable == "head" else None
     records = state.rounds()
     if records:
         log.info("resuming after round %d", records[-1].round)
@@ -99,8 +106,14 @@ def _adapt(model: AdaptedEncoder, pools: tuple[Pool, Pool], state: AdaptState, c
     while stop is None:
         number, round_started = records[-1].round + 1, time.monotonic()
         before = tuple(embed_side(model, side) for side in sides)  # the vectors the pairs were mined with
-        losses = train_round(model, sides, before, state.pairs(number - 1), replay, cfg, number, started, progress,
-                             reserve=records[0].seconds)
+        if cfg.trainable == "network":
+            from bitextmine.adapt.network import train_network_round
+
+            losses = train_network_round(model, pools, state.pairs(number - 1), cfg, number, started, progress,
+                                         reserve=records[0].seconds)
+        else:
+            losses = train_round(model, sides, before, state.pairs(number - 1), replay, cfg, number, started,
+                                 progress, reserve=records[0].seconds)
         records.append(mine_round(model, sides, pools, state, cfg, number, before, started, losses, round_started))
         stop = stop_reason(records, cfg, started)
     scores = held_out_scores(model, sides, state, records, cfg)
@@ -249,8 +262,8 @@ def pools_threshold(model: AdaptedEncoder, sides: tuple[Side, Side], state: Adap
     stand apart and the estimate doubts the translations it did not train on (on news,
     ``mine``'s own threshold lost 4 F1 points on French and 40 on a student's Czech; RESULTS.md,
     "Adapt"). The starting encoder has trained on none of them: its threshold says how many
-    pairs to keep, and the kept round which ones. The threshold is the score of the kept
-    round's pair of that rank, under ``mine``'s score and k.
+    pairs to keep, and the kept round which ones. The threshold lies halfway between the
+    scores of the kept round's pairs of that rank and the next, under ``mine``'s score and k.
     """
     from bitextmine.mine import MineConfig
     from bitextmine.mine.thresholds import mine_and_choose
@@ -268,7 +281,11 @@ def pools_threshold(model: AdaptedEncoder, sides: tuple[Side, Side], state: Adap
     model.load_head(state.head(best.round))
     pairs, _ = mine_and_choose(*(embed_side(model, side) for side in sides), mine, identities, device=model.device)
     scores = np.sort(pairs.score)[::-1]
-    return {"threshold": float(scores[min(count, len(scores)) - 1]), "pairs": count, "score": mine.score,
+    # halfway to the next pair's score: embedding sets store fp16, and a threshold on the last
+    # pair's own score could drop it when the pools are embedded again
+    rank = min(count, len(scores)) - 1
+    threshold = (scores[rank] + scores[rank + 1]) / 2 if rank + 1 < len(scores) else scores[rank]
+    return {"threshold": float(threshold), "pairs": count, "score": mine.score,
             "k": mine.k, "start_threshold": float(start.threshold), "start_reason": start.reason}
 
 

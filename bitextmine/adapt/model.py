@@ -1,10 +1,11 @@
 """The encoder ``adapt`` trains: which network, which of its parts, and which side it embeds.
 
 ``adapt`` works on the default encoder's architecture: ``usem3`` itself, and checkpoints
-built on it (``bitextmine train --init usem3``, add-language students). Of the network
-only the head moves (``USEm3Network.HEAD_PARAMETERS``, the layers after the sum over
-tokens, 1.7M of its weights); the piece embeddings and the token-level layers stay as
-they were, and with them everything the head does not see.
+built on it (``bitextmine train --init usem3``, add-language students). Here, of the
+network only the head moves (``USEm3Network.HEAD_PARAMETERS``, the layers after the sum
+over tokens, 1.7M of its weights); the piece embeddings and the token-level layers stay
+as they were, and with them everything the head does not see. (``trainable="network"``
+trains every layer of ``usem3``: ``adapt.network``.)
 
 Each side of the pools is embedded by the encoder for its language
 (``Encoder.for_language``). A student that routes its teacher's languages to the teacher

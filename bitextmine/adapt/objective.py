@@ -39,6 +39,7 @@ class Side:
 
     start: torch.Tensor  # (n, 512) float32
     features: Features | None = None  # None: a fixed side
+    name: str = ""  # pool-src, pool-tgt, replay-english, replay-foreign
 
     def __len__(self) -> int:
         return len(self.features) if self.features is not None else len(self.start)

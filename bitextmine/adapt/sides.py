@@ -31,6 +31,9 @@ def embed_side(model: AdaptedEncoder, side: Side, network=None) -> np.ndarray:
     """Every sentence of ``side`` through the trained head (``network``: another's), or its fixed vectors."""
     if side.features is None:
         return side.start.numpy()
+    embedded = getattr(model, "vectors_of", lambda name: None)(side.name) if network is None else None
+    if embedded is not None:  # a round of the whole network (``adapt.network``) embedded them itself
+        return embedded
     head = (network or model.trained).head
     out = [head(*side.features.rows(torch.arange(i, min(i + HEAD_BLOCK, len(side)))))
            for i in range(0, len(side), HEAD_BLOCK)]
@@ -41,9 +44,9 @@ def make_side(model: AdaptedEncoder, which: int, texts: list[str], name: str, st
               progress: bool) -> Side:
     """Side ``which`` (0: source, 1: target) of ``texts``: features when the model trains it."""
     if not model.trains[which]:
-        return Side(torch.from_numpy(cached_vectors(state_dir, name, model.sides[which], texts, progress)))
+        return Side(torch.from_numpy(cached_vectors(state_dir, name, model.sides[which], texts, progress)), name=name)
     features = cached_features(state_dir, name, model.start, model.network, texts, cfg.max_tokens, progress)
-    side = Side(torch.zeros(0), features)
+    side = Side(torch.zeros(0), features, name)
     side.start = torch.from_numpy(embed_side(model, side, model.network))
     return side
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from bitextmine.adapt.config import AdaptConfig
+from bitextmine.adapt.config import TRAINABLE_DEFAULTS, TRAINABLES, AdaptConfig
 from bitextmine.cli.options import (
     Quiet,
     check_json_output,
@@ -26,6 +26,7 @@ from bitextmine.io.atomic import write_json
 
 app = typer.Typer()
 D = AdaptConfig()  # the defaults, read once for the help texts
+HEAD, NETWORK = (TRAINABLE_DEFAULTS[t] for t in TRAINABLES)
 TRAINING = "Training"
 GUARDS = "Guards"
 
@@ -58,21 +59,31 @@ def adapt(
                                               "(estimated without gold).") = D.target_precision,
     no_filter: Annotated[bool, typer.Option("--no-filter", help="Train on the mined pairs without the filter's "
                                             "rules and language ID.")] = False,
-    steps: Annotated[int, typer.Option(metavar="N", min=1, rich_help_panel=TRAINING,
-                                       help="Optimizer steps per round.")] = D.steps,
-    batch_size: Annotated[int, typer.Option(metavar="N", min=2, rich_help_panel=TRAINING,
-                                            help="Mined pairs per step.")] = D.batch_size,
-    hard_negatives: Annotated[int, typer.Option(
-        metavar="N", min=0, rich_help_panel=TRAINING,
-        help="Per pair and side: its nearest other sentences of the other pool, as negatives.")] = D.hard_negatives,
+    trainable: Annotated[str, typer.Option(
+        metavar="PART", rich_help_panel=TRAINING,
+        help="head: the sentence head, on features computed once (seconds a round); network: every layer but "
+             "the piece embeddings, through bitextmine train (minutes a round; --encoder usem3).")] = D.trainable,
+    steps: Annotated[int | None, typer.Option(metavar="N", min=1, rich_help_panel=TRAINING, show_default=False,
+                                              help=f"Optimizer steps per round (head: {HEAD['steps']}, network: "
+                                                   f"{NETWORK['steps']}).")] = None,
+    batch_size: Annotated[int | None, typer.Option(
+        metavar="N", min=2, rich_help_panel=TRAINING, show_default=False,
+        help=f"Pairs per step (head: {HEAD['batch_size']}, network: {NETWORK['batch_size']}).")] = None,
+    hard_negatives: Annotated[int | None, typer.Option(
+        metavar="N", min=0, rich_help_panel=TRAINING, show_default=False,
+        help=f"Per pair: its nearest other sentences, as negatives (head: {HEAD['hard_negatives']} of the other "
+             f"pool per side, network: {NETWORK['hard_negatives']}).")] = None,
     pool_negatives: Annotated[int, typer.Option(
         metavar="N", min=0, rich_help_panel=TRAINING, help="Random pool sentences of each side added as "
-                                                           "negatives each step.")] = D.pool_negatives,
-    lr: Annotated[float, typer.Option(metavar="X", min=0.0, callback=finite, rich_help_panel=TRAINING,
-                                      help="Learning rate of the head (AdamW).")] = D.lr,
-    anchor_weight: Annotated[float, typer.Option(
-        metavar="X", min=0.0, callback=finite, rich_help_panel=GUARDS,
-        help="Pull of every sentence toward its vector under the starting encoder.")] = D.anchor_weight,
+                                                           "negatives each step (head).")] = D.pool_negatives,
+    lr: Annotated[float | None, typer.Option(
+        metavar="X", min=0.0, callback=finite, rich_help_panel=TRAINING, show_default=False,
+        help=f"Peak learning rate (AdamW) (head: {HEAD['lr']:g}, network: {NETWORK['lr']:g}).")] = None,
+    anchor_weight: Annotated[float | None, typer.Option(
+        metavar="X", min=0.0, callback=finite, rich_help_panel=GUARDS, show_default=False,
+        help=f"Pull toward the starting encoder: of every sentence toward its starting vector (head: "
+             f"{HEAD['anchor_weight']:g}), or the distillation's weight (network: {NETWORK['anchor_weight']:g}).")]
+        = None,
     replay: Annotated[list[str] | None, typer.Option(
         metavar="PAIRS", show_default=False, rich_help_panel=GUARDS,
         help="English<TAB>X pairs of languages the encoder serves, trained beside the mined ones to hold them "
@@ -98,7 +109,8 @@ def adapt(
 
     Each round mines the pools at a threshold chosen without gold for --target-precision,
     filters the pairs, and trains the encoder's sentence head on them (translation ranking
-    against the pools, hard negatives; a student learns its teacher's English vectors).
+    against the pools, hard negatives; a student learns its teacher's English vectors), or
+    with --trainable network every layer of usem3 (bitextmine train, distilled toward it).
     It stops when a round no longer changes the pairs or no longer raises the F1 estimated
     on the held-out pools (--held-out of the --src sentences, set aside before training,
     against the --tgt sentences not trained on), and keeps the round of best held-out
@@ -115,7 +127,7 @@ def adapt(
     setup_logging(quiet)
     check_json_output(json_out, [*src, *tgt, *(replay or ()), output])
     cfg = AdaptConfig(rounds=rounds, max_minutes=max_minutes, target_precision=target_precision, src_lang=src_lang,
-                      tgt_lang=tgt_lang, filter=not no_filter, steps=steps, batch_size=batch_size,
+                      tgt_lang=tgt_lang, filter=not no_filter, trainable=trainable, steps=steps, batch_size=batch_size,
                       hard_negatives=hard_negatives, pool_negatives=pool_negatives, lr=lr, anchor_weight=anchor_weight,
                       replay=tuple(replay or ()), replay_pairs=replay_pairs, held_out=held_out,
                       min_keep_gain=min_keep_gain, seed=seed, device=device)

@@ -138,12 +138,14 @@ class AdaptStage(Model):
     rounds: Positive = defaults.ADAPT_ROUNDS
     max_minutes: Annotated[Float, Field(ge=0.0)] | None = None
     target_precision: Annotated[Float, Field(gt=0.0, lt=1.0)] = defaults.ADAPT_TARGET_PRECISION
-    steps: Positive = defaults.ADAPT_STEPS
-    batch_size: Annotated[Int, Field(ge=2)] = defaults.ADAPT_BATCH_SIZE
-    hard_negatives: NonNegative = defaults.ADAPT_HARD_NEGATIVES
+    trainable: Literal["head", "network"] = "head"
+    # None: the default of what trains (adapt.config.TRAINABLE_DEFAULTS)
+    steps: Positive | None = None
+    batch_size: Annotated[Int, Field(ge=2)] | None = None
+    hard_negatives: NonNegative | None = None
     pool_negatives: NonNegative = defaults.ADAPT_POOL_NEGATIVES
-    lr: Annotated[Float, Field(ge=0.0)] = defaults.ADAPT_LR
-    anchor_weight: Annotated[Float, Field(ge=0.0)] = defaults.ADAPT_ANCHOR_WEIGHT
+    lr: Annotated[Float, Field(ge=0.0)] | None = None
+    anchor_weight: Annotated[Float, Field(ge=0.0)] | None = None
     replay: tuple[Str, ...] = ()  # English<TAB>X pair files, relative to the pipeline file
     replay_pairs: Annotated[Int, Field(ge=2)] = defaults.ADAPT_REPLAY_PAIRS
     held_out: Annotated[Float, Field(ge=0.0, lt=1.0)] = defaults.ADAPT_HELD_OUT
