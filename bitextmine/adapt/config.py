@@ -25,10 +25,10 @@ TRAINABLES = ("head", "network")
 # the training settings whose default depends on what trains (None in AdaptConfig: this one)
 TRAINABLE_DEFAULTS = {
     "head": {"steps": D.ADAPT_STEPS, "batch_size": D.ADAPT_BATCH_SIZE, "hard_negatives": D.ADAPT_HARD_NEGATIVES,
-             "lr": D.ADAPT_LR, "anchor_weight": D.ADAPT_ANCHOR_WEIGHT},
+             "lr": D.ADAPT_LR, "anchor_weight": D.ADAPT_ANCHOR_WEIGHT, "min_keep_gain": D.ADAPT_MIN_KEEP_GAIN},
     "network": {"steps": D.ADAPT_NETWORK_STEPS, "batch_size": D.ADAPT_NETWORK_BATCH_SIZE,
                 "hard_negatives": D.ADAPT_NETWORK_HARD_NEGATIVES, "lr": D.ADAPT_NETWORK_LR,
-                "anchor_weight": D.ADAPT_NETWORK_DISTILL_WEIGHT},
+                "anchor_weight": D.ADAPT_NETWORK_DISTILL_WEIGHT, "min_keep_gain": D.ADAPT_NETWORK_MIN_KEEP_GAIN},
 }
 
 
@@ -40,7 +40,7 @@ class AdaptConfig:
     min_pair_change: float = D.ADAPT_MIN_PAIR_CHANGE
     min_f1_change: float = D.ADAPT_MIN_F1_CHANGE
     held_out: float = D.ADAPT_HELD_OUT  # share of the source sentences never trained on, the rounds' judge
-    min_keep_gain: float = D.ADAPT_MIN_KEEP_GAIN  # held-out F1 a trained round must add to be kept
+    min_keep_gain: float | None = None  # held-out F1 a trained round must add to be kept
     # the training pairs of a round
     target_precision: float = D.ADAPT_TARGET_PRECISION
     k: int = D.K

@@ -94,10 +94,10 @@ def adapt(
         metavar="X", min=0.0, max=0.9, callback=finite, rich_help_panel=GUARDS,
         help="Share of the --src sentences never trained on: the rounds are judged by the F1 estimated on "
              "them.")] = D.held_out,
-    min_keep_gain: Annotated[float, typer.Option(
-        metavar="X", min=0.0, callback=finite, rich_help_panel=GUARDS,
-        help="Held-out estimated F1 a trained round must add over the starting encoder to be kept.")]
-        = D.min_keep_gain,
+    min_keep_gain: Annotated[float | None, typer.Option(
+        metavar="X", min=0.0, callback=finite, rich_help_panel=GUARDS, show_default=False,
+        help=f"Held-out estimated F1 a trained round must add over the starting encoder to be kept (head: "
+             f"{HEAD['min_keep_gain']:g}, network: {NETWORK['min_keep_gain']:g}).")] = None,
     seed: Annotated[int, typer.Option(metavar="N", help="Seed of the batches and samples.")] = D.seed,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in OUTPUT.")] = False,
     device: device_option() = D.device,

@@ -9,8 +9,8 @@
     prepare:  {enabled: false, format: auto, field: text, min_lang_prob: 0.02}   # documents -> shards
     embed:    {max_tokens: 256, batch_tokens: null, precision: auto, errors: strict}
     index:    {type: auto, nprobe: 32, max_rows: 10000000}    # larger languages: several indexes
-    mine:     {k: 4, score: ratio, retrieval: max, threshold: null, top_n: null, exact_margins: true}
-    adapt:    {enabled: false, rounds: 3, max_minutes: null, replay: []}   # train on the mined pools, mine again
+    mine:     {k: 4, score: distance, retrieval: max, threshold: null, top_n: null, exact_margins: true}
+    adapt:    {enabled: false, trainable: head, rounds: 3, max_minutes: null, replay: []}  # train on the mined pools, mine again
     filter:   {enabled: true, lang_id: true, skip: [], dedup: both, max_score: null, rejects: false}
     resources:                      # per stage: what a task asks of Slurm (or the local machine)
       embed: {cpus: 4, gpus: 1, mem_gb: 16, timeout_min: 240}
@@ -149,7 +149,7 @@ class AdaptStage(Model):
     replay: tuple[Str, ...] = ()  # English<TAB>X pair files, relative to the pipeline file
     replay_pairs: Annotated[Int, Field(ge=2)] = defaults.ADAPT_REPLAY_PAIRS
     held_out: Annotated[Float, Field(ge=0.0, lt=1.0)] = defaults.ADAPT_HELD_OUT
-    min_keep_gain: Annotated[Float, Field(ge=0.0)] = defaults.ADAPT_MIN_KEEP_GAIN
+    min_keep_gain: Annotated[Float, Field(ge=0.0)] | None = None
     device: Device = defaults.DEVICE
 
     def settings(self) -> dict:
