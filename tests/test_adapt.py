@@ -18,8 +18,8 @@ from bitextmine.errors import BitextmineError
 from tests.conftest import EXAMPLES
 
 # a run small enough for a test: a few steps on the examples' 500 x 500 sentences
-TINY = dict(steps=4, batch_size=64, hard_negatives=2, pool_negatives=64, target_precision=0.9, src_lang="de",
-            tgt_lang="en", device="cpu")
+TINY = dict(trainable="head", steps=4, batch_size=64, hard_negatives=2, pool_negatives=64, target_precision=0.9,
+            src_lang="de", tgt_lang="en", device="cpu")
 
 
 def record(number: int, kept: int, added: int = 0, dropped: int = 0, gain: float | None = 0.01,
@@ -233,7 +233,7 @@ def test_a_run_leaves_a_checkpoint_its_rounds_and_their_log(tiny_run):
     assert log[2]["held_out_sentences"] == [len(held), len(pools[1]) - len(trained_tgt)]
     scores = result["held_out_f1"]
     best = max(f for f in scores if f is not None)
-    kept = AdaptConfig().min_keep_gain
+    kept = AdaptConfig(**TINY).min_keep_gain
     assert (result["best_round"] == 0 and (scores[0] is None or best - scores[0] < kept)) or \
         scores[result["best_round"]] == best >= scores[0] + kept
     vectors = encoder.encode(["Guten Morgen.", "Good morning."])
@@ -314,7 +314,8 @@ def test_resume_continues_after_the_last_whole_round_and_refuses_other_settings(
 @pytest.mark.slow
 def test_the_command_prints_the_threshold_for_mining_its_pools_with_a_trained_round(cli, tmp_path):
     result = cli("adapt", "--src", EXAMPLES / "de.txt", "--tgt", EXAMPLES / "en.txt", "--src-lang", "de",
-                 "--tgt-lang", "en", "-o", tmp_path / "out", "--rounds", "1", "--steps", "3", "--held-out", "0.3",
+                 "--tgt-lang", "en", "-o", tmp_path / "out", "--trainable", "head", "--rounds", "1", "--steps", "3",
+                 "--held-out", "0.3",
                  "--min-keep-gain", "0", "--device", "cpu", "-q", "--json", tmp_path / "a.json")
     assert result.exit_code == 0, result.stderr
     summary = json.loads((tmp_path / "a.json").read_text())
@@ -425,7 +426,7 @@ languages:
   en: [{EXAMPLES / "en.txt"}]
 pairs: [[de, en]]
 index: {{exact: true}}
-adapt: {{enabled: true, rounds: 1, steps: 3, batch_size: 64, hard_negatives: 2, pool_negatives: 64,
+adapt: {{enabled: true, trainable: head, rounds: 1, steps: 3, batch_size: 64, hard_negatives: 2, pool_negatives: 64,
         target_precision: 0.9, held_out: 0.3, min_keep_gain: 0.0, device: cpu}}
 """)
     result = cli("run", config, "--launcher", "inline", "-q")

@@ -23,7 +23,7 @@ TINY = dict(trainable="network", steps=4, batch_size=32, hard_negatives=2, targe
 
 
 def test_the_training_settings_default_to_those_of_what_trains():
-    head, network = AdaptConfig(), AdaptConfig(trainable="network")
+    head, network = AdaptConfig(trainable="head"), AdaptConfig(trainable="network")
     assert (head.steps, head.batch_size, head.lr, head.anchor_weight) == (
         D.ADAPT_STEPS, D.ADAPT_BATCH_SIZE, D.ADAPT_LR, D.ADAPT_ANCHOR_WEIGHT)
     assert (network.steps, network.batch_size, network.hard_negatives, network.anchor_weight) == (
@@ -32,8 +32,15 @@ def test_the_training_settings_default_to_those_of_what_trains():
     assert AdaptConfig(trainable="network", steps=7).steps == 7
     # what a resumed run is checked against holds the values, not "the default"
     assert AdaptConfig(trainable="network").run_signature()["steps"] == D.ADAPT_NETWORK_STEPS
-    with pytest.raises(BitextmineError, match="unknown --trainable 'all': use head or network"):
+    with pytest.raises(BitextmineError, match="unknown --trainable 'all': use auto, head or network"):
         AdaptConfig(trainable="all")
+    # auto: the network for the default encoder with replay pairs, else the head, each with its defaults
+    auto = AdaptConfig(steps=7, replay=("train.eng-fra.tsv",))
+    assert auto.batch_size is None and auto.steps == 7
+    assert auto.for_encoder("usem3") == AdaptConfig(trainable="network", steps=7, replay=("train.eng-fra.tsv",))
+    assert auto.for_encoder("ckpt:student") == AdaptConfig(trainable="head", steps=7, replay=("train.eng-fra.tsv",))
+    assert AdaptConfig().for_encoder("usem3") == AdaptConfig(trainable="head")
+    assert head.for_encoder("usem3") is head
 
 
 def test_the_network_is_trained_for_the_default_encoder_only(tmp_path):

@@ -6,7 +6,7 @@ Every default lives in ``bitextmine.defaults`` (the ADAPT section), with its rea
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 
 from bitextmine import defaults as D
 from bitextmine.devices import check_device_spec
@@ -20,8 +20,11 @@ AT_LEAST = {"rounds": 1, "steps": 1, "batch_size": 2, "hard_negatives": 0, "pool
 NON_NEGATIVE = ("held_out", "min_keep_gain", "max_minutes", "lr", "weight_decay", "scale", "anchor_weight",
                 "replay_weight", "min_pair_change", "min_f1_change")
 # What trains: the sentence head on features computed once (seconds a round), or every layer
-# but the piece embeddings through ``bitextmine train`` (minutes a round; ``adapt.network``)
-TRAINABLES = ("head", "network")
+# but the piece embeddings through ``bitextmine train`` (minutes a round; ``adapt.network``);
+# auto: the network for the default encoder (the only one it trains) when --replay gives pairs
+# to train beside the pools' (on news they made its gain: +0.5 and +0.9 best-threshold F1, against
+# -0.5 and +0.4 without; benchmarks/RESULTS.md, "Adapt, every layer"), else the head
+TRAINABLES = ("auto", "head", "network")
 # the training settings whose default depends on what trains (None in AdaptConfig: this one)
 TRAINABLE_DEFAULTS = {
     "head": {"steps": D.ADAPT_STEPS, "batch_size": D.ADAPT_BATCH_SIZE, "hard_negatives": D.ADAPT_HARD_NEGATIVES,
@@ -48,7 +51,7 @@ class AdaptConfig:
     tgt_lang: str | None = None
     filter: bool = True
     # training (None: the default of what trains, TRAINABLE_DEFAULTS)
-    trainable: str = "head"
+    trainable: str = "auto"  # resolved by ``for_encoder``
     steps: int | None = None
     batch_size: int | None = None
     hard_negatives: int | None = None
@@ -76,12 +79,13 @@ class AdaptConfig:
         """The settings checked before any work, for library callers as for the command line."""
         object.__setattr__(self, "replay", tuple(self.replay))
         if self.trainable not in TRAINABLES:
-            raise BitextmineError(f"unknown --trainable {self.trainable!r}: use {' or '.join(TRAINABLES)}")
-        for name, default in TRAINABLE_DEFAULTS[self.trainable].items():
+            raise BitextmineError(f"unknown --trainable {self.trainable!r}: use {', '.join(TRAINABLES[:-1])} "
+                                  f"or {TRAINABLES[-1]}")
+        for name, default in TRAINABLE_DEFAULTS.get(self.trainable, {}).items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, default)
         for name, least in AT_LEAST.items():
-            if getattr(self, name) < least:
+            if getattr(self, name) is not None and getattr(self, name) < least:
                 raise BitextmineError(f"--{name.replace('_', '-')} must be at least {least}, not {getattr(self, name)}")
         for f in fields(self):
             value = getattr(self, f.name)
@@ -97,6 +101,13 @@ class AdaptConfig:
             if lang is not None:
                 language_key(lang, option)  # an unknown code is an error, never language ID silently off
         check_device_spec(self.device)
+
+    def for_encoder(self, spec: str) -> AdaptConfig:
+        """The settings for adapting ``spec``: ``auto`` resolved (the network for ``usem3`` with
+        replay pairs, else the head), and with it the training settings left to their default."""
+        if self.trainable != "auto":
+            return self
+        return replace(self, trainable="network" if spec == "usem3" and self.replay else "head")
 
     def run_signature(self) -> dict:
         """What a resumed run must share with the run it continues."""

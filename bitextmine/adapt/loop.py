@@ -73,6 +73,7 @@ def adapt(src: str | list[str], tgt: str | list[str], encoder: str, out_dir: str
     started = time.monotonic() if started is None else started
     device = resolve_device(cfg.device)
     check_adaptable(encoder)  # before the pools are read: a wrong encoder fails at once
+    cfg = cfg.for_encoder(encoder)
     pools = read_pool(src), read_pool(tgt)
     check_pools(pools, cfg.k)
     if cfg.trainable == "network":

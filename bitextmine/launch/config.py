@@ -10,7 +10,7 @@
     embed:    {max_tokens: 256, batch_tokens: null, precision: auto, errors: strict}
     index:    {type: auto, nprobe: 32, max_rows: 10000000}    # larger languages: several indexes
     mine:     {k: 4, score: distance, retrieval: max, threshold: null, top_n: null, exact_margins: true}
-    adapt:    {enabled: false, trainable: head, rounds: 3, max_minutes: null, replay: []}  # train on the mined pools, mine again
+    adapt:    {enabled: false, trainable: auto, rounds: 3, max_minutes: null, replay: []}  # train on them, mine again
     filter:   {enabled: true, lang_id: true, skip: [], dedup: both, max_score: null, rejects: false}
     resources:                      # per stage: what a task asks of Slurm (or the local machine)
       embed: {cpus: 4, gpus: 1, mem_gb: 16, timeout_min: 240}
@@ -138,7 +138,7 @@ class AdaptStage(Model):
     rounds: Positive = defaults.ADAPT_ROUNDS
     max_minutes: Annotated[Float, Field(ge=0.0)] | None = None
     target_precision: Annotated[Float, Field(gt=0.0, lt=1.0)] = defaults.ADAPT_TARGET_PRECISION
-    trainable: Literal["head", "network"] = "head"
+    trainable: Literal["auto", "head", "network"] = "auto"
     # None: the default of what trains (adapt.config.TRAINABLE_DEFAULTS)
     steps: Positive | None = None
     batch_size: Annotated[Int, Field(ge=2)] | None = None
