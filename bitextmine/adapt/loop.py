@@ -116,6 +116,7 @@ def _adapt(model: AdaptedEncoder, pools: tuple[Pool, Pool], state: AdaptState, c
             losses = train_round(model, sides, before, state.pairs(number - 1), replay, cfg, number, started,
                                  progress, reserve=records[0].seconds)
         records.append(mine_round(model, sides, pools, state, cfg, number, before, started, losses, round_started))
+        model.round_done(number)
         stop = stop_reason(records, cfg, started)
     scores = held_out_scores(model, sides, state, records, cfg)
     best = best_round(records, scores, cfg.min_keep_gain)

@@ -114,6 +114,9 @@ class AdaptedEncoder:
         """The head as the starting encoder has it (round 0)."""
         self.load_head({name: getattr(self.network, name).detach() for name in self.head_state()})
 
+    def round_done(self, number: int) -> None:
+        """Round ``number`` is recorded: what only its own redoing needed may go (nothing, here)."""
+
     def tokenizer_file(self) -> Path:
         config = getattr(self.start, "config", None)
         if config is None:

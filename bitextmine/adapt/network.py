@@ -67,6 +67,11 @@ class NetworkAdaptedEncoder(AdaptedEncoder):
     def reset_head(self) -> None:
         self.pool_vectors = {}
 
+    def round_done(self, number: int) -> None:
+        """The round's training state (its optimiser's moments, 106 MB, for resuming that
+        training) goes once the round is recorded: the checkpoint stays."""
+        shutil.rmtree(self.round_dir(number) / "state", ignore_errors=True)
+
     def parameters(self) -> list[torch.nn.Parameter]:
         raise BitextmineError("--trainable network trains through bitextmine train, not step by step here")
 
