@@ -184,9 +184,13 @@ def test_a_killed_run_resumes_without_resubmitting_finished_tasks(tmp_path):
     assert rerun.returncode == 0, rerun.stderr
     assert "Slurm job(s) that an earlier run of this pipeline left queued" in rerun.stderr
     assert all(p.stat().st_mtime_ns == stamp for p, stamp in finished.items()), "a finished task ran again"
-    assert ran(out)["embed"] == 1 and len(markers(out)) == 2
-    [(job, tasks)] = arrays(out).items()
-    assert job not in left and tasks == [""]  # the one task left, alone
+    assert len(markers(out)) == 2
+    # on a loaded machine the task left may finish in the moment scancel takes to reach it:
+    # then nothing is left to run; otherwise it runs again, alone
+    assert ran(out)["embed"] in (0, 1)
+    if ran(out)["embed"]:
+        [(job, tasks)] = arrays(out).items()
+        assert job not in left and tasks == [""]  # the one task left, alone
     queued = subprocess.run(["squeue", "-h", "-o", "%i", *(f"--jobs={i}" for i in left)], capture_output=True,
                             text=True)
     assert queued.stdout.strip() == ""  # the killed run's jobs were cancelled, not left to race this one
