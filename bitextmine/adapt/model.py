@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from bitextmine.encoders.base import Encoder
@@ -113,6 +114,11 @@ class AdaptedEncoder:
     def reset_head(self) -> None:
         """The head as the starting encoder has it (round 0)."""
         self.load_head({name: getattr(self.network, name).detach() for name in self.head_state()})
+
+    def vectors_of(self, name: str) -> np.ndarray | None:
+        """Vectors of the pools' side ``name`` that the round loaded embedded itself (None, here:
+        the head embeds them from the features)."""
+        return None
 
     def round_done(self, number: int) -> None:
         """Round ``number`` is recorded: what only its own redoing needed may go (nothing, here)."""

@@ -72,9 +72,6 @@ class NetworkAdaptedEncoder(AdaptedEncoder):
         training) goes once the round is recorded: the checkpoint stays."""
         shutil.rmtree(self.round_dir(number) / "state", ignore_errors=True)
 
-    def parameters(self) -> list[torch.nn.Parameter]:
-        raise BitextmineError("--trainable network trains through bitextmine train, not step by step here")
-
     def write(self, directory: Path, record: dict) -> None:
         """The best round's checkpoint as ``OUT`` (round 0: the starting encoder, as the head does)."""
         if not record["best_round"]:
@@ -84,14 +81,15 @@ class NetworkAdaptedEncoder(AdaptedEncoder):
         from bitextmine.encoders.checkpoint import read_config, write_model
 
         source = self.round_dir(record["best_round"])
-        config = {k: v for k, v in read_config(source).items() if k not in REWRITTEN}
+        trained = read_config(source)
+        config = {k: v for k, v in trained.items() if k not in REWRITTEN}
         # both sides moved: a space of its own (the distillation holds it near, not on, the start's)
         config.update(compatible_with=None, mining_thresholds=None, adapt=record)
         # the pairs were cut for training; the network embeds sentences of any length
         config["model"] = {**config.get("model", {}), "max_tokens": record.get("settings", {}).get(
             "max_tokens", defaults.MAX_TOKENS)}
         network = load_encoder(f"ckpt:{source}", device="cpu").module
-        write_model(directory, config, network, source / read_config(source)["tokenizer"])
+        write_model(directory, config, network, source / trained["tokenizer"])
 
 
 def round_data(pools: tuple[Pool, Pool], pairs: dict[str, np.ndarray], cfg: AdaptConfig, number: int):

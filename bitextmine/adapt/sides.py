@@ -31,7 +31,7 @@ def embed_side(model: AdaptedEncoder, side: Side, network=None) -> np.ndarray:
     """Every sentence of ``side`` through the trained head (``network``: another's), or its fixed vectors."""
     if side.features is None:
         return side.start.numpy()
-    embedded = getattr(model, "vectors_of", lambda name: None)(side.name) if network is None else None
+    embedded = model.vectors_of(side.name) if network is None else None
     if embedded is not None:  # a round of the whole network (``adapt.network``) embedded them itself
         return embedded
     head = (network or model.trained).head
