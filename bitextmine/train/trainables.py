@@ -26,7 +26,7 @@ from bitextmine.encoders.transformer import PRESETS, TransformerConfig, Transfor
 from bitextmine.encoders.usem3 import EMB_DIM, USEm3Encoder, USEm3Network, pad_to_token_bucket
 from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import atomic_path
-from bitextmine.train.config import TrainConfig
+from bitextmine.train.config import CHECKPOINT_INIT, TrainConfig
 from bitextmine.train.data import ParallelData
 from bitextmine.train.optim import Optimizers, build_optimizers
 
@@ -85,13 +85,32 @@ class USEm3Trainable(TrainableEncoder):
     architecture = "usem3"
 
     def __init__(self, max_tokens: int, train_embeddings: bool = False, freeze_network: bool = False,
-                 sparse_embeddings: bool = True):
-        self.encoder = USEm3Encoder(device="cpu", precision="fp32")  # the tokenizer
-        self.module = USEm3Network.from_package(self.encoder.resources).train().requires_grad_(not freeze_network)
+                 sparse_embeddings: bool = True, checkpoint: Path | None = None):
+        if checkpoint is None:
+            self.encoder = USEm3Encoder(device="cpu", precision="fp32")  # the tokenizer
+            self.module = USEm3Network.from_package(self.encoder.resources)
+            self.tokenizer_file = self.encoder.resources / "sp.model"
+        else:  # a checkpoint of this network (a student): its weights, its vocabulary and their new rows
+            self._from_checkpoint(checkpoint)
+        self.module.train().requires_grad_(not freeze_network)
         if train_embeddings:
             self.module.make_embeddings_trainable(sparse=sparse_embeddings)
-        self.tokenizer_file = self.encoder.resources / "sp.model"
+        elif hasattr(self.module, "piece_embedding"):  # a checkpoint's trained table stays as it is
+            self.module.piece_embedding.requires_grad_(False)
         self.max_tokens = max_tokens
+
+    def _from_checkpoint(self, directory: Path) -> None:
+        from bitextmine.encoders.checkpoint import open_checkpoint
+
+        opened = open_checkpoint(directory, precision="fp32")
+        if opened.architecture != self.architecture:
+            raise BitextmineError(f"--init ckpt:DIR trains a checkpoint of the default encoder's network further, "
+                                  f"not a {opened.architecture}", path=Path(directory))
+        self.module = opened.module
+        self.module.use_matmul_dtype(None)
+        self.encoder = opened.base
+        self.tokenizer_file = Path(directory) / opened.config["tokenizer"]
+        self.new_pieces = opened.config.get("model", {}).get("new_pieces", 0)
 
     def tokenize(self, texts):
         ids, _ = self.encoder.tokenize_truncated(texts, self.max_tokens)
@@ -166,10 +185,11 @@ def build_trainable(cfg: TrainConfig, data: ParallelData, out_dir: Path, resumed
 
 def _new_trainable(cfg: TrainConfig, data: ParallelData, out_dir: Path, resumed: bool,
                    world_size: int) -> TrainableEncoder:
-    if cfg.init == "usem3":
+    if cfg.init is not None:  # usem3, or ckpt:DIR of it
+        checkpoint = Path(cfg.init.removeprefix(CHECKPOINT_INIT)) if cfg.init.startswith(CHECKPOINT_INIT) else None
         # sparse embedding gradients: one process only (gradient averaging is dense)
         model = USEm3Trainable(cfg.max_tokens, cfg.train_embeddings, cfg.freeze_network,
-                               sparse_embeddings=world_size == 1)
+                               sparse_embeddings=world_size == 1, checkpoint=checkpoint)
         if cfg.vocab_extension:
             model.extend_vocabulary(out_dir, None if resumed else data.tgt, cfg.vocab_extension, cfg.seed,
                                     sparse=world_size == 1)
