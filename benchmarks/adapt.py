@@ -16,7 +16,9 @@ and for a student also the languages it learned.
 
 ``--replay known``: the pairs of the default encoder's languages in ``../shared/data/train``
 (deu, fra, ara, cmn, jpn, nld, pol); ``--replay student``: the student's own training files
-(the 28 languages of ``benchmarks.add_languages``). Skips (exit 0) without the shared data.
+(the 28 languages of ``benchmarks.add_languages``); ``--replay language``: the files of the
+pool's own language (ces: manythings and the Challenge's test pairs). Skips (exit 0) without
+the shared data.
 """
 
 from __future__ import annotations
@@ -58,6 +60,14 @@ def run(command: list[str]) -> None:
     subprocess.run([str(c) for c in command], check=True)
 
 
+def replay_files(replay: str, lang: str) -> list[Path]:
+    """The ``--replay`` files of a choice; ``language``: those of the pool's own language."""
+    if replay == "language":
+        every = [*REPLAY["known"], *REPLAY["student"], TRAIN / "tatoeba_challenge_test_ces-eng" / "train.eng-ces.tsv"]
+        return [path for path in every if path.name == f"train.eng-{lang}.tsv"]
+    return REPLAY.get(replay, [])
+
+
 def adapt_pool(pool: str, args, out: Path) -> float:
     """``bitextmine adapt`` on a pool (resumed when ``out`` holds a run); its minutes."""
     x, en, _, lang = pool_files(pool)
@@ -65,7 +75,7 @@ def adapt_pool(pool: str, args, out: Path) -> float:
                "--tgt-lang", "en", "--encoder", args.encoder, "-o", out, "--device", args.device, "-q",
                *(["--max-minutes", args.minutes] if args.minutes else []),
                *(["--resume"] if (out / "state" / "run.json").is_file() else []), *args.adapt_option]
-    for path in REPLAY.get(args.replay, []):
+    for path in replay_files(args.replay, lang):
         command += ["--replay", path]
     started = time.time()
     run(command)
@@ -189,7 +199,7 @@ def main() -> None:
     parser.add_argument("--pools", nargs="+", default=["fra-en.15", "fra-en.3"])
     parser.add_argument("--work", type=Path, default=Path("out/adapt-bench"))
     parser.add_argument("--minutes", type=float, default=45.0, help="--max-minutes of each adapt run")
-    parser.add_argument("--replay", choices=[*REPLAY, "none"], default="none")
+    parser.add_argument("--replay", choices=[*REPLAY, "language", "none"], default="none")
     parser.add_argument("--adapt-option", action="append", default=[], metavar="OPTION",
                         help="passed on to bitextmine adapt (repeat for each word, e.g. --adapt-option=--rounds)")
     parser.add_argument("--no-tatoeba", action="store_true")

@@ -36,9 +36,22 @@ def test_the_training_settings_default_to_those_of_what_trains():
     auto = AdaptConfig(steps=7, replay=("train.eng-fra.tsv",))
     assert auto.batch_size is None and auto.steps == 7
     assert auto.for_encoder("usem3") == AdaptConfig(trainable="network", steps=7, replay=("train.eng-fra.tsv",))
-    assert auto.for_encoder("ckpt:student") == AdaptConfig(trainable="head", steps=7, replay=("train.eng-fra.tsv",))
     assert AdaptConfig().for_encoder("usem3") == AdaptConfig(trainable="head")
     assert head.for_encoder("usem3") is head
+
+
+def test_auto_trains_a_students_network_and_another_checkpoints_head(tmp_path):
+    from bitextmine.encoders.checkpoint import write_model
+    from bitextmine.encoders.usem3 import USEm3Encoder
+
+    usem3 = USEm3Encoder(device="cpu")
+    for name, routed in (("student", ["en"]), ("fine-tuned", None)):
+        write_model(tmp_path / name, {"architecture": "usem3", "model": {"max_tokens": 64, "new_pieces": 0},
+                                      "teacher": "usem3", "teacher_languages": routed}, usem3.network,
+                    usem3.tokenizer_file)
+    auto = AdaptConfig(steps=7)
+    assert auto.for_encoder(f"ckpt:{tmp_path / 'student'}") == AdaptConfig(trainable="network", steps=7)
+    assert auto.for_encoder(f"ckpt:{tmp_path / 'fine-tuned'}") == AdaptConfig(trainable="head", steps=7)
 
 
 def test_the_network_trains_encoders_of_the_default_encoders_architecture_only(tmp_path):
@@ -159,3 +172,26 @@ def test_a_students_round_trains_its_x_side_by_its_recipe_and_keeps_the_teachers
     english = ["Good morning.", "The weather is nice today."]
     assert np.array_equal(kept.for_language("en").encode(english), load_encoder("usem3").encode(english))
     assert np.allclose(kept.for_language("cs").encode(x), vectors["pool-src"].numpy()[:20], atol=1e-5)
+
+
+@pytest.mark.slow
+def test_a_fine_tuned_checkpoints_network_trains_from_it_toward_it(tmp_path):
+    """A checkpoint that embeds both sides itself: ranking from its own weights, distilled toward
+    itself, both pools embedded again; the result is a space of its own."""
+    from bitextmine.adapt import adapt
+    from bitextmine.adapt.rounds import AdaptState
+    from bitextmine.encoders.checkpoint import write_model
+    from bitextmine.encoders.usem3 import USEm3Encoder
+    from tests.test_adapt import every_round_asked
+
+    usem3 = USEm3Encoder(device="cpu")
+    write_model(tmp_path / "fine-tuned", {"architecture": "usem3", "model": {"max_tokens": 64, "new_pieces": 0}},
+                usem3.network, usem3.tokenizer_file)
+    spec = f"ckpt:{tmp_path / 'fine-tuned'}"
+    with every_round_asked():
+        result = adapt(str(EXAMPLES / "de.txt"), str(EXAMPLES / "en.txt"), spec, tmp_path / "out",
+                       AdaptConfig(rounds=1, **TINY), progress=False)
+    assert result["rounds"] == [0, 1]
+    trained = json.loads((tmp_path / "out" / "state" / "round-001.model" / "config.json").read_text())
+    assert trained["train_config"]["init"] == spec == trained["teacher"]
+    assert set(AdaptState(tmp_path / "out").head(1)) == {"pool-src", "pool-tgt"}

