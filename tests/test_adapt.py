@@ -345,6 +345,20 @@ def test_the_estimate_of_pools_without_translations_is_none():
     assert estimated_f1(ThresholdChoice(1.2, "user", "user")) is None
 
 
+def test_held_out_pools_where_mining_finds_no_translations_estimate_0(monkeypatch):
+    """So that a trained round finding translations where the start found none can be kept."""
+    from bitextmine.adapt import loop
+    from bitextmine.mine import thresholds
+    from bitextmine.mine.thresholds import ThresholdChoice
+
+    found = ThresholdChoice(float("inf"), "none", "none: no translations")
+    monkeypatch.setattr(thresholds, "mine_and_choose", lambda *args, **kwargs: (None, found))
+    vectors, rows, cfg = (np.zeros((10, 4)), np.zeros((10, 4))), (np.arange(10), np.arange(10)), AdaptConfig()
+    assert loop.held_out_f1(vectors, rows, cfg, None, "cpu") == 0.0
+    assert loop.held_out_f1(vectors, (np.arange(3), np.arange(10)), cfg, None, "cpu") is None  # too few to mine
+    assert loop.best_round([record(0, 6), record(1, 6)], [0.0, 0.75], 0.05).round == 1
+
+
 @pytest.mark.slow
 def test_pools_without_translations_stop_at_round_0_and_keep_the_encoder_as_it_was(cli, tmp_path):
     """One text on both sides: mine keeps nothing (identical sentences are no translations)."""
