@@ -73,7 +73,8 @@ def adapt(
     hard_negatives: Annotated[int | None, typer.Option(
         metavar="N", min=0, rich_help_panel=TRAINING, show_default=False,
         help=f"Per pair: its nearest other sentences, as negatives (head: {HEAD['hard_negatives']} of the other "
-             f"pool per side, network: {NETWORK['hard_negatives']}).")] = None,
+             f"pool per side, network: {NETWORK['hard_negatives']}; a student's network ranks against its "
+             "recipe's bank of the teacher's vectors instead).")] = None,
     pool_negatives: Annotated[int, typer.Option(
         metavar="N", min=0, rich_help_panel=TRAINING, help="Random pool sentences of each side added as "
                                                            "negatives each step (head).")] = D.pool_negatives,
@@ -83,7 +84,8 @@ def adapt(
     anchor_weight: Annotated[float | None, typer.Option(
         metavar="X", min=0.0, callback=finite, rich_help_panel=GUARDS, show_default=False,
         help=f"Pull toward the starting encoder: of every sentence toward its starting vector (head: "
-             f"{HEAD['anchor_weight']:g}), or the distillation's weight (network: {NETWORK['anchor_weight']:g}).")]
+             f"{HEAD['anchor_weight']:g}), or the distillation's weight (network: {NETWORK['anchor_weight']:g}; "
+             "a student's network learns the teacher's vectors by its recipe).")]
         = None,
     replay: Annotated[list[str] | None, typer.Option(
         metavar="PAIRS", show_default=False, rich_help_panel=GUARDS,
