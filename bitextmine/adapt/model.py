@@ -5,7 +5,7 @@ built on it (``bitextmine train --init usem3``, add-language students). Here, of
 network only the head moves (``USEm3Network.HEAD_PARAMETERS``, the layers after the sum
 over tokens, 1.7M of its weights); the piece embeddings and the token-level layers stay
 as they were, and with them everything the head does not see. (``trainable="network"``
-trains every layer of ``usem3``: ``adapt.network``.)
+trains every layer, through ``bitextmine train``: ``adapt.network``.)
 
 Each side of the pools is embedded by the encoder for its language
 (``Encoder.for_language``). A student that routes its teacher's languages to the teacher
