@@ -150,6 +150,7 @@ def test_a_students_round_trains_its_x_side_by_its_recipe_and_keeps_the_teachers
         result = adapt(str(EXAMPLES / "de.txt"), str(EXAMPLES / "en.txt"), f"ckpt:{student}", out, cfg,
                        progress=False)
     assert result["rounds"] == [0, 1]
+    assert json.loads((out / "config.json").read_text())["adapt"]["trained_languages"] == ["cs"]
     trained = json.loads((out / "state" / "round-001.model" / "config.json").read_text())
     settings = trained["train_config"]
     assert settings["init"] == f"ckpt:{student}" and settings["recipe"] == "add-language"
@@ -195,3 +196,27 @@ def test_a_fine_tuned_checkpoints_network_trains_from_it_toward_it(tmp_path):
     trained = json.loads((tmp_path / "out" / "state" / "round-001.model" / "config.json").read_text())
     assert trained["train_config"]["init"] == spec == trained["teacher"]
     assert set(AdaptState(tmp_path / "out").head(1)) == {"pool-src", "pool-tgt"}
+
+
+def test_a_student_adapted_to_one_language_says_so_when_asked_for_another(tmp_path, caplog):
+    from bitextmine.encoders import load_encoder
+    from bitextmine.encoders.checkpoint import write_model
+    from bitextmine.encoders.usem3 import USEm3Encoder
+
+    usem3 = USEm3Encoder(device="cpu")
+    for name, best in (("adapted", 1), ("round-0", 0)):
+        write_model(tmp_path / name, {"architecture": "usem3", "model": {"max_tokens": 64, "new_pieces": 0},
+                                      "teacher": "usem3", "teacher_languages": ["en"],
+                                      "compatible_with": usem3.identity.space(),
+                                      "adapt": {"best_round": best, "trained_languages": ["ces"],
+                                                "encoder": "ckpt:student"}}, usem3.network, usem3.tokenizer_file)
+    adapted = load_encoder(f"ckpt:{tmp_path / 'adapted'}")
+    with caplog.at_level("WARNING"):
+        assert adapted.for_language("cs") is adapted and adapted.for_language("en") is not adapted
+        assert not caplog.records  # its own language and the teacher's: nothing to say
+        assert adapted.for_language("hin") is adapted and adapted.for_language("hi") is adapted
+        assert len(caplog.records) == 2 and "adapted to pools in ces" in caplog.records[0].message
+        assert "ckpt:student" in caplog.records[0].message
+        adapted.for_language("hin")
+        load_encoder(f"ckpt:{tmp_path / 'round-0'}").for_language("hin")  # round 0 kept: the student as it was
+    assert len(caplog.records) == 2

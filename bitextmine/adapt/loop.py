@@ -127,6 +127,8 @@ def _adapt(model: AdaptedEncoder, pools: tuple[Pool, Pool], state: AdaptState, c
     summary = {"rounds": [r.round for r in records], "best_round": best.round, "stopped": stop,
                "stopped_because": stop_message(stop, records),
                "held_out_f1": scores, "pairs": best.kept, "pools_threshold": threshold,
+               "trained_languages": [lang for lang, trains in zip((cfg.src_lang, cfg.tgt_lang), model.trains,
+                                                                  strict=True) if trains and lang],
                "settings": cfg.run_signature(),
                "minutes": round((time.monotonic() - started) / 60, 2)}
     model.write(state.out_dir, {**summary, "encoder": model.spec, "pools": [p.sources for p in pools]})
