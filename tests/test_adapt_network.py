@@ -167,12 +167,20 @@ def test_a_students_round_trains_its_x_side_by_its_recipe_and_keeps_the_teachers
     assert not np.allclose(vectors["pool-src"].numpy()[:20], load_encoder(f"ckpt:{student}").encode(x), atol=1e-3)
     # the checkpoint written hands English to the teacher, in the teacher's space, whichever round is kept
     model = NetworkAdaptedEncoder(f"ckpt:{student}", "cs", "en", "cpu", out / "state")
-    model.write(folder / "kept", {"best_round": 1, "rounds": [0, 1]})
+    model.write(folder / "kept", {"best_round": 1, "rounds": [0, 1], "trained_languages": ["cs"]})
     kept = load_encoder(f"ckpt:{folder / 'kept'}")
     assert kept.identity.space() == load_encoder("usem3").identity.space()
     english = ["Good morning.", "The weather is nice today."]
     assert np.array_equal(kept.for_language("en").encode(english), load_encoder("usem3").encode(english))
     assert np.allclose(kept.for_language("cs").encode(x), vectors["pool-src"].numpy()[:20], atol=1e-5)
+    # the student's other languages are the student's as it started, bit for bit
+    assert kept.config["adapted_to"]["languages"] == ["cs"]
+    assert np.array_equal(kept.for_language("hin").encode(x), load_encoder(f"ckpt:{student}").encode(x))
+    assert kept.for_language("hin").directory == folder / "kept" / "start"
+    # adapting it again on another language: the student it started from serves that one
+    with pytest.raises(BitextmineError, match=r"was adapted to cs; hi is served by the student it started from: "
+                                              r"adapt that one \(--encoder ckpt:.*kept/start\)"):
+        NetworkAdaptedEncoder(f"ckpt:{folder / 'kept'}", "hi", "en", "cpu", folder / "again")
 
 
 @pytest.mark.slow
@@ -198,25 +206,57 @@ def test_a_fine_tuned_checkpoints_network_trains_from_it_toward_it(tmp_path):
     assert set(AdaptState(tmp_path / "out").head(1)) == {"pool-src", "pool-tgt"}
 
 
-def test_a_student_adapted_to_one_language_says_so_when_asked_for_another(tmp_path, caplog):
+def adapted_student(tmp_path):
+    """A student (the default encoder's network, routing English to it) and, adapted to
+    Czech, the same with its head changed, holding the student in ``start/``."""
+    import torch
+
     from bitextmine.encoders import load_encoder
-    from bitextmine.encoders.checkpoint import write_model
-    from bitextmine.encoders.usem3 import USEm3Encoder
+    from bitextmine.encoders.checkpoint import START, copy_checkpoint, write_model
+    from bitextmine.encoders.usem3 import USEm3Encoder, USEm3Network
 
     usem3 = USEm3Encoder(device="cpu")
-    for name, best in (("adapted", 1), ("round-0", 0)):
-        write_model(tmp_path / name, {"architecture": "usem3", "model": {"max_tokens": 64, "new_pieces": 0},
-                                      "teacher": "usem3", "teacher_languages": ["en"],
-                                      "compatible_with": usem3.identity.space(),
-                                      "adapt": {"best_round": best, "trained_languages": ["ces"],
-                                                "encoder": "ckpt:student"}}, usem3.network, usem3.tokenizer_file)
-    adapted = load_encoder(f"ckpt:{tmp_path / 'adapted'}")
-    with caplog.at_level("WARNING"):
-        assert adapted.for_language("cs") is adapted and adapted.for_language("en") is not adapted
-        assert not caplog.records  # its own language and the teacher's: nothing to say
-        assert adapted.for_language("hin") is adapted and adapted.for_language("hi") is adapted
-        assert len(caplog.records) == 2 and "adapted to pools in ces" in caplog.records[0].message
-        assert "ckpt:student" in caplog.records[0].message
-        adapted.for_language("hin")
-        load_encoder(f"ckpt:{tmp_path / 'round-0'}").for_language("hin")  # round 0 kept: the student as it was
-    assert len(caplog.records) == 2
+    student = {"architecture": "usem3", "model": {"max_tokens": 64, "new_pieces": 0}, "teacher": "usem3",
+               "teacher_languages": ["en"], "compatible_with": usem3.identity.space()}
+    write_model(tmp_path / "student", student, usem3.network, usem3.tokenizer_file)
+    network = usem3.network
+    with torch.no_grad():
+        getattr(network, USEm3Network.HEAD_PARAMETERS[0]).mul_(0.5)  # a network that embeds differently
+    copy_checkpoint(tmp_path / "student", tmp_path / "adapted" / START)
+    started = load_encoder(f"ckpt:{tmp_path / 'student'}")
+    write_model(tmp_path / "adapted", {**student, "adapted_to": {"languages": ["ces"], "start": START,
+                                                                  "start_sha256": started.weights_sha256}},
+                network, usem3.tokenizer_file)
+    return tmp_path / "student", tmp_path / "adapted", student, network
+
+
+def test_an_adapted_student_serves_its_other_languages_with_the_student_it_started_from(tmp_path):
+    import shutil
+
+    from bitextmine.encoders import load_encoder
+    from bitextmine.encoders.checkpoint import write_model
+
+    student, adapted_dir, config, network = adapted_student(tmp_path)
+    adapted, started = load_encoder(f"ckpt:{adapted_dir}"), load_encoder(f"ckpt:{student}")
+    texts = ["Dobré ráno.", "Dnes je hezky."]
+    assert adapted.for_language("cs") is adapted and adapted.for_language("ces") is adapted
+    assert not np.allclose(adapted.encode(texts), started.encode(texts), atol=1e-3)
+    for lang in ("hin", "hi", "lit"):
+        other = adapted.for_language(lang)
+        assert other is adapted.start and other.directory == adapted_dir / "start"
+        assert np.array_equal(other.encode(texts), started.encode(texts))
+    assert adapted.for_language("en").name == "usem3"  # the teacher's, as before
+    assert adapted.for_language(None) is adapted
+
+    # the start must be the one adapt started from, inside the directory
+    shutil.rmtree(adapted_dir / "start")
+    with pytest.raises(BitextmineError, match="missing the student it was adapted from"):
+        load_encoder(f"ckpt:{adapted_dir}")
+    write_model(adapted_dir / "start", config, network, student / "sentencepiece.model")  # another student
+    with pytest.raises(BitextmineError, match="start/ is not the student this checkpoint was adapted from"):
+        load_encoder(f"ckpt:{adapted_dir}").for_language("hin")
+    config = json.loads((adapted_dir / "config.json").read_text())
+    config["adapted_to"]["start"] = "../student"
+    (adapted_dir / "config.json").write_text(json.dumps(config))
+    with pytest.raises(BitextmineError, match="adapted_to.start '../student' must be a name inside"):
+        load_encoder(f"ckpt:{adapted_dir}")

@@ -57,6 +57,19 @@ def network_of(encoder: Encoder, spec: str):
                           f"checkpoints built on it); {spec} is not one")
 
 
+def check_not_served_by_its_start(encoder: Encoder, spec: str, langs: tuple[str | None, str | None]) -> None:
+    """A student adapted before serves only the languages it was adapted to: another is its start's."""
+    from bitextmine.languages import speaks
+
+    config = getattr(encoder, "config", {})
+    adapted, routed = config.get("adapted_to"), config.get("teacher_languages") or ()
+    for lang in langs:
+        if adapted and lang and not speaks(routed, lang) and not speaks(adapted["languages"], lang):
+            raise BitextmineError(f"{spec} was adapted to {', '.join(adapted['languages'])}; {lang} is served by the "
+                                  f"student it started from: adapt that one (--encoder "
+                                  f"{spec}/{adapted['start']})")
+
+
 class AdaptedEncoder:
     """The starting encoder, and a copy of its network whose head trains.
 
@@ -72,6 +85,7 @@ class AdaptedEncoder:
         self.spec = spec
         self.start = load_encoder(spec, device=device)
         self.network = network_of(self.start, spec)
+        check_not_served_by_its_start(self.start, spec, (src_lang, tgt_lang))
         self.sides = (self.start.for_language(src_lang), self.start.for_language(tgt_lang))
         self.trains = tuple(side is self.start for side in self.sides)
         if not any(self.trains):
@@ -145,11 +159,30 @@ class AdaptedEncoder:
             base["mining_thresholds"] = thresholds.to_dict() if thresholds else None
         return {**base, "adapt": record}
 
+    def keep_start(self, directory: Path, record: dict, config: dict) -> dict:
+        """``config`` with ``adapted_to``: a student whose trained round is kept serves only the
+        languages it trained on, and the student it started from, copied into ``directory``,
+        serves its other languages (``encoders/checkpoint.py``); a student adapted before,
+        kept as it started (round 0), keeps its own start."""
+        from bitextmine.encoders.checkpoint import START, copy_checkpoint
+
+        languages = record.get("trained_languages")
+        if self.distills and record["best_round"] and languages:
+            copy_checkpoint(self.start.directory, directory / START)
+            return {**config, "adapted_to": {"languages": languages, "start": START,
+                                             "start_sha256": self.start.weights_sha256}}
+        previous = config.get("adapted_to")
+        if previous:
+            copy_checkpoint(self.start.directory / previous["start"], directory / START)
+            return {**config, "adapted_to": {**previous, "start": START}}
+        return config
+
     def write(self, directory: Path, record: dict) -> None:
         """The adapted encoder as a checkpoint: ``--encoder ckpt:DIRECTORY``."""
         from bitextmine.encoders.checkpoint import write_model
 
-        write_model(directory, self.description(record), self.trained, self.tokenizer_file())
+        config = self.keep_start(directory, record, self.description(record))
+        write_model(directory, config, self.trained, self.tokenizer_file())
 
 
 __all__ = ["AdaptedEncoder", "check_adaptable", "network_of"]

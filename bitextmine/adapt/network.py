@@ -95,7 +95,7 @@ class NetworkAdaptedEncoder(AdaptedEncoder):
         config["model"] = {**config.get("model", {}), "max_tokens": record.get("settings", {}).get(
             "max_tokens", defaults.MAX_TOKENS)}
         network = load_encoder(f"ckpt:{source}", device="cpu").module
-        write_model(directory, config, network, source / trained["tokenizer"])
+        write_model(directory, self.keep_start(directory, record, config), network, source / trained["tokenizer"])
 
 
 def round_data(pools: tuple[Pool, Pool], pairs: dict[str, np.ndarray], cfg: AdaptConfig, number: int):

@@ -64,10 +64,12 @@ def replay_pairs(path: str, cfg: AdaptConfig, number: int) -> tuple[list[str], l
 
 def routed_file(model: AdaptedEncoder, path: str) -> bool:
     """Whether the X of a replay file is a language the student hands to its teacher."""
+    from bitextmine.languages import speaks
     from bitextmine.train.data import language_codes, language_of_file
 
     codes = [c for c in language_codes(language_of_file(path)) if c != "en"]
-    return bool(codes) and all(model.start.for_language(c) is not model.start for c in codes)
+    routed = model.start.identity.teacher_languages or ()
+    return bool(codes) and all(speaks(routed, c) for c in codes)
 
 
 def replay_sides(model: AdaptedEncoder, cfg: AdaptConfig, state_dir: Path, progress: bool) -> tuple[Side, Side] | None:
