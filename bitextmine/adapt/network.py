@@ -12,8 +12,9 @@ pairs, not its weights. What trains, and toward what:
   as they were; both sides move, so the result is a space of its own;
 - an add-language student (a checkpoint that hands English to its teacher): the student's
   own objective, ``--recipe add-language`` (its X side learns the teacher's vector of the
-  English side, ranked against a bank of the teacher's vectors; the piece embeddings
-  move), from the student's checkpoint; the English side keeps the teacher's vectors, so
+  English side, ranked against a bank of the teacher's vectors and those of a sample of
+  the English pool, ``--negative-sentences``; the piece embeddings move), from the
+  student's checkpoint; the English side keeps the teacher's vectors, so
   the space stays the teacher's and only the X pool is embedded again.
 
 The round's state (``round-NNN.safetensors``) holds the vectors of the pools it embedded,

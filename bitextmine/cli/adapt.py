@@ -74,10 +74,11 @@ def adapt(
         metavar="N", min=0, rich_help_panel=TRAINING, show_default=False,
         help=f"Per pair: its nearest other sentences, as negatives (head: {HEAD['hard_negatives']} of the other "
              f"pool per side, network: {NETWORK['hard_negatives']}; a student's network ranks against its "
-             "recipe's bank of the teacher's vectors instead).")] = None,
+             "recipe's bank of the teacher's vectors and --pool-negatives instead).")] = None,
     pool_negatives: Annotated[int, typer.Option(
-        metavar="N", min=0, rich_help_panel=TRAINING, help="Random pool sentences of each side added as "
-                                                           "negatives each step (head).")] = D.pool_negatives,
+        metavar="N", min=0, rich_help_panel=TRAINING, help="Random pool sentences added as negatives each step "
+                                                           "(head: of each side; a student's network: of the "
+                                                           "English pool).")] = D.pool_negatives,
     lr: Annotated[float | None, typer.Option(
         metavar="X", min=0.0, callback=finite, rich_help_panel=TRAINING, show_default=False,
         help=f"Peak learning rate (AdamW) (head: {HEAD['lr']:g}, network: {NETWORK['lr']:g}).")] = None,
