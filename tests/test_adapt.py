@@ -63,7 +63,8 @@ def test_the_training_pairs_keep_their_target_precision_where_mine_would_give_it
                               np.array([0.95, 0.9, 0.85, 0.5]), np.array([100, 80, 60, 40]),
                               np.array([20, 10, 5, 1]), 100.0,
                               details={"mixtures": [{"separation": 9.0}] * 2, "translations_by_side": [100, 100]})
-    mine_cfg, adapt_cfg = AdaptConfig().mine_config("cpu"), AdaptConfig()
+    adapt_cfg = AdaptConfig().for_encoder("usem3")
+    mine_cfg = adapt_cfg.mine_config("cpu")
     assert mine_cfg.target_precision == adapt_cfg.target_precision == 0.97
     loose = choose_from_estimate(estimate, 0.97, 1.14, "fixed")  # mine's own tolerance
     strict = choose_from_estimate(estimate, 0.97, 1.14, "fixed", mine_cfg.target_f1_tolerance)
@@ -353,7 +354,8 @@ def test_held_out_pools_where_mining_finds_no_translations_estimate_0(monkeypatc
 
     found = ThresholdChoice(float("inf"), "none", "none: no translations")
     monkeypatch.setattr(thresholds, "mine_and_choose", lambda *args, **kwargs: (None, found))
-    vectors, rows, cfg = (np.zeros((10, 4)), np.zeros((10, 4))), (np.arange(10), np.arange(10)), AdaptConfig()
+    vectors, rows = (np.zeros((10, 4)), np.zeros((10, 4))), (np.arange(10), np.arange(10))
+    cfg = AdaptConfig().for_encoder("usem3")
     assert loop.held_out_f1(vectors, rows, cfg, None, "cpu") == 0.0
     assert loop.held_out_f1(vectors, (np.arange(3), np.arange(10)), cfg, None, "cpu") is None  # too few to mine
     assert loop.best_round([record(0, 6), record(1, 6)], [0.0, 0.75], 0.05).round == 1

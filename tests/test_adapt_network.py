@@ -49,9 +49,19 @@ def test_auto_trains_a_students_network_and_another_checkpoints_head(tmp_path):
         write_model(tmp_path / name, {"architecture": "usem3", "model": {"max_tokens": 64, "new_pieces": 0},
                                       "teacher": "usem3", "teacher_languages": routed}, usem3.network,
                     usem3.tokenizer_file)
-    auto = AdaptConfig(steps=7)
-    assert auto.for_encoder(f"ckpt:{tmp_path / 'student'}") == AdaptConfig(trainable="network", steps=7)
+    auto, student = AdaptConfig(steps=7), f"ckpt:{tmp_path / 'student'}"
+    assert auto.for_encoder(student) == AdaptConfig(trainable="network", steps=7,
+                                                    replay_pairs=D.ADAPT_STUDENT_REPLAY_PAIRS,
+                                                    target_precision=D.ADAPT_STUDENT_TARGET_PRECISION)
     assert auto.for_encoder(f"ckpt:{tmp_path / 'fine-tuned'}") == AdaptConfig(trainable="head", steps=7)
+    # a student's network has defaults of its own; what was given, even the network's default, stays
+    network = AdaptConfig(trainable="network").for_encoder(student)
+    assert (network.steps, network.replay_pairs, network.batch_size) == (
+        D.ADAPT_STUDENT_STEPS, D.ADAPT_STUDENT_REPLAY_PAIRS, D.ADAPT_NETWORK_BATCH_SIZE)
+    given = AdaptConfig(trainable="network", steps=D.ADAPT_NETWORK_STEPS, replay_pairs=50).for_encoder(student)
+    assert (given.steps, given.replay_pairs) == (D.ADAPT_NETWORK_STEPS, 50)
+    usem3 = AdaptConfig(trainable="network").for_encoder("usem3")
+    assert (usem3.replay_pairs, usem3.target_precision) == (D.ADAPT_REPLAY_PAIRS, D.ADAPT_TARGET_PRECISION)
 
 
 def test_the_network_trains_encoders_of_the_default_encoders_architecture_only(tmp_path):

