@@ -388,17 +388,14 @@ ADAPT_NETWORK_MAX_TOKENS = 128  # training pairs are cut here (news sentences ar
 # estimate 5.5 over: no gain threshold would have told.)
 ADAPT_NETWORK_MIN_KEEP_GAIN = 0.0
 # A student's network trains by its own recipe (RECIPE_ADD_LANGUAGE, from its checkpoint) with
-# the steps, batch and network rate above: on a student's Czech news (RESULTS.md, "Adapt a
-# student's network") they gave +5.4 best-threshold F1 (65.5 -> 70.9; +9.0 at target precision
-# 0.7); 150 or 900 steps gave less, and lower rates (2e-5, pieces 6e-3) held its other languages
-# closer (-1.35 at most, against -4.1) for less gain (+4.8)
-# A student's rounds learn most from its own language's pairs (--replay, its training files)
-# and from more of the pools' pairs than the default encoder's target precision leaves it:
+# the batch and network rate above; its target precision, steps and replay pairs are its own
+# (RESULTS.md, "Adapt a student's network"). Its rounds learn most from its own language's
+# pairs (--replay, its training files) and from more of the pools' pairs than 0.97 leaves it:
 # on ces-en.15 best-threshold F1 72.6 / 74.1 / 75.1 with 1,000 / 3,000 / 10,000 replay pairs a
-# file (300 steps, target 0.7), 76.4 with 10,000 and 600 steps; ces-en.3 60.1, hin-en.15 32.0
-# (at 0.97: 73.9, 59.9, 32.0; with 300 steps and 3,000 pairs at 0.97: 70.9, 57.9, 34.9). Its
-# no-gold estimate is conservative: at an estimated 0.7 the Czech pairs were 91 % right at 15 %
-# translations, 60 % at 3 % (the rounds still gained there)
+# file (300 steps, target 0.7), 76.4 with 10,000 and 600 steps (900 steps with 3,000: 72.5);
+# ces-en.3 60.1, hin-en.15 32.0 (at 0.97: 73.9, 59.9, 32.0; the network's defaults: 70.9, 57.9,
+# 34.9). Its no-gold estimate is conservative: at an estimated 0.7 the Czech pairs were 91 %
+# right at 15 % translations, 60 % at 3 % (the rounds still gained there)
 ADAPT_STUDENT_TARGET_PRECISION = 0.7
 ADAPT_STUDENT_STEPS = 600
 ADAPT_STUDENT_REPLAY_PAIRS = 10000
