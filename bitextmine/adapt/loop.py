@@ -111,7 +111,8 @@ def _adapt(model: AdaptedEncoder, pools: tuple[Pool, Pool], state: AdaptState, c
             from bitextmine.adapt.network import train_network_round
 
             losses = train_network_round(model, pools, state.pairs(number - 1), cfg, number, started, progress,
-                                         reserve=records[0].seconds)
+                                         reserve=records[0].seconds, vectors=before,
+                                         held_out=held_out_sources(len(pools[0].texts), cfg))
         else:
             losses = train_round(model, sides, before, state.pairs(number - 1), replay, cfg, number, started,
                                  progress, reserve=records[0].seconds)

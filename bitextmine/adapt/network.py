@@ -8,8 +8,10 @@ pairs, not its weights. What trains, and toward what:
 
 - the default encoder (or a checkpoint of it that embeds both sides): translation ranking
   with in-batch and hard negatives, distilled toward the starting encoder (``--teacher``
-  the start, weight ``anchor_weight``: the head's anchor, here); the piece embeddings stay
-  as they were; both sides move, so the result is a space of its own;
+  the start, weight ``anchor_weight``: the head's anchor, here); the hard negatives are
+  chosen among the round's targets and, for each mined pair, the pool sentences nearest to
+  it (``pool_hard_negatives``: the near-duplicates that mining confuses with translations);
+  the piece embeddings stay as they were; both sides move, so the result is a space of its own;
 - an add-language student (a checkpoint that hands English to its teacher): the student's
   own objective, ``--recipe add-language`` (its X side learns the teacher's vector of the
   English side, ranked against a bank of the teacher's vectors and those of a sample of
@@ -119,9 +121,10 @@ def round_data(pools: tuple[Pool, Pool], pairs: dict[str, np.ndarray], cfg: Adap
 
 
 def round_config(model: NetworkAdaptedEncoder, pools: tuple[Pool, Pool], cfg: AdaptConfig, number: int,
-                 budget: float | None):
+                 budget: float | None, hard_candidates: str | None = None):
     """The ``TrainConfig`` of round ``number``: the student's recipe for a student, else ranking
-    with hard negatives, distilled toward the start."""
+    with hard negatives (among the round's targets and the file ``hard_candidates``), distilled
+    toward the start."""
     from bitextmine.train import TrainConfig
     from bitextmine.train.recipes import recipe_config
 
@@ -135,7 +138,46 @@ def round_config(model: NetworkAdaptedEncoder, pools: tuple[Pool, Pool], cfg: Ad
                              lr_schedule="steps", dev_per_language=0,
                              negative_sentences=negatives_file(model, pools, cfg))
     return TrainConfig(**common, teacher=model.spec, distill_weight=cfg.anchor_weight,
-                       hard_negatives=cfg.hard_negatives)
+                       hard_negatives=cfg.hard_negatives, hard_negative_encoder=model.spec,
+                       negative_sentences=hard_candidates if cfg.hard_negatives else None)
+
+
+def pool_hard_negatives(model: NetworkAdaptedEncoder, pools: tuple[Pool, Pool], previous: dict[str, np.ndarray],
+                        vectors: tuple[np.ndarray, np.ndarray], held_out: np.ndarray, cfg: AdaptConfig,
+                        number: int) -> str | None:
+    """Candidates for the hard negatives of round ``number`` from the pools: for each pair of
+    ``previous`` (mined with ``vectors``), the ``cfg.hard_negatives`` sentences of the pool that
+    train ranks as targets (X; ``round_data`` puts English first) nearest to the pair's other
+    side, its partner left out, and the ``held_out`` source rows (the rounds' judge) too when
+    that pool is the source. Written to ``state/round-NNN-negatives.txt`` (train's
+    ``--negative-sentences``), which train's own mining chooses from beside the round's
+    targets; None without pairs or hard negatives."""
+    from bitextmine.adapt.objective import hard_negatives
+    from bitextmine.io.atomic import atomic_path
+
+    if not cfg.hard_negatives or not len(previous["src"]):
+        return None
+    path = model.state_dir / f"round-{number:03d}-negatives.txt"
+    if path.is_file():  # resumed: written from the same vectors
+        return str(path)
+    english = 1 if cfg.tgt_lang == "en" else 0
+    target = 1 - english
+    allowed = np.arange(len(pools[target].texts))
+    if target == 0:
+        allowed = np.setdiff1d(allowed, held_out)
+    names = ("src", "tgt")
+    partner = np.searchsorted(allowed, previous[names[target]])
+    partner = np.where((partner < len(allowed)) & (allowed[np.minimum(partner, len(allowed) - 1)]
+                                                   == previous[names[target]]), partner, -1)
+    found = hard_negatives(vectors[english][previous[names[english]]], vectors[target][allowed], partner,
+                           cfg.hard_negatives, model.device).numpy()
+    rows = allowed[np.unique(found)]
+    texts = pools[target].texts
+    with atomic_path(path) as tmp:
+        tmp.write_text("".join(texts[i].replace("\n", " ") + "\n" for i in rows.tolist()), encoding="utf-8")
+    log.info("round %d: %d pool sentences near its %d pairs are candidates for hard negatives", number, len(rows),
+             len(previous["src"]))
+    return str(path)
 
 
 def negatives_file(model: NetworkAdaptedEncoder, pools: tuple[Pool, Pool], cfg: AdaptConfig) -> str | None:
@@ -159,11 +201,13 @@ def negatives_file(model: NetworkAdaptedEncoder, pools: tuple[Pool, Pool], cfg: 
 
 def train_network_round(model: NetworkAdaptedEncoder, pools: tuple[Pool, Pool], previous: dict[str, np.ndarray],
                         cfg: AdaptConfig, number: int, started: float, progress: bool,
-                        reserve: float = 0.0) -> dict[str, float]:
-    """Round ``number``'s network, trained on ``previous`` round's pairs; the pools' sides that it
-    embeds, embedded by it (``model.pool_vectors``). A run cut off during the training continues
-    it; the training stops early when ``reserve`` seconds (the mining after it) would pass
-    ``max_minutes``."""
+                        reserve: float = 0.0, vectors: tuple[np.ndarray, np.ndarray] | None = None,
+                        held_out: np.ndarray | None = None) -> dict[str, float]:
+    """Round ``number``'s network, trained on ``previous`` round's pairs (mined with ``vectors``,
+    whose nearest pool sentences are hard negatives; ``held_out``: source rows never trained on);
+    the pools' sides that it embeds, embedded by it (``model.pool_vectors``). A run cut off
+    during the training continues it; the training stops early when ``reserve`` seconds (the
+    mining after it) would pass ``max_minutes``."""
     from bitextmine.encoders import load_encoder
     from bitextmine.train import train
 
@@ -172,8 +216,13 @@ def train_network_round(model: NetworkAdaptedEncoder, pools: tuple[Pool, Pool], 
     if out.exists() and not resume:  # cut off before its first saved state: begun again
         shutil.rmtree(out)
     budget = None if cfg.max_minutes is None else max(cfg.max_minutes - reserve / 60, 0.0)
-    result = train(round_data(pools, previous, cfg, number), out, round_config(model, pools, cfg, number, budget),
-                   resume=resume, progress=progress, started=started)
+    candidates = None
+    if not model.distills and vectors is not None:
+        held = np.zeros(0, dtype=np.int64) if held_out is None else held_out
+        candidates = pool_hard_negatives(model, pools, previous, vectors, held, cfg, number)
+    result = train(round_data(pools, previous, cfg, number), out,
+                   round_config(model, pools, cfg, number, budget, candidates), resume=resume, progress=progress,
+                   started=started)
     embedder = load_encoder(f"ckpt:{out}", device=model.device)
     began = time.monotonic()
     model.pool_vectors = {
@@ -184,4 +233,4 @@ def train_network_round(model: NetworkAdaptedEncoder, pools: tuple[Pool, Pool], 
     return {"loss": evaluations[-1]["loss"], "dev_p@1": evaluations[-1]["dev_p@1"]} if evaluations else {}
 
 
-__all__ = ["NetworkAdaptedEncoder", "train_network_round"]
+__all__ = ["NetworkAdaptedEncoder", "pool_hard_negatives", "train_network_round"]

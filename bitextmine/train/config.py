@@ -41,8 +41,11 @@ class _Checks:
             raise BitextmineError("--student-sides target learns a teacher's vectors: give --teacher")
         if self.student_sides == "target" and self.hard_negatives:
             raise BitextmineError("--hard-negatives works with --student-sides both (with target: --negative-bank)")
-        if self.negative_sentences and (self.student_sides != "target" or not self.translation_loss):
-            raise BitextmineError("--negative-sentences joins the ranking of --student-sides target")
+        if self.negative_sentences and not self.translation_loss:
+            raise BitextmineError("--negative-sentences joins the ranking loss, which --distill-only turns off")
+        if self.negative_sentences and self.student_sides == "both" and not self.hard_negatives:
+            raise BitextmineError("with --student-sides both, --negative-sentences are candidates for each pair's hard "
+                                  "negatives: give --hard-negatives N")
         if self.route_known and self.teacher is None:
             raise BitextmineError("--route-known hands the teacher's languages to the teacher: give --teacher")
         if self.embedding_lr is not None and self.lr <= 0:

@@ -4,7 +4,9 @@ Parallel data repeats sentences (one English sentence, several translations), so
 batch's other pairs are not all negatives: ``text_keys`` gives each distinct text one
 integer, and the ranking loss masks a candidate that shares a text with the pair.
 Hard negatives (USE-xling) are the pair's nearest targets under an existing encoder,
-translations of it excluded.
+translations of it excluded; sentences that are no pair's target (``--negative-sentences``:
+the pool a pair was mined from, whose near-duplicates are what mining confuses with its
+translation) can be candidates too.
 """
 
 from __future__ import annotations
@@ -38,13 +40,15 @@ class Negatives:
 
     src_keys: torch.Tensor  # (n,) int64
     tgt_keys: torch.Tensor  # (n,) int64
-    hard: torch.Tensor | None = None  # (n, k) row numbers whose targets are hard negatives
+    # (n, k) rows of the candidates whose texts are hard negatives: the data's targets, then
+    # the extra candidates (row n + i: extra[i])
+    hard: torch.Tensor | None = None
 
     @classmethod
     def for_data(cls, data: ParallelData, k: int = 0, encoder_name: str = defaults.ENCODER, device: str = "cpu",
-                 seed: int = defaults.SEED) -> Negatives:
+                 seed: int = defaults.SEED, extra: list[str] | None = None) -> Negatives:
         src_keys, tgt_keys = text_keys(data.src), text_keys(data.tgt)
-        hard = mine_hard_negatives(data, k, encoder_name, device, src_keys, tgt_keys, seed) if k else None
+        hard = mine_hard_negatives(data, k, encoder_name, device, src_keys, seed, extra) if k else None
         return cls(src_keys, tgt_keys, hard)
 
     def keys(self, rows: list[int], device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -56,22 +60,29 @@ class Negatives:
 
 
 def mine_hard_negatives(data: ParallelData, k: int, encoder_name: str, device: str,
-                        src_keys: torch.Tensor | None = None, tgt_keys: torch.Tensor | None = None,
-                        seed: int = defaults.SEED) -> torch.Tensor:
-    """For each pair, the k targets nearest to its source that are not translations of it.
+                        src_keys: torch.Tensor | None = None, seed: int = defaults.SEED,
+                        extra: list[str] | None = None) -> torch.Tensor:
+    """For each pair, the k candidates nearest to its source that are not translations of it.
 
-    Excluded: the pair's own target, and any pair sharing its source or target text (in
-    parallel data one sentence often has several translations, and the nearest "negative"
-    would be one of them). Slots left without a clean candidate take random pairs, drawn
-    with ``seed``. Returns (n, k) row numbers.
+    The candidates are the data's targets, then the ``extra`` sentences (row n + i). Excluded:
+    the pair's own target, and any candidate sharing its source or target text (in parallel
+    data one sentence often has several translations, and the nearest "negative" would be
+    one of them; an extra sentence that is the pair's target is that target). Slots left
+    without a clean candidate take random pairs, drawn with ``seed``. Returns (n, k) rows.
     """
 
+    extra = list(extra or [])
     encoder = load_encoder(encoder_name, device=device)
-    log.info("mining %d hard negatives per pair with %s", k, encoder_name)
+    log.info("mining %d hard negatives per pair with %s among %d targets and %d more sentences", k, encoder_name,
+             len(data), len(extra))
     x = encoder.encode(data.src).astype(np.float16)
-    y = encoder.encode(data.tgt).astype(np.float16)
-    sk = (text_keys(data.src) if src_keys is None else src_keys).numpy()
-    tk = (text_keys(data.tgt) if tgt_keys is None else tgt_keys).numpy()
+    y = encoder.encode(data.tgt + extra).astype(np.float16)
+    n = len(data)
+    # the data's target keys (``text_keys``); an extra sentence equal to a target gets that
+    # target's key, and its source's: it is that target
+    tk = text_keys(data.tgt + extra).numpy()
+    sk = np.concatenate([(text_keys(data.src) if src_keys is None else src_keys).numpy(), -1 - np.arange(len(extra))])
+    sk[n:] = np.where(tk[n:] < n, sk[np.minimum(tk[n:], max(n - 1, 0))], sk[n:])
     ids = exact_knn(x, y, min(len(y), 2 * k + defaults.TRAIN_HARD_NEGATIVE_SPARE), device=device).ids
     rows = np.arange(len(ids))[:, None]
 

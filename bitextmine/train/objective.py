@@ -37,9 +37,14 @@ log = logging.getLogger(__name__)
 
 
 class TranslationObjective:
+    """``extra_ids``: the token ids of the hard negatives' candidates that are no pair's target
+    (``Negatives.hard`` rows past the pairs)."""
+
     def __init__(self, model: TrainableEncoder, src_ids: list[list[int]], tgt_ids: list[list[int]],
-                 negatives: Negatives, teacher_vectors: torch.Tensor | None, cfg: TrainConfig, device):
+                 negatives: Negatives, teacher_vectors: torch.Tensor | None, cfg: TrainConfig, device,
+                 extra_ids: list[list[int]] | None = None):
         self.model, self.src_ids, self.tgt_ids, self.device = model, src_ids, tgt_ids, device
+        self.candidate_ids = tgt_ids + extra_ids if extra_ids else tgt_ids
         self.negatives, self.teacher_vectors = negatives, teacher_vectors  # teacher: (n, D) or None
         self.ranking = AdditiveMarginSoftmaxLoss(margin=cfg.margin, scale=cfg.scale) if cfg.translation_loss else None
         self.distill = DistillationLoss() if teacher_vectors is not None else None
@@ -54,10 +59,11 @@ class TranslationObjective:
         loss = torch.zeros((), device=self.device)
         if self.ranking is not None:
             hard_rows = self.negatives.hard_rows(rows)
-            hard = gather_with_grad(self._embed(self.tgt_ids, hard_rows)).float() if hard_rows else None  # (B*k, D)
+            hard = gather_with_grad(self._embed(self.candidate_ids, hard_rows)).float() if hard_rows else None
+            # hard: (B*k, D); the pairs' sides below: (B, D), B = the global batch
             src_keys, tgt_keys = self.negatives.keys(rows, self.device)
             loss = loss + self.ranking.compute_loss_from_embeddings(
-                gather_with_grad(src).float(), gather_with_grad(tgt).float(), hard,  # (B, D), B = global batch
+                gather_with_grad(src).float(), gather_with_grad(tgt).float(), hard,
                 gather(src_keys), gather(tgt_keys))
         if self.distill is not None:
             teacher_src = self.teacher_vectors[rows].to(self.device)  # (b, D)
@@ -165,7 +171,7 @@ def negative_sentences(path: str | None) -> list[str]:
     sentences = [line for line in read_lines(path) if line.strip()]
     if not sentences:
         raise BitextmineError("no sentences to rank against (--negative-sentences)", path=path)
-    log.info("%s: %d sentences join every step's ranking as negatives", path, len(sentences))
+    log.info("%s: %d sentences to rank against", path, len(sentences))
     return sentences
 
 
@@ -224,8 +230,9 @@ def prepare_objective(model: TrainableEncoder, data: ParallelData, cfg: TrainCon
         if teacher is not None:
             log.info("embedding %d sources with the teacher %s", len(data), cfg.teacher)
             teacher_vectors = torch.from_numpy(teacher.encode(data.src))
-        negatives = Negatives.for_data(data, cfg.hard_negatives, cfg.hard_negative_encoder, device, cfg.seed)
+        extra = negative_sentences(cfg.negative_sentences)
+        negatives = Negatives.for_data(data, cfg.hard_negatives, cfg.hard_negative_encoder, device, cfg.seed, extra)
         objective = TranslationObjective(model, model.tokenize(data.src), model.tokenize(data.tgt), negatives,
-                                         teacher_vectors, cfg, device)
+                                         teacher_vectors, cfg, device, model.tokenize(extra) if extra else None)
     log.info("prepared %d training pairs in %.0f s", len(data), time.time() - started)
     return objective

@@ -99,9 +99,10 @@ SETTINGS: tuple[Setting, ...] = (
             "distance and ranking.", choices=StudentSides, metavar="SIDES"),
     Setting("negative_bank", int, D.TRAIN_NEGATIVE_BANK, "objective", "With --student-sides target: cached teacher "
             "vectors of random sources added to the ranking as negatives.", metavar="N", least=0),
-    Setting("negative_sentences", str, None, "objective", "With --student-sides target: a file of English "
-            "sentences, one per line (such as the English side of the pools being mined), whose teacher vectors join "
-            "every step's ranking as negatives.", metavar="FILE", names="file"),
+    Setting("negative_sentences", str, None, "objective", "A file of sentences, one per line, to rank against: with "
+            "--student-sides target, English sentences (such as the English side of the pools being mined) whose "
+            "teacher vectors join every step's ranking; with --hard-negatives, target-language sentences that are "
+            "candidates for each pair's hard negatives beside the data's targets.", metavar="FILE", names="file"),
     Setting("language_alpha", float, D.TRAIN_LANGUAGE_ALPHA, "data", "With --student-sides target: training files "
             "(languages) drawn with p ~ pairs^X.", metavar="X", least=0.0),
     Setting("guard_english", float, D.TRAIN_GUARD_ENGLISH, "objective", "With --student-sides target: English "
