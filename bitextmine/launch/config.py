@@ -144,6 +144,7 @@ class AdaptStage(Model):
     batch_size: Annotated[Int, Field(ge=2)] | None = None
     hard_negatives: NonNegative | None = None
     pool_negatives: NonNegative = defaults.ADAPT_POOL_NEGATIVES
+    pool_hard_negatives: Bool = defaults.ADAPT_POOL_HARD_NEGATIVES
     lr: Annotated[Float, Field(ge=0.0)] | None = None
     anchor_weight: Annotated[Float, Field(ge=0.0)] | None = None
     replay: tuple[Str, ...] = ()  # English<TAB>X pair files, relative to the pipeline file
