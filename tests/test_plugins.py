@@ -72,9 +72,9 @@ def toy_plugin(tmp_path, monkeypatch):
 
 
 def test_a_plugin_encoder_declares_the_thresholds_mine_falls_back_to(cli, tmp_path, toy_plugin):
-    """German against English: the toy finds no translation, so `mine` keeps nothing and says so;
-    the sets record the thresholds the plugin declares, and they are what `mine` falls back to on
-    those sets (the declared 0.85 cosine, where an encoder that declares nothing gets LASER's 0.6)."""
+    """German against English: the toy finds no translation, so `mine` says so and falls back to
+    the threshold the plugin declares (the sets record it): the declared 0.85 cosine keeps
+    nothing; an encoder that declares nothing keeps nothing (LASER's 0.6 is not used)."""
     from bitextmine.embed.corpus import EmbeddingCorpus
     from bitextmine.mine.thresholds import fixed_threshold
 
@@ -99,12 +99,17 @@ def test_a_plugin_encoder_declares_the_thresholds_mine_falls_back_to(cli, tmp_pa
     assert sidecar["encoder"]["languages"] == ["de", "en"]
     assert sidecar["encoder"]["mining_thresholds"] == {"scores": {"cosine": 0.85, "ratio": 1.5},
                                                        "measured": "by hand, for a test"}
-    assert pairs == 0 and sidecar["parameters"]["threshold"] is None
-    assert "no translations found" in sidecar["threshold_warning"]
+    # no group of translations: the threshold the encoder declares, which keeps none of them
+    assert pairs == 0 and sidecar["parameters"]["threshold"] == 0.85
+    assert sidecar["parameters"]["threshold_source"].startswith("encoder default (fixed)")
+    assert "show no group of translations" in sidecar["threshold_warning"]
     assert fixed == (0.85, "encoder default (fixed)")
-    _, plain, plain_fixed = mine("toy-plain")
+    plain_pairs, plain, plain_fixed = mine("toy-plain")
     assert "mining_thresholds" not in plain["encoder"] and "languages" not in plain["encoder"]
     assert plain_fixed == (0.6, "LASER-scale default (fixed)")
+    # an encoder that declares none: nothing kept, rather than LASER's threshold
+    assert plain_pairs == 0 and plain["parameters"]["threshold"] is None
+    assert "no translations found" in plain["threshold_warning"]
 
 
 def test_a_plugin_encoder_is_listed_and_loaded_by_its_kind(toy_plugin):
