@@ -166,9 +166,9 @@ def pool_hard_negatives(model: NetworkAdaptedEncoder, pools: tuple[Pool, Pool], 
     if target == 0:
         allowed = np.setdiff1d(allowed, held_out)
     names = ("src", "tgt")
-    partner = np.searchsorted(allowed, previous[names[target]])
-    partner = np.where((partner < len(allowed)) & (allowed[np.minimum(partner, len(allowed) - 1)]
-                                                   == previous[names[target]]), partner, -1)
+    position = np.full(len(pools[target].texts), -1)  # each row's place among the allowed (-1: none)
+    position[allowed] = np.arange(len(allowed))
+    partner = position[previous[names[target]]]
     found = hard_negatives(vectors[english][previous[names[english]]], vectors[target][allowed], partner,
                            cfg.hard_negatives, model.device).numpy()
     rows = allowed[np.unique(found)]
@@ -204,7 +204,8 @@ def train_network_round(model: NetworkAdaptedEncoder, pools: tuple[Pool, Pool], 
                         reserve: float = 0.0, vectors: tuple[np.ndarray, np.ndarray] | None = None,
                         held_out: np.ndarray | None = None) -> dict[str, float]:
     """Round ``number``'s network, trained on ``previous`` round's pairs (mined with ``vectors``,
-    whose nearest pool sentences are hard negatives; ``held_out``: source rows never trained on);
+    whose nearest pool sentences are hard negatives with ``cfg.pool_hard_negatives``;
+    ``held_out``: source rows never trained on);
     the pools' sides that it embeds, embedded by it (``model.pool_vectors``). A run cut off
     during the training continues it; the training stops early when ``reserve`` seconds (the
     mining after it) would pass ``max_minutes``."""
