@@ -399,7 +399,7 @@ def test_weakly_separated_pools_take_the_best_estimated_f1_and_say_why():
     clear = choose_from_estimate(estimate(9.0), 0.9, 1.3, "fixed")
     weak = choose_from_estimate(estimate(6.0), 0.9, 1.3, "fixed")
     assert clear.threshold == 1.2 and weak.threshold == 1.1
-    assert "weakly" in weak.reason and "separation 6.0 < 8" in weak.warning
+    assert "weakly" in weak.reason and "separation 6.0 < 7.6" in weak.warning
     assert choose_from_estimate(estimate(6.0, translations=700.0), 0.9, 1.3, "fixed").threshold == 1.2
     assert choose_from_estimate(estimate(6.0), 0.9, 1.3, "fixed", tolerance=1.0).threshold == 1.2
 
