@@ -343,6 +343,8 @@ def test_the_estimate_of_pools_without_translations_is_none():
 
     assert estimated_f1(ThresholdChoice(1.1, "adaptive", "", Curve())) == pytest.approx(2 * 0.5 * 0.8 / 1.3, abs=1e-5)
     assert estimated_f1(ThresholdChoice(float("inf"), "none", "none: no translations", Curve())) is None
+    # the encoder's threshold where the estimate saw no group of translations: none seen either
+    assert estimated_f1(ThresholdChoice(0.12, "fallback", "no group", Curve(), translations_seen=False)) is None
     assert estimated_f1(ThresholdChoice(1.2, "user", "user")) is None
 
 
@@ -356,6 +358,8 @@ def test_held_out_pools_where_mining_finds_no_translations_estimate_0(monkeypatc
     monkeypatch.setattr(thresholds, "mine_and_choose", lambda *args, **kwargs: (None, found))
     vectors, rows = (np.zeros((10, 4)), np.zeros((10, 4))), (np.arange(10), np.arange(10))
     cfg = AdaptConfig().for_encoder("usem3")
+    assert loop.held_out_f1(vectors, rows, cfg, None, "cpu") == 0.0
+    found = ThresholdChoice(0.12, "fallback", "no group of translations", translations_seen=False)
     assert loop.held_out_f1(vectors, rows, cfg, None, "cpu") == 0.0
     assert loop.held_out_f1(vectors, (np.arange(3), np.arange(10)), cfg, None, "cpu") is None  # too few to mine
     assert loop.best_round([record(0, 6), record(1, 6)], [0.0, 0.75], 0.05).round == 1

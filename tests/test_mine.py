@@ -402,6 +402,15 @@ def test_weakly_separated_pools_take_the_best_estimated_f1_and_say_why():
     assert "weakly" in weak.reason and "separation 6.0 < 7.6" in weak.warning
     assert choose_from_estimate(estimate(6.0, translations=700.0), 0.9, 1.3, "fixed").threshold == 1.2
     assert choose_from_estimate(estimate(6.0), 0.9, 1.3, "fixed", tolerance=1.0).threshold == 1.2
+    # no group of translations (separation < 4.6): the encoder's declared threshold, said so; a
+    # threshold it does not declare is not used (nothing kept)
+    from bitextmine.mine.thresholds import DECLARED
+
+    declared = choose_from_estimate(estimate(4.0), 0.9, 1.3, DECLARED)
+    assert declared.threshold == 1.3 and declared.source == "fallback" and not declared.translations_seen
+    assert "no group of translations" in declared.warning
+    undeclared = choose_from_estimate(estimate(4.0), 0.9, 1.3, "LASER-scale default (fixed)")
+    assert undeclared.source == "none" and not undeclared.translations_seen
 
 
 def test_the_smaller_side_counts_the_false_pairs_where_the_sides_differ_and_the_gaps_separate():

@@ -244,7 +244,7 @@ def held_out_f1(vectors: tuple[np.ndarray, np.ndarray], rows: tuple[np.ndarray, 
         return None
     _, choice = mine_and_choose(vectors[0][rows[0]], vectors[1][rows[1]], cfg.mine_config(device), identities,
                                 device=device)
-    return 0.0 if choice.source == "none" else estimated_f1(choice)
+    return estimated_f1(choice) if choice.translations_seen else 0.0
 
 
 def held_out_scores(model: AdaptedEncoder, sides: tuple[Side, Side], state: AdaptState,
@@ -323,7 +323,8 @@ def estimated_f1(choice) -> float | None:
     """The best F1 over thresholds that the threshold's no-gold estimate sees (None without one, and
     when it finds no translations: its curve then describes no group of translations)."""
     estimate = getattr(choice, "estimate", None)
-    if choice.source == "none" or estimate is None or not len(getattr(estimate, "thresholds", ())):
+    if not getattr(choice, "translations_seen", True) or estimate is None \
+            or not len(getattr(estimate, "thresholds", ())):
         return None
     p = np.nan_to_num(np.asarray(estimate.precision, dtype=np.float64))
     r = np.nan_to_num(np.asarray(estimate.recall, dtype=np.float64))

@@ -90,6 +90,11 @@ class ThresholdChoice:
     estimate: NoGoldEstimate | None = None
     warning: str | None = None  # what the user must know about this choice (also on stderr)
     index: int | None = None  # the choice's row in the estimate's curves
+    translations_seen: bool = True  # False: the estimate saw no group of translations (none, or its fallback)
+
+    def __post_init__(self):
+        if self.source == "none":  # nothing kept: no translations were seen
+            self.translations_seen = False
 
     @property
     def estimated_precision(self) -> float | None:
@@ -135,7 +140,7 @@ def choose_from_estimate(estimate: NoGoldEstimate, target: float, fixed: float, 
                f"{separation:.1f} < {defaults.ESTIMATE_MIN_SEPARATION:g}): the pools share few or no "
                "translations, or the encoder barely knows a language, so the encoder's own fixed threshold is used, "
                "which keeps few pairs of unrelated pools. Check the pairs; --threshold sets another")
-        return ThresholdChoice(fixed, "fallback", f"{fixed_reason}; {why}", estimate, why)
+        return ThresholdChoice(fixed, "fallback", f"{fixed_reason}; {why}", estimate, why, translations_seen=False)
     if not translations_found(estimate) or none_by_side:
         why = ("no translations found in these pools (the candidates' gaps show no group of translations apart from "
                "the rest): nothing kept. Do the two sides translate each other, and does the encoder know both "
