@@ -137,6 +137,10 @@ def test_the_loop_stops_when_the_pairs_stop_changing_or_the_held_out_estimate_st
     assert stop_reason([record(0, 100), record(1, 130, added=30, gain=-0.02)], cfg, 0.0) == "estimate_stable"
     assert stop_reason([record(0, 1)], cfg, 0.0) == "too_few_pairs"
     assert stop_reason([record(0, 0, source="none")], cfg, 0.0) == "no_translations"
+    unseen = record(0, 0, source="fallback")
+    unseen.translations_seen = False  # the encoder's threshold where the estimate saw no translations
+    assert stop_reason([unseen], cfg, 0.0) == "no_translations"
+    assert stop_reason([record(0, 1, source="fallback")], cfg, 0.0) == "too_few_pairs"
     assert stop_reason([record(0, 100), record(1, 140, added=40)], AdaptConfig(rounds=1), 0.0) == "rounds"
 
 

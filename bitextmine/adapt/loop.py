@@ -181,7 +181,8 @@ def mine_round(model: AdaptedEncoder, sides: tuple[Side, Side], pools: tuple[Poo
     identities = tuple(side.identity for side in model.sides)
     selection = select_pairs(x, y, cfg.mine_config(model.device), identities, device=model.device)
     found = selection.pairs
-    keep = kept_by_filter(found, pools, cfg) & ~np.isin(found.src, held_out_sources(len(x), cfg))
+    seen = selection.choice.translations_seen  # else the encoder's threshold kept pairs of pools without a group
+    keep = kept_by_filter(found, pools, cfg) & ~np.isin(found.src, held_out_sources(len(x), cfg)) & seen
     pairs = {"src": found.src[keep].astype(np.int64), "tgt": found.tgt[keep].astype(np.int64),
              "score": found.score[keep].astype(np.float32)}
     previous = state.pairs(number - 1) if number else None
@@ -195,7 +196,7 @@ def mine_round(model: AdaptedEncoder, sides: tuple[Side, Side], pools: tuple[Poo
     record = RoundRecord(
         round=number, pairs=len(found), kept=len(now), added=len(now - trained) if number else 0,
         dropped=len(trained - now), threshold=finite_or_none(selection.choice.threshold),
-        threshold_reason=selection.choice.reason, threshold_source=selection.choice.source,
+        threshold_reason=selection.choice.reason, threshold_source=selection.choice.source, translations_seen=seen,
         estimated_f1=estimated_f1(selection.choice),
         trained_pairs=len(trained), self_scored_share=len(now & trained) / max(len(now), 1), losses=losses or {},
         seconds=round(time.monotonic() - round_started, 1), minutes_total=round((time.monotonic() - started) / 60, 2),
@@ -341,7 +342,7 @@ def stop_reason(records: list[RoundRecord], cfg: AdaptConfig, started: float) ->
     """Why no further round runs (None: one does)."""
     last = records[-1]
     if last.kept < 2:
-        return "no_translations" if last.threshold_source == "none" else "too_few_pairs"
+        return "no_translations" if last.threshold_source == "none" or not last.translations_seen else "too_few_pairs"
     if last.round >= cfg.rounds:
         return "rounds"
     if last.round >= 1:

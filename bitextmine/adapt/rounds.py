@@ -70,6 +70,9 @@ class RoundRecord:
     held_out_sentences: tuple[int, int] = (0, 0)
     # how mine chose the threshold (adaptive, fallback, none: no translations found, nothing kept)
     threshold_source: str = ""
+    # False where the estimate saw no group of translations (nothing kept, or the encoder's own
+    # threshold): no pairs are trained on, as where mine keeps none
+    translations_seen: bool = True
     losses: dict = field(default_factory=dict)  # the mean of each loss over the round's last steps
     seconds: float = 0.0  # this round
     minutes_total: float = 0.0  # since the command started, this round included
