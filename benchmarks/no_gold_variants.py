@@ -294,7 +294,7 @@ def old_decoy(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
 
 # --- a generalised extreme value null ----------------------------------------------------------
 
-def _gev_mixture(gaps, start=None, iterations=defaults.ESTIMATE_EM_ITERATIONS, gev_iterations=8):
+def _gev_mixture(gaps, start=None, iterations=defaults.ESTIMATE_EM_ITERATIONS, gumbel_fit=None, gev_iterations=8):
     """The gap mixture with the null's tail shape fitted too: the Gumbel EM first, then EM steps
     whose null is a GEV fitted by weighted likelihood (a heavier or lighter tail than Gumbel's)."""
     from scipy.stats import genextreme
@@ -302,7 +302,7 @@ def _gev_mixture(gaps, start=None, iterations=defaults.ESTIMATE_EM_ITERATIONS, g
     from bitextmine.mine import no_gold
 
     d = np.asarray(gaps, dtype=np.float64)
-    mix = _GUMBEL_FIT(d, start, iterations)
+    mix = gumbel_fit(d, start, iterations)
     c, loc, scale = 0.0, mix.null_loc, mix.null_scale
     w = mix.posterior
     for _ in range(gev_iterations if start is None else 2):
@@ -327,20 +327,17 @@ def _gev_mixture(gaps, start=None, iterations=defaults.ESTIMATE_EM_ITERATIONS, g
     return mix
 
 
-_GUMBEL_FIT = None
-
-
 def gev_null(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
     """As `mine`, the null of the gaps a GEV (its tail shape fitted) rather than a Gumbel."""
-    global _GUMBEL_FIT
     from bitextmine.mine import no_gold
 
-    _GUMBEL_FIT = no_gold.fit_gap_mixture
-    no_gold.fit_gap_mixture = _gev_mixture
+    gumbel = no_gold.fit_gap_mixture
+    no_gold.fit_gap_mixture = lambda gaps, start=None, iterations=defaults.ESTIMATE_EM_ITERATIONS: _gev_mixture(
+        gaps, start, iterations, gumbel)
     try:
         return default(pairs, x, y, cfg, identities, fwd, bwd)
     finally:
-        no_gold.fit_gap_mixture = _GUMBEL_FIT
+        no_gold.fit_gap_mixture = gumbel
 
 
 VARIANTS = {"mine": default, "cautious": cautious, "halfway": halfway, "best F1": with_tolerance(0.0),

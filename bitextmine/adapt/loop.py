@@ -324,8 +324,7 @@ def estimated_f1(choice) -> float | None:
     """The best F1 over thresholds that the threshold's no-gold estimate sees (None without one, and
     when it finds no translations: its curve then describes no group of translations)."""
     estimate = getattr(choice, "estimate", None)
-    if not getattr(choice, "translations_seen", True) or estimate is None \
-            or not len(getattr(estimate, "thresholds", ())):
+    if not choice.translations_seen or estimate is None or not len(getattr(estimate, "thresholds", ())):
         return None
     p = np.nan_to_num(np.asarray(estimate.precision, dtype=np.float64))
     r = np.nan_to_num(np.asarray(estimate.recall, dtype=np.float64))
@@ -342,6 +341,7 @@ def stop_reason(records: list[RoundRecord], cfg: AdaptConfig, started: float) ->
     """Why no further round runs (None: one does)."""
     last = records[-1]
     if last.kept < 2:
+        # a record written before translations_seen was recorded names "none" alone
         return "no_translations" if last.threshold_source == "none" or not last.translations_seen else "too_few_pairs"
     if last.round >= cfg.rounds:
         return "rounds"

@@ -139,7 +139,7 @@ def round_config(model: NetworkAdaptedEncoder, pools: tuple[Pool, Pool], cfg: Ad
                              negative_sentences=negatives_file(model, pools, cfg))
     return TrainConfig(**common, teacher=model.spec, distill_weight=cfg.anchor_weight,
                        hard_negatives=cfg.hard_negatives, hard_negative_encoder=model.spec,
-                       negative_sentences=hard_candidates if cfg.hard_negatives else None)
+                       negative_sentences=hard_candidates)
 
 
 def pool_hard_negatives(model: NetworkAdaptedEncoder, pools: tuple[Pool, Pool], previous: dict[str, np.ndarray],

@@ -54,6 +54,7 @@ log = logging.getLogger(__name__)
 
 DECLARED = "encoder default (fixed)"  # how a threshold the encoder declares for its space is named
 
+
 def fixed_threshold(score: str, *identities) -> tuple[float, str]:
     """(threshold, how it was chosen) for ``score`` without looking at the pools: the one the
     identities' encoder declares for their embedding space (``EncoderIdentity``), else LASER's."""
@@ -134,14 +135,14 @@ def choose_from_estimate(estimate: NoGoldEstimate, target: float, fixed: float, 
     if not len(estimate.thresholds):
         return ThresholdChoice(fixed, "fallback", f"{fixed_reason}; no pairs to estimate precision on", estimate)
     none_by_side = min(estimate.details["translations_by_side"]) < defaults.ESTIMATE_NO_TRANSLATIONS
-    separation = mean_separation(estimate)
-    if not translations_found(estimate) and fixed_reason == DECLARED and separation is not None and not none_by_side:
+    no_group, separation = not translations_found(estimate), mean_separation(estimate)
+    if no_group and fixed_reason == DECLARED and separation is not None and not none_by_side:
         why = (f"the candidates' gaps show no group of translations apart from the rest (separation "
                f"{separation:.1f} < {defaults.ESTIMATE_MIN_SEPARATION:g}): the pools share few or no "
                "translations, or the encoder barely knows a language, so the encoder's own fixed threshold is used, "
                "which keeps few pairs of unrelated pools. Check the pairs; --threshold sets another")
         return ThresholdChoice(fixed, "fallback", f"{fixed_reason}; {why}", estimate, why, translations_seen=False)
-    if not translations_found(estimate) or none_by_side:
+    if no_group or none_by_side:
         why = ("no translations found in these pools (the candidates' gaps show no group of translations apart from "
                "the rest): nothing kept. Do the two sides translate each other, and does the encoder know both "
                "languages? --threshold keeps pairs anyway")

@@ -82,7 +82,8 @@ def mine_hard_negatives(data: ParallelData, k: int, encoder_name: str, device: s
     # target's key, and its source's: it is that target
     tk = text_keys(data.tgt + extra).numpy()
     sk = np.concatenate([(text_keys(data.src) if src_keys is None else src_keys).numpy(), -1 - np.arange(len(extra))])
-    sk[n:] = np.where(tk[n:] < n, sk[np.minimum(tk[n:], max(n - 1, 0))], sk[n:])
+    equal = tk[n:] < n  # an extra sentence's key is a target's row when it is that target's text
+    sk[n:][equal] = sk[tk[n:][equal]]
     ids = exact_knn(x, y, min(len(y), 2 * k + defaults.TRAIN_HARD_NEGATIVE_SPARE), device=device).ids
     rows = np.arange(len(ids))[:, None]
 
