@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from bitextmine.adapt.config import AdaptConfig
-from bitextmine.adapt.loop import adapt, best_round, stop_reason
+from bitextmine.adapt.loop import adapt, best_round, stop_message, stop_reason
 from bitextmine.adapt.objective import hard_negatives, ranking
 from bitextmine.adapt.pools import read_pool
 from bitextmine.adapt.rounds import RoundRecord
@@ -135,6 +135,10 @@ def test_the_loop_stops_when_the_pairs_stop_changing_or_the_held_out_estimate_st
     # the self-scored estimate of every round is 0.99: only the held-out one decides
     assert stop_reason([record(0, 100), record(1, 130, added=30, gain=0.0005)], cfg, 0.0) == "estimate_stable"
     assert stop_reason([record(0, 100), record(1, 130, added=30, gain=-0.02)], cfg, 0.0) == "estimate_stable"
+    blind = record(1, 130, added=30, gain=0.0)
+    blind.held_out_f1 = blind.held_out_f1_before = 0.0  # neither model finds translations among the held-out
+    assert stop_reason([record(0, 100), blind], cfg, 0.0) == "held_out_blind"
+    assert "--held-out" in stop_message("held_out_blind", [record(0, 100), blind])
     assert stop_reason([record(0, 1)], cfg, 0.0) == "too_few_pairs"
     assert stop_reason([record(0, 0, source="none")], cfg, 0.0) == "no_translations"
     unseen = record(0, 0, source="fallback")
@@ -199,7 +203,7 @@ def every_round_asked():
 
     def stop_reason(records, cfg, started):
         reason = original(records, cfg, started)
-        return None if reason in ("pairs_stable", "estimate_stable") else reason
+        return None if reason in ("pairs_stable", "estimate_stable", "held_out_blind") else reason
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(loop, "stop_reason", stop_reason)
