@@ -486,3 +486,23 @@ adapt: {{enabled: true, trainable: head, rounds: 1, steps: 3, batch_size: 64, ha
     again = cli("run", config, "--launcher", "inline", "-q")
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert again.exit_code == 0 and all(s["ran"] == 0 for s in summary["stages"])
+
+
+def test_the_held_out_share_grows_where_round_0_counts_few_translations():
+    """Round 0's count of translations sets how many source sentences are held out: enough to
+    hold ADAPT_HELD_OUT_TRANSLATIONS of them (at most ADAPT_HELD_OUT_MAX), never fewer than asked."""
+    from types import SimpleNamespace
+
+    from bitextmine import defaults
+    from bitextmine.adapt.loop import held_out_share
+
+    def choice(translations, seen=True):
+        return SimpleNamespace(estimate=SimpleNamespace(translations=translations), translations_seen=seen)
+
+    cfg = AdaptConfig()
+    assert held_out_share(cfg, choice(400.0)) == cfg.held_out  # 80 held out: enough
+    assert held_out_share(cfg, choice(40.0)) == pytest.approx(defaults.ADAPT_HELD_OUT_TRANSLATIONS / 40.0)
+    assert held_out_share(cfg, choice(3.0)) == defaults.ADAPT_HELD_OUT_MAX
+    assert held_out_share(cfg, choice(3.0, seen=False)) == cfg.held_out  # nothing to train on anyway
+    assert held_out_share(AdaptConfig(held_out=0.0), choice(3.0)) == 0.0  # none asked for
+    assert held_out_share(AdaptConfig(held_out=0.7), choice(3.0)) == 0.7

@@ -30,6 +30,7 @@ among them).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from pathlib import Path
@@ -56,8 +57,7 @@ STOPS = {"rounds": "the rounds asked for are done",
          "pairs_stable": "the last round hardly changed the training pairs",
          "estimate_stable": "the last round did not raise the held-out estimate",
          "held_out_blind": ("the held-out pools show no translations before or after the last round, so no round "
-                            "can be judged there: pools this small need a larger --held-out share (a student's "
-                            "Hindi news, 544 sentences: 0.2 saw none, 0.5 kept round 1)"),
+                            "can be judged there: give a larger --held-out share, or pools with more translations"),
          "time_budget": "another round would not fit --max-minutes",
          "too_few_pairs": "the filter left fewer than 2 pairs to train on",
          "no_translations": "mining found no translations in the pools, so there is nothing to train on"}
@@ -106,6 +106,8 @@ def _adapt(model: AdaptedEncoder, pools: tuple[Pool, Pool], state: AdaptState, c
         model.load_head(state.head(records[-1].round))
     else:
         records.append(mine_round(model, sides, pools, state, cfg, 0, None, started))
+    if records[0].held_out_share is not None:  # round 0 chose it (``held_out_share``)
+        cfg = dataclasses.replace(cfg, held_out=records[0].held_out_share)
     stop = stop_reason(records, cfg, started)
     while stop is None:
         number, round_started = records[-1].round + 1, time.monotonic()
@@ -185,6 +187,14 @@ def mine_round(model: AdaptedEncoder, sides: tuple[Side, Side], pools: tuple[Poo
     selection = select_pairs(x, y, cfg.mine_config(model.device), identities, device=model.device)
     found = selection.pairs
     seen = selection.choice.translations_seen  # else the encoder's threshold kept pairs of pools without a group
+    share = None
+    if number == 0:
+        share = held_out_share(cfg, selection.choice)
+        if share > cfg.held_out:
+            log.warning("round 0 counts %.0f translations in the pools: %.0f%% of the source sentences are held "
+                        "out to judge the rounds (--held-out %g would hold out too few to show any)",
+                        selection.choice.estimate.translations, 100 * share, cfg.held_out)
+        cfg = dataclasses.replace(cfg, held_out=share)
     keep = kept_by_filter(found, pools, cfg) & ~np.isin(found.src, held_out_sources(len(x), cfg)) & seen
     pairs = {"src": found.src[keep].astype(np.int64), "tgt": found.tgt[keep].astype(np.int64),
              "score": found.score[keep].astype(np.float32)}
@@ -200,6 +210,7 @@ def mine_round(model: AdaptedEncoder, sides: tuple[Side, Side], pools: tuple[Poo
         round=number, pairs=len(found), kept=len(now), added=len(now - trained) if number else 0,
         dropped=len(trained - now), threshold=finite_or_none(selection.choice.threshold),
         threshold_reason=selection.choice.reason, threshold_source=selection.choice.source, translations_seen=seen,
+        held_out_share=share,
         estimated_f1=estimated_f1(selection.choice),
         trained_pairs=len(trained), self_scored_share=len(now & trained) / max(len(now), 1), losses=losses or {},
         seconds=round(time.monotonic() - round_started, 1), minutes_total=round((time.monotonic() - started) / 60, 2),
@@ -224,6 +235,17 @@ def held_out_sources(rows: int, cfg: AdaptConfig) -> np.ndarray:
     from bitextmine.mine.no_gold import sample_rows
 
     return sample_rows(rows, int(round(cfg.held_out * rows)), cfg.seed) if cfg.held_out > 0 else np.zeros(0, int)
+
+
+def held_out_share(cfg: AdaptConfig, choice) -> float:
+    """The share of the source sentences to hold out: ``cfg.held_out``, raised up to
+    ``defaults.ADAPT_HELD_OUT_MAX`` until it would hold ``defaults.ADAPT_HELD_OUT_TRANSLATIONS``
+    of the translations round 0's estimate counts (0 stays 0: no held-out pools asked for)."""
+    translations = choice.estimate.translations if choice.estimate is not None else 0.0
+    if cfg.held_out <= 0 or not choice.translations_seen or not translations > 0:
+        return cfg.held_out
+    wanted = min(defaults.ADAPT_HELD_OUT_MAX, defaults.ADAPT_HELD_OUT_TRANSLATIONS / translations)
+    return float(max(cfg.held_out, wanted))
 
 
 def held_out_rows(state: AdaptState, number: int, sizes: tuple[int, int], cfg: AdaptConfig

@@ -73,6 +73,9 @@ class RoundRecord:
     # False where the estimate saw no group of translations (nothing kept, or the encoder's own
     # threshold): no pairs are trained on, as where mine keeps none
     translations_seen: bool = True
+    # round 0: the share of the source sentences held out (--held-out, raised where round 0's
+    # estimate counts too few translations for the held-out pools to show some); None: --held-out
+    held_out_share: float | None = None
     losses: dict = field(default_factory=dict)  # the mean of each loss over the round's last steps
     seconds: float = 0.0  # this round
     minutes_total: float = 0.0  # since the command started, this round included

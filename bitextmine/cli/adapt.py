@@ -108,8 +108,8 @@ def adapt(
     held_out: Annotated[float, typer.Option(
         metavar="X", min=0.0, max=0.9, callback=finite, rich_help_panel=GUARDS,
         help="Share of the --src sentences never trained on: the rounds are judged by the F1 estimated on "
-             "them. Small pools with few translations need more (0.5 for 500 sentences), or the judge sees "
-             "none.")] = D.held_out,
+             "them. Raised (up to 0.5) where round 0 counts too few translations for them to show "
+             "some.")] = D.held_out,
     min_keep_gain: Annotated[float | None, typer.Option(
         metavar="X", min=0.0, callback=finite, rich_help_panel=GUARDS, show_default=False,
         help=f"Held-out estimated F1 a trained round must add over the starting encoder to be kept (head: "
