@@ -18,8 +18,9 @@ Self-confirmation: from round 1 on, the pairs a round mines are scored by a mode
 on most of them, so their scores, and the no-gold estimate made from them, flatter them. Each
 record says which share of its pairs its model was trained on, and the decisions use
 another estimate: the one on the *held-out pools*. A share of the source sentences
-(``held_out``, drawn before round 0) is never trained on; they are mined against the target
-sentences of no training pair, so no model has seen a pair of theirs, and their translations
+(``held_out``, drawn when round 0 has mined; raised where round 0 counts so few translations
+that it would hold too few of them: ``held_out_share``) is never trained on; they are mined
+against the target sentences of no training pair, so no model has seen a pair of theirs, and their translations
 are as hard as the pools' own (leaving out only the sentences trained on would leave the
 hardest translations, too few for the estimate to find). A round's model and the previous
 round's are both measured there (the gain is what stops the loop), and at the end every
@@ -192,7 +193,7 @@ def mine_round(model: AdaptedEncoder, sides: tuple[Side, Side], pools: tuple[Poo
         share = held_out_share(cfg, selection.choice)
         if share > cfg.held_out:
             log.warning("round 0 counts %.0f translations in the pools: %.0f%% of the source sentences are held "
-                        "out to judge the rounds (--held-out %g would hold out too few to show any)",
+                        "out to judge the rounds (--held-out %g would hold out too few of them)",
                         selection.choice.estimate.translations, 100 * share, cfg.held_out)
         cfg = dataclasses.replace(cfg, held_out=share)
     keep = kept_by_filter(found, pools, cfg) & ~np.isin(found.src, held_out_sources(len(x), cfg)) & seen
