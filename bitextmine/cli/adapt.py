@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from bitextmine import defaults
 from bitextmine.adapt.config import STUDENT_DEFAULTS, TRAINABLE_DEFAULTS, AdaptConfig
 from bitextmine.cli.options import (
     Quiet,
@@ -108,8 +109,8 @@ def adapt(
     held_out: Annotated[float, typer.Option(
         metavar="X", min=0.0, max=0.9, callback=finite, rich_help_panel=GUARDS,
         help="Share of the --src sentences never trained on: the rounds are judged by the F1 estimated on "
-             "them. Raised (up to 0.5) where round 0 counts too few translations for them to show "
-             "some.")] = D.held_out,
+             f"them. Raised (up to {defaults.ADAPT_HELD_OUT_MAX:g}) where round 0 counts too few translations "
+             "for them to show some.")] = D.held_out,
     min_keep_gain: Annotated[float | None, typer.Option(
         metavar="X", min=0.0, callback=finite, rich_help_panel=GUARDS, show_default=False,
         help=f"Held-out estimated F1 a trained round must add over the starting encoder to be kept (head: "
