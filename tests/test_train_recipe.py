@@ -196,6 +196,28 @@ def test_the_dev_slice_takes_each_language_without_shared_texts():
     assert again.tgt == dev.tgt
 
 
+def test_joined_pairs_join_translations_of_one_language_and_never_the_dev_slice():
+    from bitextmine.train.tasks import TrainingTask, split_dev
+
+    data = ParallelData([f"e{i}." for i in range(400)], [f"x{i}." for i in range(400)],
+                        language=["train.eng-aaa"] * 300 + ["train.eng-bbb"] * 100)
+    cfg = recipe_config("add-language", join_pairs=2.0, dev_per_language=10)
+    [task], dev = split_dev([TrainingTask("translation", data, 1.0)], None, cfg)
+    joined = task.data
+    assert len(joined) == (400 - 20) * 3 and len(dev) == 20
+    assert joined.src[: 380] == [s for s in data.src if s not in dev.src]  # the pairs themselves come first
+    dev_texts = set(dev.src) | set(dev.tgt)
+    for src, tgt, lang in zip(joined.src[380:], joined.tgt[380:], joined.language[380:], strict=True):
+        parts, partners = src.split(" "), tgt.split(" ")
+        assert 2 <= len(parts) <= 4 and [p.replace("e", "x") for p in parts] == partners  # aligned, in order
+        assert all((int(p[1:-1]) < 300) == (lang == "train.eng-aaa") for p in parts)  # one language each
+        assert not dev_texts & set(parts + partners)
+    assert joined.language[380:].count("train.eng-bbb") == 2 * 90
+    unchanged = split_dev([TrainingTask("translation", data, 1.0)], None,
+                          recipe_config("add-language", dev_per_language=10))[0][0].data
+    assert len(unchanged) == 380  # --join-pairs 0, the default: the data as it is
+
+
 def test_languages_are_drawn_tempered_and_batches_repeat():
     from bitextmine.train.sampling import TargetBatches
 

@@ -12,6 +12,8 @@ from bitextmine.io.paths import data_stem
 from bitextmine.io.text import read_shard
 from bitextmine.languages import find_language_key
 
+JOINED_MIN, JOINED_MAX = 2, 4  # training pairs in a joined pair (``ParallelData.with_joined``)
+
 
 @dataclass
 class ParallelData:
@@ -54,6 +56,30 @@ class ParallelData:
                     chosen += 1
         held = set(dev)
         return self.subset([i for i in range(len(self)) if i not in held]), self.subset(sorted(dev))
+
+    def with_joined(self, times: float, seed: int) -> ParallelData:
+        """These pairs and ``times`` as many more, each 2-4 of them joined (both sides, in the
+        same order), drawn from one language (training file) at a time, seeded.
+
+        Tatoeba-like data is a few words a sentence, news and web text twenty and more: an
+        encoder that saw only short pairs loses its way in long ones. Joined pairs show it
+        long inputs made of known translations (LASER and LaBSE trained on documents' worth
+        of text; this is the cheap way for short-pair data).
+        """
+        if times <= 0 or len(self) < 2 or self.negative is not None:
+            return self
+        rng = random.Random(seed * 7_919 + 17)
+        by_language: dict[str, list[int]] = {}
+        for i, lang in enumerate(self.language or [""] * len(self)):
+            by_language.setdefault(lang, []).append(i)
+        src, tgt, language = list(self.src), list(self.tgt), list(self.language or [""] * len(self))
+        for lang, rows in by_language.items():
+            for _ in range(round(times * len(rows)) if len(rows) >= JOINED_MIN else 0):
+                picked = rng.sample(rows, rng.randint(JOINED_MIN, min(JOINED_MAX, len(rows))))
+                src.append(" ".join(self.src[i] for i in picked))
+                tgt.append(" ".join(self.tgt[i] for i in picked))
+                language.append(lang)
+        return ParallelData(src, tgt, None, language if self.language is not None else None)
 
     def subset(self, rows: list[int]) -> ParallelData:
         negative = None if self.negative is None else [self.negative[i] for i in rows]

@@ -103,6 +103,9 @@ SETTINGS: tuple[Setting, ...] = (
             "--student-sides target, English sentences (such as the English side of the pools being mined) whose "
             "teacher vectors join every step's ranking; with --hard-negatives, target-language sentences that are "
             "candidates for each pair's hard negatives beside the data's targets.", metavar="FILE", names="file"),
+    Setting("join_pairs", float, D.TRAIN_JOIN_PAIRS, "data", "Add X times the translation pairs as pairs of 2-4 "
+            "of them joined (both sides, one training file at a time), so that short-sentence data also teaches "
+            "news-length inputs; the dev slice is taken first.", metavar="X", least=0.0),
     Setting("language_alpha", float, D.TRAIN_LANGUAGE_ALPHA, "data", "With --student-sides target: training files "
             "(languages) drawn with p ~ pairs^X.", metavar="X", least=0.0),
     Setting("guard_english", float, D.TRAIN_GUARD_ENGLISH, "objective", "With --student-sides target: English "

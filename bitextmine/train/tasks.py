@@ -144,10 +144,15 @@ def as_tasks(data: ParallelData | list[TrainingTask]) -> list[TrainingTask]:
 
 def split_dev(tasks: list[TrainingTask], dev: ParallelData | None,
               cfg: TrainConfig) -> tuple[list[TrainingTask], ParallelData]:
-    """``dev`` when given, else a seeded slice of the first task's data (the translation pairs, if any)."""
+    """``dev`` when given, else a seeded slice of the first task's data (the translation pairs, if any).
+
+    Joined pairs (``--join-pairs``) are made from the training pairs after the slice, so no
+    dev sentence is trained on and the dev slice stays single pairs."""
     if cfg.student_sides == "target" and any(t.name != "translation" for t in tasks):
         raise BitextmineError("the add-language recipe trains on translation pairs only: drop --task nli")
     first, dev = with_dev_slice(tasks[0].data, dev, cfg.dev_size, cfg.seed, cfg.dev_per_language)
+    if tasks[0].name == "translation":
+        first = first.with_joined(cfg.join_pairs, cfg.seed)
     return [TrainingTask(tasks[0].name, first, tasks[0].weight, tasks[0].files), *tasks[1:]], dev
 
 
