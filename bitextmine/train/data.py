@@ -69,10 +69,11 @@ class ParallelData:
         if times <= 0 or len(self) < 2 or self.negative is not None:
             return self
         rng = random.Random(seed * 7_919 + 17)
+        labels = self.language or [""] * len(self)
         by_language: dict[str, list[int]] = {}
-        for i, lang in enumerate(self.language or [""] * len(self)):
+        for i, lang in enumerate(labels):
             by_language.setdefault(lang, []).append(i)
-        src, tgt, language = list(self.src), list(self.tgt), list(self.language or [""] * len(self))
+        src, tgt, language = list(self.src), list(self.tgt), list(labels)
         for lang, rows in by_language.items():
             for _ in range(round(times * len(rows)) if len(rows) >= JOINED_MIN else 0):
                 picked = rng.sample(rows, rng.randint(JOINED_MIN, min(JOINED_MAX, len(rows))))
