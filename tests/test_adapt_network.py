@@ -201,7 +201,7 @@ def test_a_students_round_trains_its_x_side_by_its_recipe_and_keeps_the_teachers
     settings = trained["train_config"]
     assert settings["init"] == f"ckpt:{student}" and settings["recipe"] == "add-language"
     assert settings["student_sides"] == "target" and settings["vocab_extension"] == 0
-    assert settings["join_pairs"] == 0.0  # the round trains on its pairs as mined, not the recipe's joined ones
+    assert settings["join_pairs"] == D.ADAPT_STUDENT_JOIN_PAIRS > 0  # news-length inputs, as the recipe
     started = json.loads((student / "config.json").read_text())
     assert trained["model"]["new_pieces"] == started["model"]["new_pieces"]  # the student's vocabulary
     assert trained["compatible_with"] == started["compatible_with"]  # the teacher's space

@@ -135,7 +135,7 @@ def round_config(model: NetworkAdaptedEncoder, pools: tuple[Pool, Pool], cfg: Ad
                   save_every=max(cfg.steps // 3, 1), max_minutes=budget, seed=cfg.seed + number, device=cfg.device)
     if model.distills:  # the vocabulary is the student's; the rate decays over the round's steps
         return recipe_config("add-language", **common, teacher=model.start.config["teacher"], vocab_extension=0,
-                             lr_schedule="steps", dev_per_language=0, join_pairs=0.0,  # the round's pairs as mined
+                             lr_schedule="steps", dev_per_language=0, join_pairs=defaults.ADAPT_STUDENT_JOIN_PAIRS,
                              negative_sentences=negatives_file(model, pools, cfg))
     return TrainConfig(**common, teacher=model.spec, distill_weight=cfg.anchor_weight,
                        hard_negatives=cfg.hard_negatives, hard_negative_encoder=model.spec,
