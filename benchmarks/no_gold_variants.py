@@ -17,6 +17,10 @@ so that their figures can be measured again:
 - ``gap + u``: the gap mixture with each query's leave-one-out best score as a second
   variable (the non-translations' best score as the convolution of their second best and
   the spacing);
+- ``cautious below 30`` (and 60): ``cautious`` only where the estimate counts fewer
+  translations than that;
+- ``mine before the blind side``: `mine` before 2026-12-04, when an estimate whose one side's
+  gaps showed no group of translations (``thresholds.blind_side``) was trusted;
 - ``fixed 1.30``: the ratio threshold at which the default encoder does best on news pools
   on average, the same for every pool (``fixed 1.14``, ``fixed 1.40`` beside it), and
   ``fixed distance 0.12``, the default encoder's declared distance threshold; each applies
@@ -77,6 +81,31 @@ def halfway(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
                        choice.source)
     i, _ = pick_threshold((e.precision + e.precision_low) / 2, e.recall, cfg.target_precision)
     return Outcome(float(e.thresholds[i]), e.thresholds, e.precision, "halfway")
+
+
+def cautious_when_few(translations: float):
+    """As `mine`, but where the estimate counts fewer than ``translations`` translations the
+    target (and, unmet, the best F1) is judged on the bootstrap's 10th percentile."""
+    def run(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
+        choice = choose_threshold(pairs, x, y, cfg, identities, fwd, bwd)
+        e = choice.estimate
+        if e is None or choice.source != "adaptive" or e.translations >= translations:
+            return Outcome(choice.threshold, None if e is None else e.thresholds,
+                           None if e is None else e.precision, choice.source)
+        i, _ = pick_threshold(e.precision_low, e.recall, cfg.target_precision)
+        return Outcome(float(e.thresholds[i]), e.thresholds, e.precision, f"cautious below {translations:g}")
+    return run
+
+
+def before_blind_side(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
+    """`mine` before 2026-12-04: one side's gaps blind (``thresholds.blind_side``) was trusted."""
+    from bitextmine.mine import thresholds
+
+    rule, thresholds.blind_side = thresholds.blind_side, lambda estimate: None
+    try:
+        return default(pairs, x, y, cfg, identities, fwd, bwd)
+    finally:
+        thresholds.blind_side = rule
 
 
 def with_tolerance(tolerance: float):
@@ -344,7 +373,8 @@ VARIANTS = {"mine": default, "cautious": cautious, "halfway": halfway, "best F1"
             "tolerance 0.05": with_tolerance(0.05), "gap mixture alone": gap_mixture_alone,
             "old decoy": old_decoy, "score mixture": score_mixture, "gap + u": gap_and_u, "fixed 1.30": fixed(1.30),
             "fixed 1.14": fixed(1.14), "fixed 1.40": fixed(1.40), "fixed distance 0.12": fixed(0.12, "distance"),
-            "gev null": gev_null}
+            "gev null": gev_null, "cautious below 30": cautious_when_few(30),
+            "cautious below 60": cautious_when_few(60), "mine before the blind side": before_blind_side}
 
 
 def every_pair(x, y, cfg):

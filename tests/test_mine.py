@@ -413,6 +413,29 @@ def test_weakly_separated_pools_take_the_best_estimated_f1_and_say_why():
     assert undeclared.source == "none" and not undeclared.translations_seen
 
 
+def test_one_blind_side_is_not_trusted_and_falls_back_to_the_fixed_threshold():
+    """Where one side's gaps show no group of translations and the other's do (their mean
+    above the cut), the two sides' counts cannot both be right: the fixed threshold, said so;
+    both sides clear, or pools that are mostly translations, keep the estimate."""
+    from bitextmine.mine.no_gold import NoGoldEstimate
+    from bitextmine.mine.thresholds import DECLARED, blind_side, choose_from_estimate
+
+    def estimate(separations, translations=26.0):
+        return NoGoldEstimate(np.array([0.07, 0.1, 0.12, 0.15]), np.array([0.55, 0.7, 0.8, 0.95]),
+                              np.array([0.95, 0.9, 0.8, 0.6]), np.array([43, 20, 12, 6]), np.zeros(4),
+                              translations, details={"mixtures": [{"separation": s} for s in separations],
+                                                     "rows": [511, 2010], "translations_by_side": [36, 159]})
+
+    blind = estimate([5.0, 4.4])
+    assert blind_side(blind) == (1, 4.4)
+    choice = choose_from_estimate(blind, 0.9, 0.12, DECLARED)
+    assert choice.threshold == 0.12 and choice.source == "fallback" and choice.translations_seen
+    assert "target side's gaps show no group of translations (separation 4.4 < 4.6)" in choice.warning
+    assert blind_side(estimate([5.0, 4.7])) is None
+    assert choose_from_estimate(estimate([5.0, 4.7]), 0.9, 0.12, DECLARED).source == "adaptive"
+    assert blind_side(estimate([5.0, 4.4], translations=400.0)) is None  # mostly translations
+
+
 def test_the_smaller_side_counts_the_false_pairs_where_the_sides_differ_and_the_gaps_separate():
     from bitextmine.mine.no_gold import GapMixture, QueryGaps, _false_pairs_of_sides
 
