@@ -186,8 +186,7 @@ def blind_side(estimate: NoGoldEstimate) -> tuple[int, float] | None:
     translations where 15 are; the estimate's threshold kept 14 % precision, the encoder's
     declared one 38.5 % (the best threshold 40.0 %) (benchmarks/RESULTS.md)."""
     separations = [m["separation"] for m in estimate.details.get("mixtures", [])]
-    rows = estimate.details.get("rows")
-    if len(separations) != 2 or not rows or estimate.translations >= defaults.ESTIMATE_MOSTLY_TRANSLATED * min(rows):
+    if len(separations) != 2 or mostly_translations(estimate) is not False:
         return None
     side = int(np.argmin(separations))
     return (side, float(separations[side])) if separations[side] < defaults.ESTIMATE_MIN_SEPARATION else None
@@ -196,11 +195,20 @@ def blind_side(estimate: NoGoldEstimate) -> tuple[int, float] | None:
 def weakly_separated(estimate: NoGoldEstimate) -> float | None:
     """The gaps' separation (mean over the sides) when it is below
     ``defaults.ESTIMATE_CLEAR_SEPARATION`` and the pools are not mostly translations; else None."""
-    separation, rows = mean_separation(estimate), estimate.details.get("rows")
-    if separation is None or not rows:
+    separation, mostly = mean_separation(estimate), mostly_translations(estimate)
+    if separation is None or mostly is not False:
         return None
-    mostly = estimate.translations >= defaults.ESTIMATE_MOSTLY_TRANSLATED * min(rows)
-    return separation if separation < defaults.ESTIMATE_CLEAR_SEPARATION and not mostly else None
+    return separation if separation < defaults.ESTIMATE_CLEAR_SEPARATION else None
+
+
+def mostly_translations(estimate: NoGoldEstimate) -> bool | None:
+    """Whether the estimate counts translations for at least ``defaults.ESTIMATE_MOSTLY_TRANSLATED``
+    of the smaller side's rows (None when it does not record the rows): the separation rules
+    do not apply to such pools."""
+    rows = estimate.details.get("rows")
+    if not rows:
+        return None
+    return estimate.translations >= defaults.ESTIMATE_MOSTLY_TRANSLATED * min(rows)
 
 
 def choose_threshold(pairs, x, y, cfg, identities, fwd: Neighbours, bwd: Neighbours,
