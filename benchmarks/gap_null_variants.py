@@ -39,8 +39,9 @@ SECOND_SPACING_RATIO = 1.7
 
 
 def _em(d: np.ndarray, start, null_pdf, iterations: int, share_of=None, refit_null=None):
-    """EM for the gap mixture with a null given per iteration (``null_pdf(mix, v)``) and, with
-    ``share_of(w)``, a prior share per query."""
+    """EM for the gap mixture: the null's density ``null_pdf(mix, gaps)``, its parameters refitted
+    each iteration by ``refit_null(mix, each gap's weight as null)`` when given (else kept as
+    ``start`` has them), and, with ``share_of(posteriors)``, a prior share per query."""
     from bitextmine.mine import no_gold
 
     mix, prior = start, np.full(len(d), start.share)
