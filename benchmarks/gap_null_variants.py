@@ -28,12 +28,16 @@ tail against the gold's.
 
 from __future__ import annotations
 
+import argparse
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 from scipy.stats import gumbel_r, norm
 
 from bitextmine import defaults
+from bitextmine.mine import no_gold, thresholds
+from bitextmine.mine.knn import exact_knn, exact_knn_both_ways
 
 SECOND_SPACING_RATIO = 1.7
 
@@ -42,8 +46,6 @@ def _em(d: np.ndarray, start, null_pdf, iterations: int, share_of=None, refit_nu
     """EM for the gap mixture: the null's density ``null_pdf(mix, gaps)``, its parameters refitted
     each iteration by ``refit_null(mix, each gap's weight as null)`` when given (else kept as
     ``start`` has them), and, with ``share_of(posteriors)``, a prior share per query."""
-    from bitextmine.mine import no_gold
-
     mix, prior = start, np.full(len(d), start.share)
     v = np.ones(len(d))
     for _ in range(iterations):
@@ -75,8 +77,6 @@ def _gumbel_by_moments(values: np.ndarray, weights: np.ndarray) -> tuple[float, 
 
 @contextmanager
 def _patched(fit, search=None):
-    from bitextmine.mine import no_gold, thresholds
-
     saved_fit, saved_search = no_gold.fit_gap_mixture, thresholds.query_gaps
     no_gold.fit_gap_mixture = fit
     if search is not None:
@@ -89,8 +89,6 @@ def _patched(fit, search=None):
 
 @contextmanager
 def null_left_of_mode():
-    from bitextmine.mine import no_gold
-
     def fit(gaps, start=None, iterations=defaults.ESTIMATE_EM_ITERATIONS):
         if start is not None:  # the bootstrap's refits start from a fit: keep its null
             return _em(np.asarray(gaps, dtype=np.float64), start, _gumbel_pdf, iterations)
@@ -103,8 +101,6 @@ def null_left_of_mode():
 
 def _recording_search(extra):
     """``query_gaps`` that also records, for each gap array it returns, ``extra(...)`` of its queries."""
-    from bitextmine.mine import no_gold
-
     recorded: dict[int, np.ndarray] = {}
 
     def search(queries, database, database_means, k, score, seed, device="cpu", sample=defaults.ESTIMATE_QUERIES):
@@ -118,8 +114,6 @@ def _recording_search(extra):
 
 @contextmanager
 def share_by_score():
-    from bitextmine.mine import no_gold
-
     standard = no_gold.fit_gap_mixture
     search, best_of = _recording_search(lambda *args: (args[-1].best, args[-1].best))
 
@@ -155,9 +149,6 @@ def _three_best(queries, database, database_means, k: int, rows: np.ndarray):
     """For ``rows`` of ``queries``: the best, second and third best candidate's margin, each
     with the neighbourhood mean recomputed without the ones above it (as ``query_gaps`` does
     for the first two), in the ratio and the distance margins."""
-    from bitextmine.mine import no_gold
-    from bitextmine.mine.knn import exact_knn
-
     q = np.asarray(queries[rows], dtype=np.float32)
     found = exact_knn(q, database, min(k + defaults.ESTIMATE_EXTRA_NEIGHBOURS + 1, len(database)))
     cos = np.where(found.ids >= 0, found.sims, -np.inf).astype(np.float64)
@@ -178,8 +169,6 @@ def _three_best(queries, database, database_means, k: int, rows: np.ndarray):
 def _second_spacings(queries, database, database_means, k, seed, sample, side):
     """Each sampled query's spacing between its second and third best candidates (ratio and
     distance margins), in the order ``query_gaps`` returns its queries."""
-    from bitextmine.mine import no_gold
-
     rows = no_gold.sample_rows(len(queries), sample, seed)
     spacings = [best[1] - best[2] for best in _three_best(queries, database, database_means, k, rows)]
     usable = np.isfinite(spacings[0]) & np.isfinite(spacings[1])
@@ -190,8 +179,6 @@ def _second_spacings(queries, database, database_means, k, seed, sample, side):
 
 @contextmanager
 def null_from_second_spacings():
-    from bitextmine.mine import no_gold
-
     standard = no_gold.fit_gap_mixture
     search, second = _recording_search(_second_spacings)
 
@@ -217,9 +204,6 @@ def null_tails(pool, k: int = defaults.K) -> list[str]:
     """Per side of ``pool``: the 90th and 99th percentiles of the ratio gaps of the queries the gold
     gives no translation (the null as it is), of `mine`'s fitted Gumbel null, and the ratio of
     those queries' top spacing to their second (``SECOND_SPACING_RATIO``)."""
-    from bitextmine.mine import no_gold
-    from bitextmine.mine.knn import exact_knn_both_ways
-
     fwd, bwd = exact_knn_both_ways(pool.x, pool.y, k)
     cells = []
     for side, (queries, database, means) in enumerate(((pool.x, pool.y, bwd.mean_sim()),
@@ -240,9 +224,6 @@ def null_tails(pool, k: int = defaults.K) -> list[str]:
 
 
 def main() -> None:
-    import argparse
-    from pathlib import Path
-
     from benchmarks.mining_defaults import built_pools, example_pool, news_pools
     from bitextmine.encoders import load_encoder
 
