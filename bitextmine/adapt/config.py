@@ -131,6 +131,11 @@ class AdaptConfig:
             return self
         return replace(self, trainable=trainable, **changes)
 
+    def english_side(self) -> int:
+        """The side of the pools in English as the replay files put it first: the target when
+        ``tgt_lang`` names English (``en``, ``eng``, ``en-GB``), else the source."""
+        return 1 if self.tgt_lang is not None and language_key(self.tgt_lang) == "en" else 0
+
     def run_signature(self) -> dict:
         """What a resumed run must share with the run it continues."""
         return {k: v for k, v in asdict(self).items() if k not in self.TRANSIENT}

@@ -110,8 +110,9 @@ def round_data(pools: tuple[Pool, Pool], pairs: dict[str, np.ndarray], cfg: Adap
 
     src = [pools[0].texts[i] for i in pairs["src"].tolist()]
     tgt = [pools[1].texts[i] for i in pairs["tgt"].tolist()]
-    first, second = (tgt, src) if cfg.tgt_lang == "en" else (src, tgt)  # as the replay files: English<TAB>X
-    foreign = cfg.src_lang if cfg.tgt_lang == "en" else cfg.tgt_lang
+    english = cfg.english_side()
+    first, second = (tgt, src) if english == 1 else (src, tgt)  # as the replay files: English<TAB>X
+    foreign = cfg.src_lang if english == 1 else cfg.tgt_lang
     language = [f"pools.eng-{foreign or 'x'}"] * len(src)
     for n, path in enumerate(cfg.replay):
         english, other = replay_pairs(path, cfg, n)
@@ -160,7 +161,7 @@ def pool_hard_negatives(model: NetworkAdaptedEncoder, pools: tuple[Pool, Pool], 
     path = model.state_dir / f"round-{number:03d}-negatives.txt"
     if path.is_file():  # resumed: written from the same vectors
         return str(path)
-    english = 1 if cfg.tgt_lang == "en" else 0
+    english = cfg.english_side()
     target = 1 - english
     allowed = np.arange(len(pools[target].texts))
     if target == 0:
