@@ -1,6 +1,6 @@
 """`bitextmine adapt` before and after, per round, on the news pools.
 
-    python -m benchmarks.adapt --pools fra-en.15 fra-en.3 --work out/adapt-bench --minutes 45 --replay known
+    python -m benchmarks.adapt --pools fra-en.15 fra-en.3 --work out/adapt-bench --minutes 45
     python -m benchmarks.adapt --encoder ckpt:STUDENT --pools ces-en.15 hin-en.15 --replay student --work ...
 
 For each pool, ``bitextmine adapt`` (the command, printed before it runs) adapts the
@@ -17,8 +17,10 @@ and for a student also the languages it learned.
 ``--replay known``: the pairs of the default encoder's languages in ``../shared/data/train``
 (deu, fra, ara, cmn, jpn, nld, pol); ``--replay student``: the student's own training files
 (the 28 languages of ``benchmarks.add_languages``); ``--replay language``: the files of the
-pool's own language (ces: manythings and the Challenge's test pairs). Skips (exit 0) without
-the shared data.
+pool's own language (ces: manythings and the Challenge's test pairs); ``--replay none`` (the
+default) gives no file, so the default encoder replays the pairs bundled for the pool's
+language (de fr ar zh ja nl pl; ``--adapt-option=--no-bundled-replay`` leaves them out, as a
+user's command would). Skips (exit 0) without the shared data.
 """
 
 from __future__ import annotations
