@@ -413,6 +413,35 @@ def test_weakly_separated_pools_take_the_best_estimated_f1_and_say_why():
     assert undeclared.source == "none" and not undeclared.translations_seen
 
 
+def test_a_precision_above_the_target_is_taken_where_it_costs_almost_no_f1():
+    """The headroom: where a threshold of estimated precision >= target + 0.02 costs at most
+    0.01 of estimated F1 against the target's own, it is taken (a margin for the estimate's
+    error); where it costs more, or the gaps separate weakly, the target's own threshold."""
+    from bitextmine.errors import BitextmineError
+    from bitextmine.mine.no_gold import NoGoldEstimate
+    from bitextmine.mine.thresholds import choose_from_estimate, pick_threshold
+
+    precision, recall = np.array([0.80, 0.905, 0.93, 0.99]), np.array([0.97, 0.95, 0.92, 0.5])
+    # F1: 0.877, 0.927 (the target's and the best), 0.925 (at 0.93 >= 0.92, 0.002 less: taken), 0.664
+    assert pick_threshold(precision, recall, 0.9) == (1, True)
+    assert pick_threshold(precision, recall, 0.9, headroom=0.02) == (2, True)
+    dear = np.array([0.97, 0.95, 0.89, 0.5])  # F1 0.910 at 0.93: 0.017 under the target's
+    assert pick_threshold(precision, dear, 0.9, headroom=0.02) == (1, True)
+    assert pick_threshold(precision, recall, 0.995, headroom=0.02) == (1, False)  # unmet: the best F1
+
+    def estimate(separation):
+        return NoGoldEstimate(np.array([1.0, 1.1, 1.2, 1.3]), precision, recall, np.array([140, 110, 90, 60]),
+                              np.zeros(4), 100.0, details={"mixtures": [{"separation": separation}] * 2,
+                                                           "rows": [1000, 800], "translations_by_side": [100, 100]})
+
+    assert choose_from_estimate(estimate(9.0), 0.9, 1.3, "fixed").threshold == 1.2
+    assert choose_from_estimate(estimate(9.0), 0.9, 1.3, "fixed", headroom=0.0).threshold == 1.1
+    assert choose_from_estimate(estimate(6.0), 0.9, 1.3, "fixed").threshold == 1.1  # weak: no headroom
+    assert MineConfig().target_headroom == 0.02
+    with pytest.raises(BitextmineError, match="headroom"):
+        MineConfig(target_headroom=-0.1)
+
+
 def test_one_blind_side_is_not_trusted_and_falls_back_to_the_fixed_threshold():
     """Where one side's gaps show no group of translations and the other's do (their mean
     above the cut), the two sides' counts cannot both be right: the fixed threshold, said so;

@@ -28,7 +28,9 @@ with a bootstrap interval of the estimated precision there. Where the estimate c
 trusted it says why and recommends `mine`'s fallback.
 
 Both recommend by the same rule as `mine` (``pick_threshold``): the best F1 at the target
-precision, unless the target costs more than ``defaults.TARGET_F1_TOLERANCE`` of F1 (without
+precision (``defaults.TARGET_HEADROOM`` above it where that costs at most
+``defaults.TARGET_HEADROOM_F1_COST`` of F1), unless the target costs more than
+``defaults.TARGET_F1_TOLERANCE`` of F1 (without
 seeds also where the gaps set the translations apart weakly, as `mine`). With
 seeds, the no-gold estimate is computed too and both recommendations are shown: they agree
 where both are right; seeds unlike the pools (shorter, another domain) or an encoder whose
@@ -74,10 +76,10 @@ class Calibration:
     precision_high: np.ndarray | None = None
     no_gold: Calibration | None = None  # beside a seed calibration: the no-gold one, for comparison
 
-    def recommend_for(self, target_precision: float) -> None:
+    def recommend_for(self, target_precision: float, headroom: float = defaults.TARGET_HEADROOM) -> None:
         """Recommend by `mine`'s rule on this curve (seed calibrations; the no-gold one comes
         with `mine`'s own choice)."""
-        i, met = pick_threshold(self.precision, self.recall, target_precision)
+        i, met = pick_threshold(self.precision, self.recall, target_precision, headroom=headroom)
         self.recommended, self.recommended_precision = float(self.thresholds[i]), float(self.precision[i])
         self.reason = (f"best F1 at precision >= {target_precision:g}" if met else
                        f"precision {target_precision:g} would keep few of the translations: best F1")
@@ -208,7 +210,8 @@ def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, identities=(), seed:
     pairs = retrieve(*candidates(fwd, bwd, cfg.score), cfg.retrieval, -np.inf)
     estimate = estimate_without_gold(pairs, x_pool, y_pool, cfg, fwd, bwd, device, seed)
     fixed, fixed_reason = fixed_threshold(cfg.score, *identities)
-    choice = choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, cfg.target_f1_tolerance)
+    choice = choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, cfg.target_f1_tolerance,
+                                  cfg.target_headroom)
     return Calibration("no gold (gap mixture)", estimate.thresholds, estimate.precision, estimate.recall,
                        estimate.pairs, {"estimated_translations_in_pools": round(estimate.translations, 1),
                                         "pool_sources": len(x_pool), "pool_targets": len(y_pool), **estimate.details},
@@ -248,7 +251,7 @@ def calibrate_sets(src: list, tgt: list, cfg: MineConfig, seeds: str | None = No
         return no_gold
     seed_src, seed_tgt = _embed_seeds(known, src_corpus, device, progress)
     result = calibrate_with_seeds(x, y, seed_src, seed_tgt, cfg, seed, device, progress)
-    result.recommend_for(cfg.target_precision)
+    result.recommend_for(cfg.target_precision, cfg.target_headroom)
     result.no_gold = no_gold
     return result
 

@@ -19,6 +19,8 @@ class MineConfig:
     target_precision: float = defaults.TARGET_PRECISION  # what a chosen threshold aims for
     # estimated F1 the target may cost before the threshold of best F1 is taken instead
     target_f1_tolerance: float = defaults.TARGET_F1_TOLERANCE
+    # precision above the target taken where it costs little estimated F1 (0: the target's own threshold)
+    target_headroom: float = defaults.TARGET_HEADROOM
     top_n: int | None = None  # keep only the best N pairs
     nprobe: int | None = None  # None: the index's own
     exact_margins: bool = defaults.EXACT_MARGINS  # through indexes: the kept pairs' rows searched exactly
@@ -40,5 +42,7 @@ class MineConfig:
             raise BitextmineError("--target-precision must be between 0 and 1")
         if not self.target_f1_tolerance >= 0:
             raise BitextmineError(f"the target's F1 tolerance must be >= 0, not {self.target_f1_tolerance}")
+        if not self.target_headroom >= 0:
+            raise BitextmineError(f"the target's headroom must be >= 0, not {self.target_headroom}")
         if self.threshold is not None and not math.isfinite(self.threshold):
             raise BitextmineError(f"--threshold must be a finite number, not {self.threshold}")

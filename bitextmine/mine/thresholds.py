@@ -3,7 +3,8 @@
 **Chosen on the pools** (the default): the no-gold estimate (``mine/no_gold.py``) gives the
 precision and recall of the pairs kept at every threshold; the threshold is the one of best
 estimated F1 among those whose estimated precision reaches the target
-(``defaults.TARGET_PRECISION``), unless reaching the target costs more than
+(``defaults.TARGET_PRECISION``; ``defaults.TARGET_HEADROOM`` above it where that costs almost
+no estimated F1, a margin for the estimate's error), unless reaching the target costs more than
 ``defaults.TARGET_F1_TOLERANCE`` of estimated F1: then the pools' translations and
 non-translations overlap so much (an encoder that barely knows a language) that the target
 would keep a small part of the translations, and the threshold of best estimated F1 is taken
@@ -114,10 +115,13 @@ class ThresholdChoice:
 
 
 def pick_threshold(precision: np.ndarray, recall: np.ndarray, target: float,
-                   tolerance: float = defaults.TARGET_F1_TOLERANCE) -> tuple[int, bool]:
+                   tolerance: float = defaults.TARGET_F1_TOLERANCE, headroom: float = 0.0,
+                   headroom_cost: float = defaults.TARGET_HEADROOM_F1_COST) -> tuple[int, bool]:
     """(row, whether the target is met) on a curve of ascending thresholds: the best F1 at
     precision >= ``target``, unless that costs more than ``tolerance`` of the best F1 overall
-    (then the best F1's row). Ties go to the lower threshold (more pairs)."""
+    (then the best F1's row). Where the target is met, the best F1 at precision >= ``target +
+    headroom`` is taken instead when it costs at most ``headroom_cost`` of F1: a margin for
+    the estimate's error where it comes cheap. Ties go to the lower threshold (more pairs)."""
     p, r = np.nan_to_num(precision, nan=0.0), np.nan_to_num(recall, nan=0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         f1 = np.where(p + r > 0, 2 * p * r / (p + r), 0.0)
@@ -126,14 +130,21 @@ def pick_threshold(precision: np.ndarray, recall: np.ndarray, target: float,
     if reaching.any():
         i = int(np.argmax(np.where(reaching, f1, -1)))
         if f1[i] >= f1[best] - tolerance:
+            above = p >= target + headroom
+            if headroom > 0 and above.any():
+                j = int(np.argmax(np.where(above, f1, -1)))
+                if f1[j] >= f1[i] - headroom_cost:
+                    return j, True
             return i, True
     return best, False
 
 
 def choose_from_estimate(estimate: NoGoldEstimate, target: float, fixed: float, fixed_reason: str,
-                         tolerance: float = defaults.TARGET_F1_TOLERANCE) -> ThresholdChoice:
-    """The threshold of an estimate (``pick_threshold``); ``fixed`` when the estimate cannot be
-    trusted; nothing kept when it finds no translations."""
+                         tolerance: float = defaults.TARGET_F1_TOLERANCE,
+                         headroom: float = defaults.TARGET_HEADROOM) -> ThresholdChoice:
+    """The threshold of an estimate (``pick_threshold``, with ``headroom`` above the target
+    where the gaps separate clearly); ``fixed`` when the estimate cannot be trusted; nothing
+    kept when it finds no translations."""
     if not len(estimate.thresholds):
         return ThresholdChoice(fixed, "fallback", f"{fixed_reason}; no pairs to estimate precision on", estimate)
     none_by_side = min(estimate.details["translations_by_side"]) < defaults.ESTIMATE_NO_TRANSLATIONS
@@ -158,7 +169,8 @@ def choose_from_estimate(estimate: NoGoldEstimate, target: float, fixed: float, 
         why = f"the no-gold estimate cannot be trusted here ({doubt})"
         return ThresholdChoice(fixed, "fallback", f"{fixed_reason}; {why}", estimate, why)
     weak = weakly_separated(estimate) if tolerance < 1 else None  # a tolerance of 1: the target always
-    i, met = pick_threshold(estimate.precision, estimate.recall, target, 0.0 if weak else tolerance)
+    i, met = pick_threshold(estimate.precision, estimate.recall, target, 0.0 if weak else tolerance,
+                            0.0 if weak else headroom)
     precision, f1 = float(np.nan_to_num(estimate.precision[i])), float(estimate.f1()[i])
     caveat = few_translations(estimate)
     if weak and not met:
@@ -226,7 +238,8 @@ def choose_threshold(pairs, x, y, cfg, identities, fwd: Neighbours, bwd: Neighbo
                "(--threshold keeps pairs anyway)")
         return ThresholdChoice(float("inf"), "none", f"none: {why}", None, why)
     estimate = estimate_without_gold(pairs, x, y, cfg, fwd, bwd, device)
-    return choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, cfg.target_f1_tolerance)
+    return choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, cfg.target_f1_tolerance,
+                                cfg.target_headroom)
 
 
 @dataclass
