@@ -1,7 +1,8 @@
 """Does `mine` without --threshold hold on pools that look like real mining?
 
     python -m benchmarks.mining_defaults [--student ckpt:DIR] [--suite news|default|all]
-                                         [--only NAME,...] [--score ratio] [--variants all|default]
+                                         [--only NAME,...] [--score ratio] [--variants all|default|NAME,...]
+                                         [--seed N]
                                          [--cache /tmp/bitextmine-bench-cache]
 
 Every pool is mined once with no threshold (exact search, k=4, max retrieval); then each
@@ -19,7 +20,7 @@ Pools:
   ``all`` every setting below): "paragraph" lines of 2-4 joined sentences (about the length
   of news sentences), short single sentences (captions, manythings, Tatoeba: paraphrase-dense,
   where gold calls many near-translations wrong), translation shares of 1 %, 5 % and 15 %,
-  some of unequal sizes (as BUCC's). Each pool side is shuffled; the sentences without a
+  some of unequal sizes, and two of BUCC 2018's size (8,000-10,000 lines a side, 3 %). Each pool side is shuffled; the sentences without a
   translation have theirs left out of the other side.
 Embeddings are cached on disk (keyed by encoder and texts), so reruns only mine: `--suite default`
 with a student takes about 4 minutes warm and 9-10 minutes from an empty cache on 2 CPU cores.
@@ -235,6 +236,9 @@ SETTINGS = [
     *(Setting("mt-fr-para", 6500, 6500, s) for s in SHARES),
     Setting("mt-de-para", 7000, 11000, 0.02),  # BUCC-shaped: unequal sides, 2 % of the smaller
     Setting("mt-fr-para", 5500, 9000, 0.02),
+    # BUCC 2018's size: 8-10k sentences a side, 3 % with a translation (the German file holds fewer lines)
+    Setting("mt-fr-para", 8000, 10000, 0.03),
+    Setting("mt-de-para", 8000, 9500, 0.03),
     # single sentences: short and generic, many near-paraphrases left in what gold calls wrong
     *(Setting("m30k-de", 8000, 8000, s) for s in SHARES),
     *(Setting("mt-de-long", 10000, 10000, s) for s in SHARES),
