@@ -20,8 +20,9 @@ Pools:
   ``all`` every setting below): "paragraph" lines of 2-4 joined sentences (about the length
   of news sentences), short single sentences (captions, manythings, Tatoeba: paraphrase-dense,
   where gold calls many near-translations wrong), translation shares of 1 %, 5 % and 15 %,
-  some of unequal sizes, and two of BUCC 2018's size (8,000-10,000 lines a side, 3 %). Each pool side is shuffled; the sentences without a
-  translation have theirs left out of the other side.
+  some of unequal sizes, and two of BUCC 2018's size (8,000-10,000 lines a side, 3 %).
+  Each pool side is shuffled; the sentences without a translation have theirs left out of
+  the other side.
 Embeddings are cached on disk (keyed by encoder and texts), so reruns only mine: `--suite default`
 with a student takes about 4 minutes warm and 9-10 minutes from an empty cache on 2 CPU cores.
 """
