@@ -485,6 +485,29 @@ def test_the_smaller_side_counts_the_false_pairs_where_the_sides_differ_and_the_
     np.testing.assert_allclose(_false_pairs_of_sides(grid, (big, alike), clear)[0], (800 + 350) / 2)
 
 
+def test_a_weakly_separated_curve_counts_its_translations_down_to_a_third_of_the_pairs_true():
+    """A weak encoder's best F1 lies near 50 % precision: counting the translations only where
+    half the pairs kept are true undercounts them, and the estimated recall reaches 1 too early."""
+    from bitextmine.mine.no_gold import GapMixture, QueryGaps, _curves, translations_of
+
+    kept = np.array([200.0, 120.0, 60.0, 20.0])  # ascending thresholds
+    false = np.array([150.0, 75.0, 30.0, 4.0])  # true pairs 50, 45, 30, 16 at precision 25, 38, 50, 80 %
+    assert translations_of(kept, false) == 30.0
+    assert translations_of(kept, false, 1 / 3) == 45.0
+
+    def fits(separation):
+        return [GapMixture(0.1, 0.0, 1.0, separation, 1.0, np.zeros(4)) for _ in range(2)]
+
+    # every sampled query without a translation by the gaps: more false pairs than the decoy counts
+    sides = [QueryGaps(np.arange(4.0), np.zeros(4), 1000) for _ in range(2)]
+    grid = np.arange(4.0)
+    decoy = false
+    assert _curves(grid, kept, sides, fits(9.0), decoy)[3] == 30.0
+    weak = _curves(grid, kept, sides, fits(6.0), decoy)
+    assert weak[3] == 45.0
+    np.testing.assert_allclose(weak[1], [1.0, 1.0, 30 / 45, 16 / 45])  # recall no longer 1 at 50 % precision
+
+
 def test_the_gap_mixture_recovers_a_known_mixture():
     """Gaps drawn from the model itself: 5 % translations. The fit finds the share, the null
     Gumbel and which gaps are the translations'."""

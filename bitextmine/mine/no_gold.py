@@ -231,11 +231,13 @@ def _decoy_tail(decoy: np.ndarray, grid: np.ndarray, tail: int = defaults.DECOY_
     return count / len(ordered)
 
 
-def translations_of(kept: np.ndarray, false: np.ndarray) -> float:
-    """Translations implied by a false-pair curve: the most true pairs at a threshold where most
-    pairs kept are true."""
+def translations_of(kept: np.ndarray, false: np.ndarray,
+                    down_to: float = defaults.ESTIMATE_TRANSLATIONS_PRECISION) -> float:
+    """Translations implied by a false-pair curve: the most true pairs at a threshold where at
+    least ``down_to`` of the pairs kept are true (below, the false pairs are too many to count
+    the rest by)."""
     true = kept - false
-    usable = true >= kept / 2
+    usable = true >= down_to * kept
     return float(true[usable].max()) if usable.any() else 0.0
 
 
@@ -320,16 +322,19 @@ def _curves(grid, kept, sides, fits, decoy_false=None):
     """Precision, recall, false pairs and translations from the gap mixtures
     (``_false_pairs_of_sides``), each threshold's false pairs the smaller of theirs and the
     decoy's (when given). Under a margin the translations are those the false-pair curve
-    implies (``translations_of``): the posteriors' sum counts each of thousands of queries'
-    small posterior (83 where captions fr-en at 1 % hold 50), the recall looks low and the
-    choice goes down into the false pairs. A cosine's curve, from the gaps alone, is too low
+    implies (``translations_of``, counted down to a lower precision where the gaps separate
+    weakly): the posteriors' sum counts each of thousands of queries' small posterior (83
+    where captions fr-en at 1 % hold 50), the recall looks low and the choice goes down into
+    the false pairs. A cosine's curve, from the gaps alone, is too low
     where the encoder is weak; it keeps the sum (benchmarks/RESULTS.md, "The no-gold threshold")."""
     false = np.minimum(_false_pairs_of_sides(grid, sides, fits), kept)
     if decoy_false is None:
         translations = float(np.mean([s.scale * f.posterior.sum() for s, f in zip(sides, fits, strict=True)]))
     else:
         false = np.minimum(false, decoy_false)
-        translations = translations_of(kept, false)
+        weak = np.mean([f.separation() for f in fits]) < defaults.ESTIMATE_CLEAR_SEPARATION
+        translations = translations_of(kept, false, defaults.ESTIMATE_WEAK_TRANSLATIONS_PRECISION if weak
+                                       else defaults.ESTIMATE_TRANSLATIONS_PRECISION)
     return (*_precision_and_recall(kept, false, translations), false, translations)
 
 
