@@ -25,6 +25,12 @@ so that their figures can be measured again:
   gaps showed no group of translations (``thresholds.blind_side``) was trusted;
 - ``mine without the headroom``: `mine` before 2026-12-04 (later), the threshold of the
   target itself where a precision 0.02 above it cost at most 0.01 of estimated F1;
+- ``mine before the weak count``: `mine` before 2026-12-05, the translations counted only where
+  half the pairs kept are true, also where the gaps separate weakly;
+- ``weak count everywhere``: the translations counted down to a third of the pairs true on
+  every pool, not only where the gaps separate weakly;
+- ``headroom by the interval``: the headroom above the target also asks the bootstrap's 10th
+  percentile of the precision to reach the target;
 - ``fixed 1.30``: the ratio threshold at which the default encoder does best on news pools
   on average, the same for every pool (``fixed 1.14``, ``fixed 1.40`` beside it), and
   ``fixed distance 0.12``, the default encoder's declared distance threshold; each applies
@@ -68,6 +74,50 @@ def default(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
 def without_headroom(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
     """`mine` before 2026-12-04 (later): the target's own threshold, no headroom above it."""
     return default(pairs, x, y, replace(cfg, target_headroom=0.0), identities, fwd, bwd)
+
+
+def before_weak_count(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
+    """`mine` before 2026-12-05: the translations counted where half the pairs kept are true,
+    however weakly the gaps separate."""
+    saved = defaults.ESTIMATE_WEAK_TRANSLATIONS_PRECISION
+    defaults.ESTIMATE_WEAK_TRANSLATIONS_PRECISION = defaults.ESTIMATE_TRANSLATIONS_PRECISION
+    try:
+        return default(pairs, x, y, cfg, identities, fwd, bwd)
+    finally:
+        defaults.ESTIMATE_WEAK_TRANSLATIONS_PRECISION = saved
+
+
+def weak_count_everywhere(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
+    """As `mine`, the translations counted down to a third of the pairs true on every pool."""
+    saved = defaults.ESTIMATE_TRANSLATIONS_PRECISION
+    defaults.ESTIMATE_TRANSLATIONS_PRECISION = defaults.ESTIMATE_WEAK_TRANSLATIONS_PRECISION
+    try:
+        return default(pairs, x, y, cfg, identities, fwd, bwd)
+    finally:
+        defaults.ESTIMATE_TRANSLATIONS_PRECISION = saved
+
+
+def headroom_by_interval(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
+    """As `mine`, the headroom above the target also asks the bootstrap's 10th percentile of the
+    precision to reach the target (at the same cost in estimated F1)."""
+    choice = choose_threshold(pairs, x, y, cfg, identities, fwd, bwd)
+    e = choice.estimate
+    out = Outcome(choice.threshold, None if e is None else e.thresholds, None if e is None else e.precision,
+                  choice.source)
+    if e is None or e.precision_low is None or choice.index is None or "at target" not in choice.reason:
+        return out
+    p, low, f1 = np.nan_to_num(e.precision), np.nan_to_num(e.precision_low), e.f1()
+    target = cfg.target_precision
+    if low[choice.index] >= target:
+        return out
+    own, _ = pick_threshold(e.precision, e.recall, target)
+    above = (p >= target + cfg.target_headroom) & (low >= target)
+    if not above.any():
+        return out
+    j = int(np.argmax(np.where(above, f1, -1)))
+    if f1[j] >= f1[own] - defaults.TARGET_HEADROOM_F1_COST:
+        return Outcome(float(e.thresholds[j]), e.thresholds, e.precision, "interval")
+    return out
 
 
 def cautious(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
@@ -393,7 +443,8 @@ VARIANTS = {"mine": default, "cautious": cautious, "halfway": halfway, "best F1"
             "fixed 1.14": fixed(1.14), "fixed 1.40": fixed(1.40), "fixed distance 0.12": fixed(0.12, "distance"),
             "gev null": gev_null, "cautious below 30": cautious_when_few(30),
             "cautious below 60": cautious_when_few(60), "mine before the blind side": before_blind_side,
-            "mine without the headroom": without_headroom,
+            "mine without the headroom": without_headroom, "mine before the weak count": before_weak_count,
+            "weak count everywhere": weak_count_everywhere, "headroom by the interval": headroom_by_interval,
             "null left of the mode": with_null(gap_null_variants.null_left_of_mode),
             "share by score": with_null(gap_null_variants.share_by_score),
             "null from second spacings": with_null(gap_null_variants.null_from_second_spacings)}
