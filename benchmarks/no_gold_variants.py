@@ -76,25 +76,24 @@ def without_headroom(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
     return default(pairs, x, y, replace(cfg, target_headroom=0.0), identities, fwd, bwd)
 
 
-def before_weak_count(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
-    """`mine` before 2026-12-05: the translations counted where half the pairs kept are true,
-    however weakly the gaps separate."""
-    saved = defaults.ESTIMATE_WEAK_TRANSLATIONS_PRECISION
-    defaults.ESTIMATE_WEAK_TRANSLATIONS_PRECISION = defaults.ESTIMATE_TRANSLATIONS_PRECISION
-    try:
-        return default(pairs, x, y, cfg, identities, fwd, bwd)
-    finally:
-        defaults.ESTIMATE_WEAK_TRANSLATIONS_PRECISION = saved
+def with_defaults(**values):
+    """As `mine`, with these of ``bitextmine.defaults`` set for the duration of the choice."""
+    def run(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
+        saved = {name: getattr(defaults, name) for name in values}
+        for name, value in values.items():
+            setattr(defaults, name, value)
+        try:
+            return default(pairs, x, y, cfg, identities, fwd, bwd)
+        finally:
+            for name, value in saved.items():
+                setattr(defaults, name, value)
+    return run
 
 
-def weak_count_everywhere(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
-    """As `mine`, the translations counted down to a third of the pairs true on every pool."""
-    saved = defaults.ESTIMATE_TRANSLATIONS_PRECISION
-    defaults.ESTIMATE_TRANSLATIONS_PRECISION = defaults.ESTIMATE_WEAK_TRANSLATIONS_PRECISION
-    try:
-        return default(pairs, x, y, cfg, identities, fwd, bwd)
-    finally:
-        defaults.ESTIMATE_TRANSLATIONS_PRECISION = saved
+# `mine` before 2026-12-05: the translations counted where half the pairs kept are true, however
+# weakly the gaps separate; and the other way, a third on every pool
+before_weak_count = with_defaults(ESTIMATE_WEAK_TRANSLATIONS_PRECISION=defaults.ESTIMATE_TRANSLATIONS_PRECISION)
+weak_count_everywhere = with_defaults(ESTIMATE_TRANSLATIONS_PRECISION=defaults.ESTIMATE_WEAK_TRANSLATIONS_PRECISION)
 
 
 def headroom_by_interval(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
