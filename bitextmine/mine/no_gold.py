@@ -231,11 +231,9 @@ def _decoy_tail(decoy: np.ndarray, grid: np.ndarray, tail: int = defaults.DECOY_
     return count / len(ordered)
 
 
-def translations_of(kept: np.ndarray, false: np.ndarray,
-                    down_to: float = defaults.ESTIMATE_TRANSLATIONS_PRECISION) -> float:
+def translations_of(kept: np.ndarray, false: np.ndarray, down_to=defaults.ESTIMATE_TRANSLATIONS_PRECISION) -> float:
     """Translations implied by a false-pair curve: the most true pairs at a threshold where at
-    least ``down_to`` of the pairs kept are true (below, the false pairs are too many to count
-    the rest by)."""
+    least ``down_to`` of the pairs kept are true (below, too many are false to count by)."""
     true = kept - false
     usable = true >= down_to * kept
     return float(true[usable].max()) if usable.any() else 0.0
@@ -323,10 +321,10 @@ def _curves(grid, kept, sides, fits, decoy_false=None):
     (``_false_pairs_of_sides``), each threshold's false pairs the smaller of theirs and the
     decoy's (when given). Under a margin the translations are those the false-pair curve
     implies (``translations_of``, counted down to a lower precision where the gaps separate
-    weakly): the posteriors' sum counts each of thousands of queries' small posterior (83
-    where captions fr-en at 1 % hold 50), the recall looks low and the choice goes down into
-    the false pairs. A cosine's curve, from the gaps alone, is too low
-    where the encoder is weak; it keeps the sum (benchmarks/RESULTS.md, "The no-gold threshold")."""
+    weakly): the posteriors' sum counts each of thousands of queries' small posterior (83 where
+    captions fr-en at 1 % hold 50), the recall looks low and the choice goes down into the false
+    pairs. A cosine's curve, from the gaps alone, is too low where the encoder is weak; it keeps
+    the sum (benchmarks/RESULTS.md, "The no-gold threshold")."""
     false = np.minimum(_false_pairs_of_sides(grid, sides, fits), kept)
     if decoy_false is None:
         translations = float(np.mean([s.scale * f.posterior.sum() for s, f in zip(sides, fits, strict=True)]))
@@ -463,8 +461,7 @@ def _bootstrap(grid, kept, sides, fits, decoys, seed: int, rounds: int) -> tuple
             decoy_false = decoy_false_pairs(grid, kept, *(d[resampled(d)] for d in decoys), sides[0].rows,
                                             sides[1].rows)
         curves.append(_curves(grid, kept, drawn, refits, decoy_false)[0])
-    low, high = np.nanquantile(np.array(curves), [0.1, 0.9], axis=0)
-    return low, high
+    return tuple(np.nanquantile(np.array(curves), [0.1, 0.9], axis=0))
 
 
 def _doubt(estimate: NoGoldEstimate, fits: list[GapMixture]) -> str | None:
@@ -474,8 +471,7 @@ def _doubt(estimate: NoGoldEstimate, fits: list[GapMixture]) -> str | None:
     more = int(np.argmax(by_side))
     allowed = defaults.ESTIMATE_MAX_SIDE_DISAGREEMENT * max(rows[more] / max(rows[1 - more], 1), 1.0)
     if min(by_side) > 0 and max(by_side) / min(by_side) > allowed:
-        return (f"the two sides disagree on how many translations there are ({by_side[0]:.0f} and "
-                f"{by_side[1]:.0f})")
+        return f"the two sides disagree on how many translations there are ({by_side[0]:.0f} and {by_side[1]:.0f})"
     return None
 
 
@@ -492,8 +488,7 @@ def translations_found(estimate: NoGoldEstimate) -> bool:
 
 
 def mean_separation(estimate: NoGoldEstimate) -> float | None:
-    """The gap mixtures' separation (``GapMixture.separation``), mean over the sides; None for
-    the decoy's estimate alone."""
+    """The gap mixtures' separation (``GapMixture.separation``), mean over the sides; None for the decoy's alone."""
     separations = [m["separation"] for m in estimate.details.get("mixtures", [])]
     return float(np.mean(separations)) if separations else None
 
