@@ -103,11 +103,11 @@ def headroom_by_interval(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
     e = choice.estimate
     out = Outcome(choice.threshold, None if e is None else e.thresholds, None if e is None else e.precision,
                   choice.source)
-    if e is None or e.precision_low is None or choice.index is None or "at target" not in choice.reason:
+    if e is None or e.precision_low is None or choice.index is None or choice.source != "adaptive":
         return out
     p, low, f1 = np.nan_to_num(e.precision), np.nan_to_num(e.precision_low), e.f1()
     target = cfg.target_precision
-    if low[choice.index] >= target:
+    if p[choice.index] < target or low[choice.index] >= target:  # the target not met, or met by the interval
         return out
     own, _ = pick_threshold(e.precision, e.recall, target)
     above = (p >= target + cfg.target_headroom) & (low >= target)

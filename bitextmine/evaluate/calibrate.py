@@ -30,11 +30,11 @@ trusted it says why and recommends `mine`'s fallback.
 Both recommend by the same rule as `mine` (``pick_threshold``): the best F1 at the target
 precision (``defaults.TARGET_HEADROOM`` above it where that costs at most
 ``defaults.TARGET_HEADROOM_F1_COST`` of F1), unless the target costs more than
-``defaults.TARGET_F1_TOLERANCE`` of F1 (without
-seeds also where the gaps set the translations apart weakly, as `mine`). With
-seeds, the no-gold estimate is computed too and both recommendations are shown: they agree
-where both are right; seeds unlike the pools (shorter, another domain) or an encoder whose
-translations' gaps overlap the others' make them differ, which the notes say.
+``defaults.TARGET_F1_TOLERANCE`` of F1 (without seeds also where the gaps set the translations
+apart weakly, as `mine`). With seeds, the no-gold estimate is computed too and both
+recommendations are shown: they agree where both are right; seeds unlike the pools (shorter,
+another domain) or an encoder whose translations' gaps overlap the others' make them differ,
+which the notes say.
 """
 
 from __future__ import annotations
