@@ -38,6 +38,13 @@ def test_the_readme_examples_run_and_say_what_they_claim(monkeypatch):
     right = sum((p["src"], p["tgt"]) in gold for p in pairs)
     assert right / len(pairs) >= 0.85 and right >= 250 and chosen["threshold_source"].startswith("adaptive")
     assert [p["score"] for p in pairs] == sorted((p["score"] for p in pairs), reverse=True)
+    # the comment beside print(pairs[0]) says what it prints
+    claimed = re.search(r"print\(pairs\[0\]\)  # \{'score': ([\d.]+), 'src': (\d+), 'tgt': (\d+), 'src_text': '([^.]*)",
+                        blocks[0])
+    assert claimed, "the README's comment on pairs[0] is gone"
+    assert (round(pairs[0]["score"], 2), pairs[0]["src"], pairs[0]["tgt"]) == (
+        float(claimed[1]), int(claimed[2]), int(claimed[3]))
+    assert pairs[0]["src_text"].startswith(claimed[4].rstrip())
     assert namespace["scores"].shape == (2,) and 0 < len(namespace["kept"]) <= len(pairs)
     assert namespace["aligned"]["p@1_mean"] > 0.9 and namespace["bucc"]["bucc_f1"] > 0.8
 
