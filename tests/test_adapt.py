@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from bitextmine.adapt.config import AdaptConfig
-from bitextmine.adapt.loop import adapt, best_round, stop_message, stop_reason
+from bitextmine.adapt.loop import adapt, best_round, keep_message, stop_message, stop_reason
 from bitextmine.adapt.objective import hard_negatives, ranking
 from bitextmine.adapt.pools import read_pool
 from bitextmine.adapt.rounds import RoundRecord
@@ -167,6 +167,21 @@ def test_the_best_round_is_the_best_held_out_estimate_the_earliest_of_equals():
     assert best_round(rounds, [0.90, 0.96, 0.96, 0.93], min_gain=0.05).round == 1
     assert best_round(rounds, [0.90, 0.94, 0.93, 0.93], min_gain=0.05).round == 0
     assert best_round(rounds, [None, 0.95, 0.95, 0.93], min_gain=0.05).round == 0
+
+
+def test_the_kept_round_says_why_it_was_kept():
+    rounds = [record(0, 10), record(1, 12), record(2, 12)]
+
+    def why(scores, min_gain=0.05):
+        return keep_message(best_round(rounds, scores, min_gain), rounds, scores, min_gain)
+
+    assert why([0.90, 0.96, 0.95]) == "the best held-out estimate, 96.0, against 90.0 at round 0"
+    # round 1 rose, but by less than the keep gain: not "did not raise the estimate"
+    assert why([0.884, 0.890, 0.886]) == ("round 1 raised the held-out estimate by 0.6 points, less than "
+                                          "--min-keep-gain 0.05 (5 points)")
+    assert why([0.55, 0.0, 0.40]) == "no trained round raised the held-out estimate above round 0's 55.0"
+    assert why([None, 0.95, 0.93]) == "the held-out pools gave no estimate to judge a trained round by"
+    assert keep_message(rounds[0], rounds[:1], [None], 0.05) == "no round was trained"
 
 
 # --- a whole run -----------------------------------------------------------------------------------

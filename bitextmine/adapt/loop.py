@@ -129,10 +129,11 @@ def _adapt(model: AdaptedEncoder, pools: tuple[Pool, Pool], state: AdaptState, c
     best = best_round(records, scores, cfg.min_keep_gain)
     threshold = pools_threshold(model, sides, state, best, cfg, mine)
     model.load_head(state.head(best.round))
+    kept_because = keep_message(best, records, scores, cfg.min_keep_gain)
     if best.round == 0:
-        log.warning("round 0 kept: the encoder as it started (%s)", stop_message(stop, records))
+        log.warning("round 0 kept: the encoder as it started (%s)", kept_because)
     summary = {"rounds": [r.round for r in records], "best_round": best.round, "stopped": stop,
-               "stopped_because": stop_message(stop, records),
+               "stopped_because": stop_message(stop, records), "kept_because": kept_because,
                "held_out_f1": scores, "pairs": best.kept, "pools_threshold": threshold,
                "trained_languages": [lang for lang, trains in zip((cfg.src_lang, cfg.tgt_lang), model.trains,
                                                                   strict=True) if trains and lang],
@@ -405,6 +406,22 @@ def best_round(records: list[RoundRecord], scores: list[float | None], min_gain:
     return best
 
 
+def keep_message(best: RoundRecord, records: list[RoundRecord], scores: list[float | None], min_gain: float) -> str:
+    """Why ``best`` (``best_round``'s pick) is the round kept, in words."""
+    if len(records) == 1:
+        return "no round was trained"
+    if best.round:
+        return f"the best held-out estimate, {100 * scores[best.round]:.1f}, against {100 * scores[0]:.1f} at round 0"
+    trained = [(score, r.round) for r, score in zip(records[1:], scores[1:], strict=True) if score is not None]
+    if not trained or scores[0] is None:
+        return "the held-out pools gave no estimate to judge a trained round by"
+    score, number = max(trained)
+    if score <= scores[0]:
+        return f"no trained round raised the held-out estimate above round 0's {100 * scores[0]:.1f}"
+    return (f"round {number} raised the held-out estimate by {100 * (score - scores[0]):.1f} points, "
+            f"less than --min-keep-gain {min_gain:g} ({100 * min_gain:g} points)")
+
+
 def check_pools(pools: tuple[Pool, Pool], k: int) -> None:
     for pool in pools:
         if len(pool) <= k:
@@ -412,4 +429,4 @@ def check_pools(pools: tuple[Pool, Pool], k: int) -> None:
                                   path=pool.sources[0])
 
 
-__all__ = ["STOPS", "adapt", "stop_message"]
+__all__ = ["STOPS", "adapt", "keep_message", "stop_message"]

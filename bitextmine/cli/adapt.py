@@ -166,8 +166,8 @@ def adapt(
                   f"{f1(r['estimated_f1'])} ({100 * r['self_scored_share']:.0f} % trained on)",
                   f1(held), f"{r['minutes_total']:.1f}"]
                  for r, held in zip(result["records"], result["held_out_f1"], strict=True)], err=aside)
-    kept = ("the encoder as it started" if not result["best_round"]
-            else f"round {result['best_round']}, the best held-out estimate")
+    kept = ("the encoder as it started" if not result["best_round"] else f"round {result['best_round']}")
+    kept += f" ({result['kept_because']})"
     typer.echo(printable(f"{output}: {kept}; stopped: {result['stopped_because']} ({result['minutes']:.1f} min); "
                          f"use --encoder ckpt:{output}"), err=True)
     if result["pools_threshold"]:
