@@ -130,6 +130,12 @@ def test_every_verb_has_examples_quiet_and_readable_metavars(cli, monkeypatch, v
         assert python_type not in result.stdout, (python_type, result.stdout)
 
 
+def test_the_top_level_help_shows_its_example_once(cli, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    result = cli("--help")
+    assert result.exit_code == 0 and result.stdout.count("Example (the bundled German-English sample)") == 1
+
+
 def test_mine_help_puts_the_filter_options_in_their_own_panel(cli, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     lines = cli("mine", "--help").stdout.splitlines()

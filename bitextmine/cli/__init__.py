@@ -68,12 +68,6 @@ def _root(
     """Mine parallel sentences (bitext) from monolingual corpora.
 
     Pipeline: prepare -> embed -> index -> mine -> filter; eval measures, adapt trains on the pools.
-
-    \b
-    Example (the bundled German-English sample):
-        bitextmine embed examples/de-en/de.txt -o out/de
-        bitextmine embed examples/de-en/en.txt -o out/en
-        bitextmine mine --src out/de --tgt out/en -o out/pairs.tsv
     """
 
 

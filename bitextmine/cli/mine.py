@@ -60,8 +60,9 @@ def mine(
     threshold: Annotated[float | None, typer.Option(
         metavar="X", callback=finite, rich_help_panel=SEARCH, show_default=False,
         help="Keep pairs scoring at least this (default: chosen on these pools for --target-precision; with no "
-             "estimate, the encoder's own for the score, else ratio "
-             f"{defaults.THRESHOLDS['ratio']}, cosine {defaults.THRESHOLDS['cosine']}).")] = None,
+             "estimate, the encoder's own for the score, else distance "
+             f"{defaults.THRESHOLDS['distance']}, ratio {defaults.THRESHOLDS['ratio']}, cosine "
+             f"{defaults.THRESHOLDS['cosine']}).")] = None,
     target_precision: target_precision_option(
         "Without --threshold: the estimated precision the chosen threshold must reach (a share).",
         rich_help_panel=SEARCH) = defaults.TARGET_PRECISION,
