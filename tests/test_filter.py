@@ -35,6 +35,15 @@ def test_helpers():
     assert parse_pairs(["Guten Tag\tGood day"])[0].score is None
 
 
+def test_a_scored_file_says_what_is_wrong_with_a_later_line():
+    from bitextmine.errors import BitextmineError
+
+    with pytest.raises(BitextmineError, match=r"pairs.tsv:2: .*the score 'abc' is not a number"):
+        parse_pairs(["0.5\ta\tb", "abc\tGuten Tag.\tGood day."], "pairs.tsv")
+    with pytest.raises(BitextmineError, match=r"pairs.tsv:3: .*\(2 columns\)"):
+        parse_pairs(["0.5\ta\tb", "0.7\tc\td", "0.6\tGuten Tag."], "pairs.tsv")
+
+
 @pytest.mark.parametrize("lang", ["deu", "fra", "spa", "rus", "cmn", "jpn", "ara"])
 def test_default_settings_keep_clean_pairs(lang):
     pairs = clean_pairs(lang)

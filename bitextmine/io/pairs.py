@@ -58,8 +58,10 @@ def parse_pairs(lines: Iterable[str], path: str = "-", allow_empty_side: bool = 
         if scored:
             score = _score(cols[0]) if len(cols) >= 3 else None
             if score is None:
-                raise BitextmineError("expected score<TAB>src<TAB>tgt, as the file's first line", path=path,
-                                      line=number)
+                found = (f"the score {cols[0][:40]!r} is not a number" if len(cols) >= 3
+                         else f"{len(cols)} column{'s' if len(cols) > 1 else ''}")
+                raise BitextmineError(f"expected score<TAB>src<TAB>tgt, as the file's first line ({found})",
+                                      path=path, line=number)
             cols = cols[1:]
         elif len(cols) < 2:
             raise BitextmineError("expected src<TAB>tgt", path=path, line=number)

@@ -139,7 +139,8 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
         bwd = _search_indexes(src_index, src, src_side, y, x, cfg.k, cfg.nprobe)
         search = "index"
     elif src_index is not None or tgt_index is not None:
-        log.warning("one index given: exact search computes both directions at once, so it is used for both")
+        log.warning("only one of --src-index and --tgt-index given: the index is not used; exact search computes "
+                    "both directions at once (give both indexes to search through them)")
     knn_started = time.time()
     if search == "index" and cfg.exact_margins:
         selection = select_with_exact_margins(x, y, cfg, (src.encoder, tgt.encoder), fwd, bwd, device=cfg.device)
