@@ -76,6 +76,14 @@ def without_headroom(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
     return default(pairs, x, y, replace(cfg, target_headroom=0.0), identities, fwd, bwd)
 
 
+def mine_at_tolerance(tolerance: float):
+    """As `mine` (headroom and the weak rule included), the target given up only where it costs
+    more than ``tolerance`` of estimated F1 (`mine`: ``defaults.TARGET_F1_TOLERANCE``)."""
+    def run(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
+        return default(pairs, x, y, replace(cfg, target_f1_tolerance=tolerance), identities, fwd, bwd)
+    return run
+
+
 def with_defaults(**values):
     """As `mine`, with these of ``bitextmine.defaults`` set for the duration of the choice."""
     def run(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
@@ -437,7 +445,8 @@ def with_null(model):
 
 
 VARIANTS = {"mine": default, "cautious": cautious, "halfway": halfway, "best F1": with_tolerance(0.0),
-            "tolerance 0.05": with_tolerance(0.05), "gap mixture alone": gap_mixture_alone,
+            "tolerance 0.05": with_tolerance(0.05), "mine at tolerance 0.15": mine_at_tolerance(0.15),
+            "gap mixture alone": gap_mixture_alone,
             "old decoy": old_decoy, "score mixture": score_mixture, "gap + u": gap_and_u, "fixed 1.30": fixed(1.30),
             "fixed 1.14": fixed(1.14), "fixed 1.40": fixed(1.40), "fixed distance 0.12": fixed(0.12, "distance"),
             "gev null": gev_null, "cautious below 30": cautious_when_few(30),

@@ -138,9 +138,14 @@ THRESHOLDS = {
 # F1 (then the best F1's): measured on news pools, benchmarks/RESULTS.md "The no-gold estimate".
 TARGET_PRECISION = 0.9  # also what `calibrate` recommends a threshold for
 # An encoder that tells translations apart poorly (a new language, 30 minutes of training) reaches
-# 90 % on news only by keeping a fifth of the translations: 0.08 of F1 is the most the target may
-# cost (on the default encoder's news pools it cost 0.00-0.05, on a student's 0.15-0.30).
-TARGET_F1_TOLERANCE = 0.08
+# 90 % on news only by keeping a fifth of the translations: there the gaps separate weakly and the
+# best estimated F1 is taken (ESTIMATE_CLEAR_SEPARATION). Where they separate clearly, 0.15 of F1
+# is the most the target may cost (0.08 before 2026-12-05): on subsamples of news fra-en at 3 %
+# the estimate undercounts the recall at high thresholds (it counts a headline and the sentence
+# that expands it as translations), and at 0.08 three of twenty gave the target up for 68.7-81.2 %
+# precision where the target's own threshold kept 97.7-98.4 %; the 39 pools of
+# benchmarks/mining_defaults are the same at both (RESULTS.md, "Subsampled news pools").
+TARGET_F1_TOLERANCE = 0.15
 # Where a precision TARGET_HEADROOM above the target costs at most TARGET_HEADROOM_F1_COST of
 # estimated F1, that threshold is taken: at the target itself the estimate's error (2-4 points
 # on pools of BUCC 2018's size, 8,000-10,000 lines a side at 3 %) left the true precision at

