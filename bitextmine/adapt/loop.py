@@ -411,7 +411,8 @@ def keep_message(best: RoundRecord, records: list[RoundRecord], scores: list[flo
     if len(records) == 1:
         return "no round was trained"
     if best.round:
-        return f"the best held-out estimate, {100 * scores[best.round]:.1f}, against {100 * scores[0]:.1f} at round 0"
+        return (f"the best held-out estimate, {100 * scores[records.index(best)]:.1f}, against {100 * scores[0]:.1f} "
+                "at round 0")
     trained = [(score, r.round) for r, score in zip(records[1:], scores[1:], strict=True) if score is not None]
     if not trained or scores[0] is None:
         return "the held-out pools gave no estimate to judge a trained round by"
