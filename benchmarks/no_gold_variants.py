@@ -447,7 +447,8 @@ def with_null(model):
     return run
 
 
-VARIANTS = {"mine": default, "cautious": cautious, "halfway": halfway, "best F1": with_tolerance(0.0),
+VARIANTS = {"mine": default, "mine with lengths unchecked": default, "cautious": cautious, "halfway": halfway,
+            "best F1": with_tolerance(0.0),
             "tolerance 0.05": with_tolerance(0.05), "mine at tolerance 0.15": mine_at_tolerance(0.15),
             "gap mixture alone": gap_mixture_alone,
             "old decoy": old_decoy, "score mixture": score_mixture, "gap + u": gap_and_u, "fixed 1.30": fixed(1.30),

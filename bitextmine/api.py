@@ -31,6 +31,7 @@ from bitextmine.evaluate.tatoeba import evaluate_aligned
 from bitextmine.filter import FilterConfig, PairFilter
 from bitextmine.io.pairs import Pair
 from bitextmine.mine import MineConfig, check_k
+from bitextmine.mine.lengths import length_agreement
 from bitextmine.mine.rescore import neighbourhood_means
 from bitextmine.mine.scoring import SCORE_ALIASES, SCORES, margin_scores
 from bitextmine.mine.thresholds import select_pairs
@@ -101,20 +102,22 @@ class _Side:
 def mine(src, tgt, *, encoder: str = defaults.ENCODER, src_lang: str | None = None, tgt_lang: str | None = None,
          k: int = defaults.K, score: str = defaults.SCORE, retrieval: str = defaults.RETRIEVAL,
          threshold: float | None = None, target_precision: float = defaults.TARGET_PRECISION,
-         device: str = defaults.DEVICE, details: bool = False, progress: bool = False):
+         length_ratio: float = defaults.MINE_LENGTH_RATIO, device: str = defaults.DEVICE, details: bool = False,
+         progress: bool = False):
     """Mine pairs between two lists of sentences (or two arrays of vectors), best first.
 
     Each pair is a dict: ``score``, ``src`` and ``tgt`` (row numbers of the inputs; a
     sentence given several times stands at its first row), and ``src_text`` /
     ``tgt_text`` when sentences were given. Without ``threshold`` the threshold is chosen
     on these pools for ``target_precision``, as ``bitextmine mine`` chooses it; arrays are
-    taken as made by ``encoder`` (for its fixed thresholds). ``details=True`` returns
-    ``(pairs, {"threshold", "threshold_source"})``.
+    taken as made by ``encoder`` (for its fixed thresholds). Where both sides are sentences,
+    pairs whose lengths disagree are dropped as ``mine --length-ratio`` drops them.
+    ``details=True`` returns ``(pairs, {"threshold", "threshold_source", "length_agreement"})``.
     """
 
     device = _device(device)
     cfg = MineConfig(k=k, score=score, retrieval=retrieval, threshold=threshold, target_precision=target_precision,
-                     device=device)
+                     length_ratio=length_ratio, device=device)
     a = _Side(src, encoder, src_lang, device, "src", progress)
     b = _Side(tgt, encoder, tgt_lang, device, "tgt", progress)
     if not len(a.rows) or not len(b.rows):
@@ -123,6 +126,11 @@ def mine(src, tgt, *, encoder: str = defaults.ENCODER, src_lang: str | None = No
         check_k(cfg.k, {"source": len(a.rows), "target": len(b.rows)})
     selection = select_pairs(a.vectors, b.vectors, cfg, (a.identity, b.identity), device=device, progress=progress)
     found = selection.pairs
+    lengths = None
+    if a.texts is not None and b.texts is not None:
+        lengths = length_agreement(found.score, [a.texts[i].strip() for i in a.rows[found.src].tolist()],
+                                   [b.texts[j].strip() for j in b.rows[found.tgt].tolist()], cfg.length_ratio)
+        found = found.take(np.flatnonzero(lengths.keep))
     pairs = []
     for i, j, value in zip(a.rows[found.src].tolist(), b.rows[found.tgt].tolist(), found.score.tolist(), strict=True):
         pair = {"score": float(value), "src": i, "tgt": j}
@@ -132,7 +140,8 @@ def mine(src, tgt, *, encoder: str = defaults.ENCODER, src_lang: str | None = No
             pair["tgt_text"] = b.texts[j].strip()
         pairs.append(pair)
     if details:
-        return pairs, {"threshold": float(selection.choice.threshold), "threshold_source": selection.choice.reason}
+        return pairs, {"threshold": float(selection.choice.threshold), "threshold_source": selection.choice.reason,
+                       "length_agreement": None if lengths is None else lengths.record()}
     return pairs
 
 

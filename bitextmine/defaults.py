@@ -206,6 +206,11 @@ ESTIMATE_NO_TRANSLATIONS = 3  # fewer on either side: the pools share no transla
 HISTOGRAM_BINS = 100  # the sidecar's histogram of every pair score before the threshold
 SEED_DUPLICATE_COSINE = 0.99  # a calibration seed this close to a pool sentence is that sentence
 SIDECAR_CURVE_POINTS = 80  # points of the precision estimate kept in the sidecar
+# Kept pairs this many times off their typical length ratio, and by MINE_LENGTH_SLACK characters, are
+# dropped as partly parallel (mine/lengths.py; 1.5 not 2, 20 not 10: RESULTS.md, "Length agreement").
+MINE_LENGTH_RATIO = 1.5
+MINE_LENGTH_SLACK = 20  # characters, a CJK character counting three (filter.text.text_length)
+MINE_LENGTH_MIN_PAIRS = 20  # fewer pairs kept: their typical ratio is not known, none dropped
 # Exact kNN works on blocks of this many query and database rows: the similarity block
 # (rows x rows fp32) bounds memory whatever the corpus size.
 KNN_BLOCK_ROWS = 8192

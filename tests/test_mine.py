@@ -748,3 +748,57 @@ def test_a_larger_side_may_count_more_translations_by_its_size():
     assert "disagree" in doubt([29, 93], [2044, 2044])
     assert "disagree" in doubt([93, 29], [544, 2044])  # the smaller side counting more has no such excuse
     assert doubt([60, 150], [1000, 1000]) is None
+
+
+def test_pairs_whose_lengths_disagree_are_dropped_around_the_pools_typical_ratio():
+    from bitextmine.mine.lengths import length_agreement
+
+    # forty translations whose source runs 1.2 times its target, as German runs English
+    src = ["x" * int(1.2 * n) for n in range(40, 120, 2)]
+    tgt = ["y" * n for n in range(40, 120, 2)]
+    src += ["Sixième édition du Play Skateboard ce samedi",  # a headline and the sentence expanding it
+            "Ja, klar.",  # short: 4x off, but by a few characters
+            "z" * 100,  # 1.4 times off the typical ratio: a translation's spread
+            "中文句子中文句子中文句子"]  # 12 CJK characters count 36
+    tgt += ["The sixth edition of Play Skateboard will be held at the skate park in Hyeres this Saturday, 02 November.",
+            "Yes, of course.",
+            "w" * 60,
+            "c" * 36]
+    scores = np.linspace(0.3, 0.1, len(src))
+    check = length_agreement(scores, src, tgt)
+    assert abs(check.typical_ratio - 1.2) < 0.05
+    assert check.keep[:40].all() and check.keep[-3:].all()
+    assert not check.keep[40] and check.dropped == 1
+    assert check.record()["dropped"] == 1 and check.record()["ratio"] == 1.5
+
+    assert length_agreement(scores, src, tgt, ratio=0).keep.all()  # 0 turns it off
+    few = length_agreement(scores[:19], src[:19], tgt[:19])
+    assert few.keep.all() and few.typical_ratio is None and "fewer than 20" in few.reason
+
+
+def test_a_length_ratio_under_one_is_refused():
+    from bitextmine.errors import BitextmineError
+
+    with pytest.raises(BitextmineError, match="length-ratio"):
+        MineConfig(length_ratio=0.5)
+
+
+@pytest.mark.slow
+def test_mine_drops_mostly_wrong_pairs_for_their_lengths_and_counts_them(cli, tmp_path, example_sets):
+    de, en = example_sets
+    checked, unchecked, top = tmp_path / "checked.tsv", tmp_path / "unchecked.tsv", tmp_path / "top.tsv"
+    for out, extra in ((checked, []), (unchecked, ["--length-ratio", "0"]), (top, ["--top-n", "50"])):
+        result = cli("mine", "--src", de, "--tgt", en, "-o", out, "--ids", *extra)
+        assert result.exit_code == 0, result.stderr
+    rows, every = read_tsv(checked), read_tsv(unchecked)
+    dropped = {(r[3], r[4]) for r in every} - {(r[3], r[4]) for r in rows}
+    record = json.loads((tmp_path / "checked.tsv.json").read_text())["length_agreement"]
+    assert record["dropped"] == len(dropped) == len(every) - len(rows) > 0
+    assert 1.0 < record["typical_ratio"] < 1.4  # German lines run longer than English ones
+    assert len(dropped - gold_ids()) >= 2 * len(dropped & gold_ids())  # mostly wrong pairs
+    assert json.loads((tmp_path / "unchecked.tsv.json").read_text())["length_agreement"]["dropped"] == 0
+    # --top-n counts the pairs that pass: the 50 best of the checked ones
+    assert [r[3:5] for r in read_tsv(top)] == [r[3:5] for r in rows[:50]]
+    # report names them beside the pairs
+    assert cli("report", checked, "-o", tmp_path / "r.html").exit_code == 0
+    assert f"{record['dropped']} (more than 1.5x off the typical ratio" in (tmp_path / "r.html").read_text()

@@ -68,6 +68,12 @@ def mine(
         rich_help_panel=SEARCH) = defaults.TARGET_PRECISION,
     top_n: Annotated[int | None, typer.Option(metavar="N", min=0, rich_help_panel=SEARCH, show_default=False,
                                               help="Keep only the N best pairs.")] = None,
+    length_ratio: Annotated[float, typer.Option(
+        metavar="X", rich_help_panel=SEARCH,
+        help="Drop kept pairs whose length ratio is more than X times off the ratio typical of the kept pairs "
+             f"(and by more than {defaults.MINE_LENGTH_SLACK} characters): a margin cannot tell a translation "
+             "from a partly parallel pair, such as a headline and the sentence that expands it. 0 keeps "
+             "them.")] = defaults.MINE_LENGTH_RATIO,
     nprobe: Annotated[int | None, typer.Option(metavar="N", min=1, rich_help_panel=SEARCH, show_default=False,
                                                help="IVF lists per query (default: the index's).")] = None,
     exact_margins: Annotated[bool, typer.Option(
@@ -113,7 +119,7 @@ def mine(
     setup_logging(quiet)
     cfg = MineConfig(k=k, score=score_of(score, margin), retrieval=retrieval.value, threshold=threshold,
                      top_n=top_n, nprobe=nprobe, device=device, target_precision=target_precision,
-                     exact_margins=exact_margins)
+                     exact_margins=exact_margins, length_ratio=length_ratio)
     target = PairsOutput(output=output, meta=json_out, with_ids=with_ids, with_docs=with_docs,
                          filter=filter_cfg if filter_pairs else None, rejects=rejects)
     mined = mine_to_files(src, tgt, cfg, target, src_index=src_index, tgt_index=tgt_index, progress=not quiet)

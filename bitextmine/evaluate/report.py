@@ -56,9 +56,17 @@ class _Parameters(Model):
     threshold: Float | None = None
 
 
+class _LengthAgreement(Model):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    ratio: Float = 0.0
+    typical_ratio: Float | None = None
+    dropped: Int = 0
+
+
 class _Sidecar(Model):
     model_config = ConfigDict(extra="allow", frozen=True)
     parameters: _Parameters | None = None
+    length_agreement: _LengthAgreement | None = None
 
 
 class _FilterCounts(Model):
@@ -336,6 +344,10 @@ def _page(inputs: ReportInputs, images: dict[str, str], title: str, dist: Distri
     if len(scores):
         summary += [("score max", f"{scores.max():.4f}"), ("median", f"{np.median(scores):.4f}"),
                     ("min", f"{scores.min():.4f}")]
+    lengths = (inputs.params or {}).get("length_agreement")  # checked by _Sidecar
+    if lengths and lengths.get("dropped") and lengths.get("typical_ratio") is not None:
+        summary.append(("dropped for their lengths", f"{lengths['dropped']:,} (more than {lengths.get('ratio', 0):g}x "
+                                                     f"off the typical ratio {lengths['typical_ratio']:.2f})"))
     if inputs.src_docs is not None:
         summary += [("source documents", f"{len(set(inputs.src_docs) - {''}):,}"),
                     ("target documents", f"{len(set(inputs.tgt_docs) - {''}):,}")]

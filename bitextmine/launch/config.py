@@ -9,7 +9,8 @@
     prepare:  {enabled: false, format: auto, field: text, min_lang_prob: 0.02}   # documents -> shards
     embed:    {max_tokens: 256, batch_tokens: null, precision: auto, errors: strict}
     index:    {type: auto, nprobe: 32, max_rows: 10000000}    # larger languages: several indexes
-    mine:     {k: 4, score: distance, retrieval: max, threshold: null, top_n: null, exact_margins: true}
+    mine:     {k: 4, score: distance, retrieval: max, threshold: null, top_n: null, length_ratio: 1.5,
+              exact_margins: true}
     adapt:    {enabled: false, trainable: auto, rounds: 3, max_minutes: null, replay: []}  # train on them, mine again
     filter:   {enabled: true, lang_id: true, skip: [], dedup: both, max_score: null, rejects: false}
     resources:                      # per stage: what a task asks of Slurm (or the local machine)
@@ -70,6 +71,15 @@ def _device_spec(value: str) -> str:
 Device = Annotated[Str, AfterValidator(_device_spec)]  # auto, cpu, cuda or cuda:N
 
 
+def _length_ratio(value: float) -> float:
+    if not (value == 0 or value >= 1):
+        raise ValueError("0 (off) or at least 1")
+    return value
+
+
+LengthRatio = Annotated[Float, AfterValidator(_length_ratio)]  # mine's length agreement
+
+
 class PrepareStage(Model):
     """``bitextmine prepare``'s settings; with ``enabled``, the languages' files are documents."""
 
@@ -118,6 +128,7 @@ class MineStage(Model):
     retrieval: Literal[RETRIEVALS] = defaults.RETRIEVAL
     threshold: Float | None = None
     top_n: NonNegative | None = None
+    length_ratio: LengthRatio = defaults.MINE_LENGTH_RATIO  # 0: no pair dropped for its lengths
     nprobe: Positive | None = None
     exact_margins: Bool = defaults.EXACT_MARGINS  # through indexes: the kept pairs' rows searched exactly
     device: Device = defaults.DEVICE

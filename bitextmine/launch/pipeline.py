@@ -336,14 +336,16 @@ def run_index(embeddings: list[str], output: str, type: str, nprobe: int, train_
 
 def run_mine(src: list[str], tgt: list[str], src_index: list[str], tgt_index: list[str], output: str, k: int,
              score: str, retrieval: str, threshold: float | None, top_n: int | None, nprobe: int | None,
-             device: str, exact_margins: bool = defaults.EXACT_MARGINS, with_docs: bool = False) -> list[str]:
+             device: str, exact_margins: bool = defaults.EXACT_MARGINS, with_docs: bool = False,
+             length_ratio: float = defaults.MINE_LENGTH_RATIO) -> list[str]:
     from bitextmine.mine import MineConfig  # its stage only (see the imports)
     from bitextmine.mine.output import PairsOutput, mine_to_files  # its stage only (see the imports)
 
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     target = PairsOutput(output=output, with_ids=True, with_docs=with_docs)
     mine_to_files(src, tgt, MineConfig(k=k, score=score, retrieval=retrieval, threshold=threshold, top_n=top_n,
-                                       nprobe=nprobe, device=device, exact_margins=exact_margins),
+                                       nprobe=nprobe, device=device, exact_margins=exact_margins,
+                                       length_ratio=length_ratio),
                   target, src_index=src_index or None, tgt_index=tgt_index or None)
     return target.files()
 

@@ -21,7 +21,9 @@ class MineConfig:
     target_f1_tolerance: float = defaults.TARGET_F1_TOLERANCE
     # precision above the target taken where it costs little estimated F1 (0: the target's own threshold)
     target_headroom: float = defaults.TARGET_HEADROOM
-    top_n: int | None = None  # keep only the best N pairs
+    top_n: int | None = None  # keep only the best N pairs (after the length agreement)
+    # kept pairs this many times off the typical length ratio are dropped (mine/lengths.py); 0: none
+    length_ratio: float = defaults.MINE_LENGTH_RATIO
     nprobe: int | None = None  # None: the index's own
     exact_margins: bool = defaults.EXACT_MARGINS  # through indexes: the kept pairs' rows searched exactly
     device: str = defaults.DEVICE  # for exact search: a GPU when torch sees one
@@ -44,5 +46,7 @@ class MineConfig:
             raise BitextmineError(f"the target's F1 tolerance must be >= 0, not {self.target_f1_tolerance}")
         if not self.target_headroom >= 0:
             raise BitextmineError(f"the target's headroom must be >= 0, not {self.target_headroom}")
+        if not (self.length_ratio == 0 or self.length_ratio >= 1):
+            raise BitextmineError(f"--length-ratio must be 0 (off) or at least 1, not {self.length_ratio}")
         if self.threshold is not None and not math.isfinite(self.threshold):
             raise BitextmineError(f"--threshold must be a finite number, not {self.threshold}")

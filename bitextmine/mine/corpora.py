@@ -1,7 +1,8 @@
 """Mining embedding sets (and optionally their indexes) into pairs of sentences.
 
 ``mine_corpora`` drops blank lines, searches identical sentences once, uses FAISS indexes
-when given, chooses the threshold (``thresholds``) and maps pairs back to text and
+when given, chooses the threshold (``thresholds``), drops the kept pairs whose lengths
+disagree (``lengths``) and maps pairs back to text and
 ``shard:line`` ids; ``write_pairs`` writes them as TSV.
 """
 
@@ -24,6 +25,7 @@ from bitextmine.io.atomic import atomic_text_writer
 from bitextmine.io.pairs import Pair
 from bitextmine.mine.config import MineConfig
 from bitextmine.mine.knn import Neighbours, best_distinct, index_knn
+from bitextmine.mine.lengths import length_agreement
 from bitextmine.mine.rescore import select_with_exact_margins
 from bitextmine.mine.sentences import UniqueSentences, check_k, unique_sentences
 from bitextmine.mine.thresholds import select_pairs, threshold_record
@@ -104,6 +106,20 @@ def check_compatible(src: EmbeddingCorpus, tgt: EmbeddingCorpus) -> None:
             "one encoder, or with a student checkpoint declared compatible with it", path=tgt.sets[0].path)
 
 
+def _lengths_agreeing(pairs, src_text: list[str], tgt_text: list[str], cfg: MineConfig):
+    """The pairs whose lengths agree (``lengths``), then the ``cfg.top_n`` best of them."""
+    lengths = length_agreement(pairs.score, src_text, tgt_text, cfg.length_ratio)
+    if lengths.dropped:
+        log.info("%d pairs dropped: their lengths are more than %gx off the typical ratio (%.2f) and by more than "
+                 "%d characters (--length-ratio 0 keeps them)", lengths.dropped, lengths.ratio,
+                 lengths.typical_ratio, defaults.MINE_LENGTH_SLACK)
+    if lengths.dropped or cfg.top_n is not None:
+        kept = np.flatnonzero(lengths.keep)[:cfg.top_n]
+        pairs = pairs.take(kept)
+        src_text, tgt_text = [src_text[i] for i in kept.tolist()], [tgt_text[i] for i in kept.tolist()]
+    return pairs, src_text, tgt_text, lengths
+
+
 def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = MineConfig(),
                  src_index: str | Path | list | None = None, tgt_index: str | Path | list | None = None,
                  progress: bool = False) -> MinedPairs:
@@ -142,10 +158,13 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
         log.warning("only one of --src-index and --tgt-index given: the index is not used; exact search computes "
                     "both directions at once (give both indexes to search through them)")
     knn_started = time.time()
+    # the N best of the pairs whose lengths agree, not fewer: the cut waits for the check
+    selecting = replace(cfg, top_n=None) if cfg.length_ratio else cfg
     if search == "index" and cfg.exact_margins:
-        selection = select_with_exact_margins(x, y, cfg, (src.encoder, tgt.encoder), fwd, bwd, device=cfg.device)
+        selection = select_with_exact_margins(x, y, selecting, (src.encoder, tgt.encoder), fwd, bwd,
+                                              device=cfg.device)
     else:
-        selection = select_pairs(x, y, cfg, (src.encoder, tgt.encoder), fwd, bwd, device=cfg.device,
+        selection = select_pairs(x, y, selecting, (src.encoder, tgt.encoder), fwd, bwd, device=cfg.device,
                                  progress=progress)
     choice = selection.choice
     if choice.warning:
@@ -154,11 +173,13 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
     pairs, cfg = selection.pairs, replace(cfg, threshold=choice.threshold if math.isfinite(choice.threshold) else None)
     log.info("threshold %s (%s)", "none" if cfg.threshold is None else f"{cfg.threshold:g}", choice.reason)
     knn_seconds = time.time() - knn_started
+    pairs, src_text, tgt_text, lengths = _lengths_agreeing(pairs, src_side.texts(pairs.src),
+                                                           tgt_side.texts(pairs.tgt), cfg)
     src_rows, tgt_rows = src_side.rows[pairs.src], tgt_side.rows[pairs.tgt]
     mined = MinedPairs(
         scores=pairs.score,
-        src_text=src_side.texts(pairs.src),
-        tgt_text=tgt_side.texts(pairs.tgt),
+        src_text=src_text,
+        tgt_text=tgt_text,
         src_ids=src.provenance(src_rows),
         tgt_ids=tgt.provenance(tgt_rows),
         src_rows=src_rows,
@@ -175,6 +196,7 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
         "tgt": {"sets": tgt.describe(), "rows": tgt_side.total_rows, "blank": tgt_side.blank_rows,
                 "distinct": len(tgt_side)},
         "pairs": len(mined),
+        "length_agreement": lengths.record(),
         "score_max": float(pairs.score.max()) if len(pairs) else None,
         "score_min": float(pairs.score.min()) if len(pairs) else None,
         "seconds": {"search_and_score": round(knn_seconds, 3), "total": round(time.time() - started, 3)},

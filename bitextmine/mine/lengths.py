@@ -1,0 +1,59 @@
+"""Length agreement: drop kept pairs whose sides differ in length far more than translations do.
+
+A sentence vector says what a sentence is about, not how much of it there is, so a margin
+cannot tell a translation from a pair that is only partly parallel: a headline and the
+sentence that expands it, a sentence and its longer retelling in another article of the
+same story. On news pools with few translations those pairs are most of what the
+threshold lets through (benchmarks/RESULTS.md, "Length agreement"). Translations keep a
+language pair's length ratio closely, so the pairs far off the ratio typical of the pools
+are dropped. The typical ratio is measured on the better half of the kept pairs (mostly
+translations), so no per-language table is needed; short pairs, whose ratio varies most,
+must also be off by ``slack`` characters.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from bitextmine import defaults
+from bitextmine.filter.text import text_length
+
+
+@dataclass(frozen=True)
+class LengthAgreement:
+    keep: np.ndarray  # one flag per pair, in the pairs' order
+    ratio: float  # the factor off the typical ratio a pair may be (0: nothing checked)
+    typical_ratio: float | None  # source length / target length of a typical kept pair; None: not measured
+    reason: str = ""  # why nothing was checked, where nothing was
+
+    @property
+    def dropped(self) -> int:
+        return int((~self.keep).sum())
+
+    def record(self) -> dict:
+        """What the sidecar keeps."""
+        return {"ratio": self.ratio, "slack_chars": defaults.MINE_LENGTH_SLACK,
+                "typical_ratio": None if self.typical_ratio is None else round(self.typical_ratio, 4),
+                "dropped": self.dropped, **({"not_checked": self.reason} if self.reason else {})}
+
+
+def length_agreement(scores: np.ndarray, src_texts: list[str], tgt_texts: list[str],
+                     ratio: float = defaults.MINE_LENGTH_RATIO, slack: float = defaults.MINE_LENGTH_SLACK,
+                     min_pairs: int = defaults.MINE_LENGTH_MIN_PAIRS) -> LengthAgreement:
+    """Which pairs to keep: all but those off the typical length ratio by more than ``ratio``
+    times and by more than ``slack`` characters (a CJK character counting three)."""
+    keep = np.ones(len(scores), dtype=bool)
+    if not ratio:
+        return LengthAgreement(keep, 0.0, None, "turned off")
+    if len(scores) < min_pairs:
+        return LengthAgreement(keep, ratio, None, f"fewer than {min_pairs} pairs kept: no typical ratio to go by")
+    src_len = np.maximum(np.fromiter((text_length(t) for t in src_texts), dtype=np.float64, count=len(scores)), 1)
+    tgt_len = np.maximum(np.fromiter((text_length(t) for t in tgt_texts), dtype=np.float64, count=len(scores)), 1)
+    log_ratio = np.log(src_len / tgt_len)
+    scores = np.asarray(scores)
+    typical = float(np.median(log_ratio[scores >= np.median(scores)]))
+    off = (np.abs(log_ratio - typical) > math.log(ratio)) & (np.abs(src_len - math.exp(typical) * tgt_len) > slack)
+    return LengthAgreement(~off, ratio, math.exp(typical))
