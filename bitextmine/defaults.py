@@ -206,9 +206,10 @@ ESTIMATE_NO_TRANSLATIONS = 3  # fewer on either side: the pools share no transla
 HISTOGRAM_BINS = 100  # the sidecar's histogram of every pair score before the threshold
 SEED_DUPLICATE_COSINE = 0.99  # a calibration seed this close to a pool sentence is that sentence
 SIDECAR_CURVE_POINTS = 80  # points of the precision estimate kept in the sidecar
-# Kept pairs this many times off their typical length ratio, and by MINE_LENGTH_SLACK characters, are
-# dropped as partly parallel (mine/lengths.py; 1.5 not 2, 20 not 10: RESULTS.md, "Length agreement").
+# Kept pairs 1.5x off their typical length ratio (or 3 robust deviations, where wider) and by 20
+# characters are dropped as partly parallel (mine/lengths.py; RESULTS.md, "Length agreement").
 MINE_LENGTH_RATIO = 1.5
+MINE_LENGTH_SPREAD = 3.0
 MINE_LENGTH_SLACK = 20  # characters, a CJK character counting three (filter.text.text_length)
 MINE_LENGTH_MIN_PAIRS = 20  # fewer pairs kept: their typical ratio is not known, none dropped
 # Exact kNN works on blocks of this many query and database rows: the similarity block
@@ -245,9 +246,8 @@ FILTER_DEDUP = "both"
 FILTER_LID_CANDIDATES = ("ar", "bg", "cs", "da", "de", "el", "en", "es", "fa", "fi", "fr", "he", "hi", "hu", "it",
                          "ja", "ko", "ms", "nl", "no", "pl", "pt", "ro", "ru", "sk", "sv", "th", "tr", "uk", "vi",
                          "zh")
-# a side fails language ID when another language is this much more likely, in nats (e^12:
-# 160,000 times), both as written and without its names (words it shares with the other side,
-# capitalised words)
+# a side fails language ID when another language is this much more likely, in nats (e^12: 160,000
+# times), both as written and without its names (words it shares with the other side, capitalised)
 FILTER_LID_MARGIN = 12.0
 # Language ID that rejects at least this share of the pairs it judges (and at least
 # FILTER_LID_WARN_MIN_PAIRS of them) says the languages given are wrong more likely than the

@@ -771,9 +771,24 @@ def test_pairs_whose_lengths_disagree_are_dropped_around_the_pools_typical_ratio
     assert not check.keep[40] and check.dropped == 1
     assert check.record()["dropped"] == 1 and check.record()["ratio"] == 1.5
 
+    assert check.band == pytest.approx(1.5)  # these translations do not vary: the ratio is the band
     assert length_agreement(scores, src, tgt, ratio=0).keep.all()  # 0 turns it off
     few = length_agreement(scores[:19], src[:19], tgt[:19])
     assert few.keep.all() and few.typical_ratio is None and "fewer than 20" in few.reason
+
+
+def test_pools_whose_translations_vary_freely_in_length_get_a_wider_band():
+    from bitextmine.mine.lengths import length_agreement
+
+    # short free translations (Tatoeba ru-en): ratios between 0.6 and 1.6 about a typical 1.0
+    rng = np.random.default_rng(0)
+    tgt = ["y" * int(n) for n in rng.integers(30, 60, 40)]
+    src = ["x" * int(len(t) * r) for t, r in zip(tgt, np.exp(rng.normal(0, 0.3, 40)), strict=True)]
+    src.append("x" * 66)  # 1.65 times its target, 26 characters over
+    tgt.append("y" * 40)
+    check = length_agreement(np.linspace(0.3, 0.1, 41), src, tgt)
+    assert check.band > 1.65 and check.keep[-1]
+    assert not length_agreement(np.linspace(0.3, 0.1, 41), src, tgt, spread=0).keep[-1]
 
 
 def test_a_length_ratio_under_one_is_refused():
@@ -801,4 +816,5 @@ def test_mine_drops_mostly_wrong_pairs_for_their_lengths_and_counts_them(cli, tm
     assert [r[3:5] for r in read_tsv(top)] == [r[3:5] for r in rows[:50]]
     # report names them beside the pairs
     assert cli("report", checked, "-o", tmp_path / "r.html").exit_code == 0
-    assert f"{record['dropped']} (more than 1.5x off the typical ratio" in (tmp_path / "r.html").read_text()
+    page = (tmp_path / "r.html").read_text()
+    assert f"{record['dropped']} (more than {record['band']:.2f}x off the typical ratio" in page

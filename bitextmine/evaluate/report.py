@@ -59,6 +59,7 @@ class _Parameters(Model):
 class _LengthAgreement(Model):
     model_config = ConfigDict(extra="allow", frozen=True)
     ratio: Float = 0.0
+    band: Float | None = None
     typical_ratio: Float | None = None
     dropped: Int = 0
 
@@ -346,8 +347,9 @@ def _page(inputs: ReportInputs, images: dict[str, str], title: str, dist: Distri
                     ("min", f"{scores.min():.4f}")]
     lengths = (inputs.params or {}).get("length_agreement")  # checked by _Sidecar
     if lengths and lengths.get("dropped") and lengths.get("typical_ratio") is not None:
-        summary.append(("dropped for their lengths", f"{lengths['dropped']:,} (more than {lengths.get('ratio', 0):g}x "
-                                                     f"off the typical ratio {lengths['typical_ratio']:.2f})"))
+        band = lengths.get("band") or lengths.get("ratio") or 0
+        summary.append(("dropped for their lengths", f"{lengths['dropped']:,} (more than {band:.2f}x off the "
+                                                     f"typical ratio {lengths['typical_ratio']:.2f})"))
     if inputs.src_docs is not None:
         summary += [("source documents", f"{len(set(inputs.src_docs) - {''}):,}"),
                     ("target documents", f"{len(set(inputs.tgt_docs) - {''}):,}")]

@@ -110,8 +110,8 @@ def _lengths_agreeing(pairs, src_text: list[str], tgt_text: list[str], cfg: Mine
     """The pairs whose lengths agree (``lengths``), then the ``cfg.top_n`` best of them."""
     lengths = length_agreement(pairs.score, src_text, tgt_text, cfg.length_ratio)
     if lengths.dropped:
-        log.info("%d pairs dropped: their lengths are more than %gx off the typical ratio (%.2f) and by more than "
-                 "%d characters (--length-ratio 0 keeps them)", lengths.dropped, lengths.ratio,
+        log.info("%d pairs dropped: their lengths are more than %.2fx off the typical ratio (%.2f) and by more "
+                 "than %d characters (--length-ratio 0 keeps them)", lengths.dropped, lengths.band,
                  lengths.typical_ratio, defaults.MINE_LENGTH_SLACK)
     if lengths.dropped or cfg.top_n is not None:
         kept = np.flatnonzero(lengths.keep)[:cfg.top_n]

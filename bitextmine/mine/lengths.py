@@ -6,9 +6,11 @@ sentence that expands it, a sentence and its longer retelling in another article
 same story. On news pools with few translations those pairs are most of what the
 threshold lets through (benchmarks/RESULTS.md, "Length agreement"). Translations keep a
 language pair's length ratio closely, so the pairs far off the ratio typical of the pools
-are dropped. The typical ratio is measured on the better half of the kept pairs (mostly
-translations), so no per-language table is needed; short pairs, whose ratio varies most,
-must also be off by ``slack`` characters.
+are dropped. The typical ratio, and how freely the translations vary about it, are measured
+on the better half of the kept pairs (mostly translations), so no per-language table is
+needed: the band is ``ratio`` or, where the pools' translations vary more (short free
+translations, as Tatoeba's), ``spread`` robust deviations of their log ratio. Short pairs,
+whose ratio varies most, must also be off by ``slack`` characters.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from bitextmine.filter.text import text_length
 @dataclass(frozen=True)
 class LengthAgreement:
     keep: np.ndarray  # one flag per pair, in the pairs' order
-    ratio: float  # the factor off the typical ratio a pair may be (0: nothing checked)
+    ratio: float  # the factor off the typical ratio a pair may be at least (0: nothing checked)
     typical_ratio: float | None  # source length / target length of a typical kept pair; None: not measured
+    band: float | None = None  # the factor used: ratio, or wider where the pools' translations vary more
     reason: str = ""  # why nothing was checked, where nothing was
 
     @property
@@ -37,23 +40,29 @@ class LengthAgreement:
         """What the sidecar keeps."""
         return {"ratio": self.ratio, "slack_chars": defaults.MINE_LENGTH_SLACK,
                 "typical_ratio": None if self.typical_ratio is None else round(self.typical_ratio, 4),
+                "band": None if self.band is None else round(self.band, 4),
                 "dropped": self.dropped, **({"not_checked": self.reason} if self.reason else {})}
 
 
 def length_agreement(scores: np.ndarray, src_texts: list[str], tgt_texts: list[str],
                      ratio: float = defaults.MINE_LENGTH_RATIO, slack: float = defaults.MINE_LENGTH_SLACK,
+                     spread: float = defaults.MINE_LENGTH_SPREAD,
                      min_pairs: int = defaults.MINE_LENGTH_MIN_PAIRS) -> LengthAgreement:
-    """Which pairs to keep: all but those off the typical length ratio by more than ``ratio``
-    times and by more than ``slack`` characters (a CJK character counting three)."""
+    """Which pairs to keep: all but those off the typical length ratio by more than the band
+    (``ratio`` times, or ``spread`` robust deviations where wider) and by more than ``slack``
+    characters (a CJK character counting three)."""
     keep = np.ones(len(scores), dtype=bool)
     if not ratio:
-        return LengthAgreement(keep, 0.0, None, "turned off")
+        return LengthAgreement(keep, 0.0, None, reason="turned off")
     if len(scores) < min_pairs:
-        return LengthAgreement(keep, ratio, None, f"fewer than {min_pairs} pairs kept: no typical ratio to go by")
+        return LengthAgreement(keep, ratio, None, reason=f"fewer than {min_pairs} pairs kept: no typical ratio")
     src_len = np.maximum(np.fromiter((text_length(t) for t in src_texts), dtype=np.float64, count=len(scores)), 1)
     tgt_len = np.maximum(np.fromiter((text_length(t) for t in tgt_texts), dtype=np.float64, count=len(scores)), 1)
     log_ratio = np.log(src_len / tgt_len)
     scores = np.asarray(scores)
-    typical = float(np.median(log_ratio[scores >= np.median(scores)]))
-    off = (np.abs(log_ratio - typical) > math.log(ratio)) & (np.abs(src_len - math.exp(typical) * tgt_len) > slack)
-    return LengthAgreement(~off, ratio, math.exp(typical))
+    better = log_ratio[scores >= np.median(scores)]
+    typical = float(np.median(better))
+    deviation = 1.4826 * float(np.median(np.abs(better - typical)))  # the MAD, on the scale of a normal's SD
+    band = max(math.log(ratio), spread * deviation)
+    off = (np.abs(log_ratio - typical) > band) & (np.abs(src_len - math.exp(typical) * tgt_len) > slack)
+    return LengthAgreement(~off, ratio, math.exp(typical), math.exp(band))
