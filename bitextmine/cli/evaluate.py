@@ -120,14 +120,18 @@ def bucc(
     threshold: Annotated[float | None, typer.Option(
         metavar="X", callback=finite, show_default=False,
         help="Threshold to report (default: the one `mine` chooses).")] = None,
+    length_ratio: Annotated[float, typer.Option(
+        metavar="X", help="At the threshold, drop the pairs whose lengths disagree, as `mine --length-ratio` "
+                          "does (0: none).")] = defaults.MINE_LENGTH_RATIO,
     device: device_option() = defaults.DEVICE,
     json_out: json_option() = None,
     quiet: Quiet = False,
 ) -> None:
     """Mine BUCC-style files and score them against the gold pairs: P/R/F1.
 
-    Reported at the threshold, and at the best threshold of a sweep over all scores. The
-    JSON gives every rate as a share (0-1); the table, in %.
+    Reported at the threshold (the pairs `mine` writes there), and at the best threshold of a
+    sweep over all scores (the threshold alone). The JSON gives every rate as a share (0-1);
+    the table, in %.
     """
     from bitextmine.evaluate.bucc import evaluate_bucc_files
     from bitextmine.mine import MineConfig
@@ -135,7 +139,7 @@ def bucc(
     check_json_output(json_out, [src, tgt, gold])
     setup_logging(quiet)
     cfg = MineConfig(k=k, score=score_of(score, margin), retrieval=retrieval.value, threshold=threshold,
-                     device=device)
+                     length_ratio=length_ratio, device=device)
     report = evaluate_bucc_files(src, tgt, gold, encoder, cfg, progress=not quiet)
     m = report["metrics"]
     rows = [[label, f"{m[f'{prefix}threshold']:.4f}"] + [f"{100 * m[f'{prefix}{key}']:.2f}"

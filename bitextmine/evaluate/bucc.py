@@ -14,6 +14,7 @@ from bitextmine.errors import BitextmineError
 from bitextmine.evaluate.metrics import best_threshold, bucc_metrics, signature
 from bitextmine.io.text import read_shard
 from bitextmine.languages import language_suffix
+from bitextmine.mine.lengths import length_agreement
 from bitextmine.mine.thresholds import mine_and_choose
 from bitextmine.progress import encode_with_progress
 
@@ -55,8 +56,9 @@ def read_gold(path: str | Path) -> dict[tuple[str, str], int]:
 
 
 def evaluate_mined(src: IdSentences, tgt: IdSentences, src_unique: list[str], tgt_unique: list[str], pairs,
-                   gold: set[tuple[str, str]], threshold: float) -> dict[str, float]:
-    """P/R/F1 at ``threshold`` and at the best threshold, from pairs mined with none.
+                   gold: set[tuple[str, str]], threshold: float, length_ratio: float = 0.0) -> dict[str, float]:
+    """P/R/F1 at ``threshold`` (of the pairs whose lengths agree, as `mine` writes them, with a
+    ``length_ratio``) and at the best threshold, from pairs mined with none.
 
     ``pairs`` index ``src_unique``/``tgt_unique``; a mined pair of sentences stands for
     every combination of ids that carry those sentences.
@@ -67,17 +69,25 @@ def evaluate_mined(src: IdSentences, tgt: IdSentences, src_unique: list[str], tg
         src_ids.setdefault(text, []).append(key)
     for key, text in zip(tgt.ids, tgt.texts, strict=True):
         tgt_ids.setdefault(text, []).append(key)
-    id_pairs, scores = [], []
-    for s, t, score in zip(pairs.src.tolist(), pairs.tgt.tolist(), pairs.score.tolist(), strict=True):
+    above = np.flatnonzero(pairs.score >= threshold)
+    lengths = length_agreement(pairs.score[above], [src_unique[s] for s in pairs.src[above].tolist()],
+                               [tgt_unique[t] for t in pairs.tgt[above].tolist()], length_ratio)
+    written = np.zeros(len(pairs.score), dtype=bool)
+    written[above[lengths.keep]] = True
+    id_pairs, scores, kept = [], [], []
+    for s, t, score, keep in zip(pairs.src.tolist(), pairs.tgt.tolist(), pairs.score.tolist(), written.tolist(),
+                                 strict=True):
         for a in src_ids[src_unique[s]]:
             for b in tgt_ids[tgt_unique[t]]:
                 id_pairs.append((a, b))
                 scores.append(score)
+                if keep:
+                    kept.append((a, b))
     scores_arr = np.asarray(scores, dtype=np.float32)
     correct = np.array([p in gold for p in id_pairs], dtype=bool)
-    kept = [p for p, sc in zip(id_pairs, scores, strict=True) if sc >= threshold]
     metrics = bucc_metrics(kept, gold)
     metrics["bucc_threshold"] = threshold
+    metrics["bucc_dropped_for_lengths"] = lengths.dropped
     best = best_threshold(scores_arr, correct, len(gold))
     metrics.update({f"bucc_best_{k}": v for k, v in best.items()})
     return metrics
@@ -115,12 +125,13 @@ def evaluate_bucc_sentences(src_s: IdSentences, tgt_s: IdSentences, gold_pairs: 
                                     progress=progress)
     threshold = choice.threshold  # inf when the pools show no translations: nothing kept
     log.info("threshold %g (%s)", threshold, choice.reason)
-    metrics = evaluate_mined(src_s, tgt_s, src_unique, tgt_unique, pairs, gold_pairs, threshold)
+    metrics = evaluate_mined(src_s, tgt_s, src_unique, tgt_unique, pairs, gold_pairs, threshold, cfg.length_ratio)
     return {"metrics": metrics, "threshold_source": choice.reason,
             "primary_metric": "bucc_f1",
             "signature": signature(encoder=encoder.identity.name, weights=encoder.identity.weights_sha256[:12],
                                    k=cfg.k, margin=cfg.score, retrieval=cfg.retrieval,
                                    threshold=f"{threshold:.6g}", chosen=_chosen(choice, cfg),
+                                   lengths=f"{cfg.length_ratio:g}",
                                    precision=precision_name(encoder.device, encoder.precision))}
 
 
