@@ -443,28 +443,18 @@ def estimate_error(outcome, scores: np.ndarray, correct: np.ndarray) -> float:
     return 100 * float(np.mean(np.abs(errors))) if errors else np.nan
 
 
-def length_checked(pool: MinedPool, pairs, keep: np.ndarray, ratio: float) -> np.ndarray:
-    """``keep`` less the kept pairs whose lengths disagree (``mine --length-ratio``)."""
-    from bitextmine.mine.lengths import length_agreement
-
-    rows = np.flatnonzero(keep)
-    lengths = length_agreement(pairs.score[rows], [pool.texts[0][i].strip() for i in pairs.src[rows].tolist()],
-                               [pool.texts[1][j].strip() for j in pairs.tgt[rows].tolist()], ratio)
-    out = np.zeros_like(keep)
-    out[rows[lengths.keep]] = True
-    return out
-
-
 def run_pool(pool: MinedPool, score: str, variants: dict, length_ratio: float) -> dict:
     """Each variant's threshold, then the length agreement at ``length_ratio`` (0: none), as `mine`
     writes them; "unchecked" in a variant's name: no length agreement."""
     from benchmarks.no_gold_variants import every_pair
     from bitextmine.evaluate import best_threshold
     from bitextmine.mine import MineConfig
+    from bitextmine.mine.lengths import written_pairs
 
     cfg = MineConfig(score=score)
     pairs, fwd, bwd = every_pair(pool.x, pool.y, cfg)
     correct = correct_flags(pairs, pool.gold)
+    texts = [[line.strip() for line in side] for side in pool.texts]  # as mine reads them back
     row = {"best": best_threshold(pairs.score, correct, len(pool.gold)), "variants": {}}
     for name, variant in variants.items():
         started = time.time()
@@ -472,9 +462,8 @@ def run_pool(pool: MinedPool, score: str, variants: dict, length_ratio: float) -
         seconds = time.time() - started
         if not np.isfinite(outcome.threshold) and outcome.how == "fixed":
             continue
-        keep = pairs.score >= outcome.threshold
-        if length_ratio and "unchecked" not in name:
-            keep = length_checked(pool, pairs, keep, length_ratio)
+        ratio = 0.0 if "unchecked" in name else length_ratio
+        keep, _ = written_pairs(pairs, *texts, outcome.threshold, ratio)
         estimated = (float(np.interp(outcome.threshold, outcome.thresholds, outcome.precision))
                      if outcome.thresholds is not None and np.isfinite(outcome.threshold) else np.nan)
         row["variants"][name] = {"threshold": outcome.threshold, "prf": prf(correct, keep, len(pool.gold)),

@@ -27,7 +27,7 @@ from benchmarks.no_gold_variants import every_pair
 from bitextmine.encoders import load_encoder
 from bitextmine.evaluate import best_threshold
 from bitextmine.mine import MineConfig
-from bitextmine.mine.lengths import length_agreement
+from bitextmine.mine.lengths import written_pairs
 from bitextmine.mine.thresholds import choose_from_estimate, choose_threshold, fixed_threshold
 
 
@@ -50,15 +50,12 @@ def measure(pool: str, seed: int, vectors, texts, gold: set, identity, settings:
     correct = correct_flags(every, drawn_gold)
     estimate = choose_threshold(every, x, y, cfg, (identity,), fwd, bwd).estimate
     fixed, fixed_reason = fixed_threshold(cfg.score, identity)
+    drawn_texts = [[side[r].strip() for r in kept.tolist()] for side, kept in zip(texts, rows, strict=True)]
     out = {"pool": pool, "draw": "all" if seed < 0 else seed, "gold": len(drawn_gold),
            "counted": estimate.translations, "best": best_threshold(every.score, correct, len(drawn_gold))["f1"]}
     for tolerance, ratio in settings:
         choice = choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, tolerance)
-        keep = np.flatnonzero(every.score >= choice.threshold)
-        lengths = length_agreement(every.score[keep], [texts[0][rows[0][i]].strip() for i in every.src[keep].tolist()],
-                                   [texts[1][rows[1][j]].strip() for j in every.tgt[keep].tolist()], ratio)
-        kept = np.zeros(len(every), dtype=bool)
-        kept[keep[lengths.keep]] = True
+        kept, _ = written_pairs(every, *drawn_texts, choice.threshold, ratio)
         out[tolerance, ratio] = (*prf(correct, kept, len(drawn_gold)), choice.estimated_precision)
     return out
 

@@ -31,7 +31,7 @@ from bitextmine.evaluate.tatoeba import evaluate_aligned
 from bitextmine.filter import FilterConfig, PairFilter
 from bitextmine.io.pairs import Pair
 from bitextmine.mine import MineConfig, check_k
-from bitextmine.mine.lengths import length_agreement
+from bitextmine.mine.lengths import written_pairs
 from bitextmine.mine.rescore import neighbourhood_means
 from bitextmine.mine.scoring import SCORE_ALIASES, SCORES, margin_scores
 from bitextmine.mine.thresholds import select_pairs
@@ -80,7 +80,7 @@ class _Side:
 
     def __init__(self, values, encoder: str, lang: str | None, device: str, what: str, progress: bool):
         if isinstance(values, np.ndarray):
-            self.texts = None
+            self.texts = self.distinct = None
             vectors = np.asarray(values, dtype=np.float32)
             if vectors.ndim != 2:
                 raise BitextmineError(f"{what}: an array of vectors must be 2-d (rows, dim), not {vectors.shape}")
@@ -94,8 +94,9 @@ class _Side:
             if text.strip():
                 first.setdefault(text.strip(), i)
         self.rows = np.fromiter(first.values(), dtype=np.int64, count=len(first))
+        self.distinct = list(first)  # the (trimmed) sentence of each row of ``vectors``
         model = _encoder(encoder, device).for_language(lang)
-        self.vectors = embed(list(first), encoder, lang, device, progress)
+        self.vectors = embed(self.distinct, encoder, lang, device, progress)
         self.identity = model.identity
 
 
@@ -127,10 +128,9 @@ def mine(src, tgt, *, encoder: str = defaults.ENCODER, src_lang: str | None = No
     selection = select_pairs(a.vectors, b.vectors, cfg, (a.identity, b.identity), device=device, progress=progress)
     found = selection.pairs
     lengths = None
-    if a.texts is not None and b.texts is not None:
-        lengths = length_agreement(found.score, [a.texts[i].strip() for i in a.rows[found.src].tolist()],
-                                   [b.texts[j].strip() for j in b.rows[found.tgt].tolist()], cfg.length_ratio)
-        found = found.take(np.flatnonzero(lengths.keep))
+    if a.distinct is not None and b.distinct is not None:
+        written, lengths = written_pairs(found, a.distinct, b.distinct, -np.inf, cfg.length_ratio)
+        found = found.take(np.flatnonzero(written))
     pairs = []
     for i, j, value in zip(a.rows[found.src].tolist(), b.rows[found.tgt].tolist(), found.score.tolist(), strict=True):
         pair = {"score": float(value), "src": i, "tgt": j}

@@ -14,7 +14,7 @@ from bitextmine.errors import BitextmineError
 from bitextmine.evaluate.metrics import best_threshold, bucc_metrics, signature
 from bitextmine.io.text import read_shard
 from bitextmine.languages import language_suffix
-from bitextmine.mine.lengths import length_agreement
+from bitextmine.mine.lengths import written_pairs
 from bitextmine.mine.thresholds import mine_and_choose
 from bitextmine.progress import encode_with_progress
 
@@ -69,11 +69,7 @@ def evaluate_mined(src: IdSentences, tgt: IdSentences, src_unique: list[str], tg
         src_ids.setdefault(text, []).append(key)
     for key, text in zip(tgt.ids, tgt.texts, strict=True):
         tgt_ids.setdefault(text, []).append(key)
-    above = np.flatnonzero(pairs.score >= threshold)
-    lengths = length_agreement(pairs.score[above], [src_unique[s] for s in pairs.src[above].tolist()],
-                               [tgt_unique[t] for t in pairs.tgt[above].tolist()], length_ratio)
-    written = np.zeros(len(pairs.score), dtype=bool)
-    written[above[lengths.keep]] = True
+    written, lengths = written_pairs(pairs, src_unique, tgt_unique, threshold, length_ratio)
     id_pairs, scores, kept = [], [], []
     for s, t, score, keep in zip(pairs.src.tolist(), pairs.tgt.tolist(), pairs.score.tolist(), written.tolist(),
                                  strict=True):

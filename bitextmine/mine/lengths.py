@@ -66,3 +66,15 @@ def length_agreement(scores: np.ndarray, src_texts: list[str], tgt_texts: list[s
     band = max(math.log(ratio), spread * deviation)
     off = (np.abs(log_ratio - typical) > band) & (np.abs(src_len - math.exp(typical) * tgt_len) > slack)
     return LengthAgreement(~off, ratio, math.exp(typical), math.exp(band))
+
+
+def written_pairs(pairs, src_texts, tgt_texts, threshold: float,
+                  ratio: float = defaults.MINE_LENGTH_RATIO) -> tuple[np.ndarray, LengthAgreement]:
+    """Which of ``pairs`` `mine` writes at ``threshold`` (a flag per pair): those at or above it
+    whose lengths agree. ``src_texts``/``tgt_texts`` are indexed by ``pairs.src``/``pairs.tgt``."""
+    above = np.flatnonzero(pairs.score >= threshold)
+    lengths = length_agreement(pairs.score[above], [src_texts[i] for i in pairs.src[above].tolist()],
+                               [tgt_texts[j] for j in pairs.tgt[above].tolist()], ratio)
+    written = np.zeros(len(pairs.score), dtype=bool)
+    written[above[lengths.keep]] = True
+    return written, lengths
