@@ -20,7 +20,8 @@ so that their figures can be measured again:
 - ``cautious below 30`` (and 60): ``cautious`` only where the estimate counts fewer
   translations than that;
 - ``null left of the mode``, ``share by score``, ``null from second spacings``: other models
-  of the gap mixture's null and share (``benchmarks.gap_null_variants``);
+  of the gap mixture's null and share, and ``skewed translations`` (with ``and spacing null``):
+  the translations' gaps a skew normal (``benchmarks.gap_null_variants``);
 - ``mine before the blind side``: `mine` before 2026-12-04, when an estimate whose one side's
   gaps showed no group of translations (``thresholds.blind_side``) was trusted;
 - ``mine without the headroom``: `mine` before 2026-12-04 (later), the threshold of the
@@ -459,7 +460,9 @@ VARIANTS = {"mine": default, "mine with lengths unchecked": default, "cautious":
             "weak count everywhere": weak_count_everywhere, "headroom by the interval": headroom_by_interval,
             "null left of the mode": with_null(gap_null_variants.null_left_of_mode),
             "share by score": with_null(gap_null_variants.share_by_score),
-            "null from second spacings": with_null(gap_null_variants.null_from_second_spacings)}
+            "null from second spacings": with_null(gap_null_variants.null_from_second_spacings),
+            "skewed translations": with_null(gap_null_variants.skewed_translations),
+            "skewed translations and spacing null": with_null(gap_null_variants.skewed_translations_spacing_null)}
 
 
 def every_pair(x, y, cfg):
