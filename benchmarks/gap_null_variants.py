@@ -184,23 +184,32 @@ def _second_spacings(queries, database, database_means, k, seed, sample, side):
 
 
 @contextmanager
-def null_from_second_spacings():
+def _with_second_spacings(fit_to):
+    """The fit swapped for ``fit_to(gaps, reference, iterations)`` on the gaps whose queries'
+    second spacings were recorded (``reference``: those spacings times ``SECOND_SPACING_RATIO``),
+    `mine`'s own fit on any other gaps."""
     standard = no_gold.fit_gap_mixture
     search, second = _recording_search(_second_spacings)
 
     def fit(gaps, start=None, iterations=defaults.ESTIMATE_EM_ITERATIONS):
         if id(gaps) not in second or len(second[id(gaps)]) != len(gaps):
             return standard(gaps, start, iterations)
-        d = np.asarray(gaps, dtype=np.float64)
-        reference = SECOND_SPACING_RATIO * second[id(gaps)]
+        return fit_to(np.asarray(gaps, dtype=np.float64), SECOND_SPACING_RATIO * second[id(gaps)], iterations)
 
+    with _patched(fit, search):
+        yield
+
+
+@contextmanager
+def null_from_second_spacings():
+    def fit_to(d, reference, iterations):
         def refit_null(mix, v):
             loc, scale = _gumbel_by_moments(reference, v)
             return no_gold.GapMixture(mix.share, loc, scale, mix.true_mean, mix.true_sd, mix.posterior)
 
         return _em(d, no_gold._starting_mixture(d), _gumbel_pdf, iterations, refit_null=refit_null)
 
-    with _patched(fit, search):
+    with _with_second_spacings(fit_to):
         yield
 
 
@@ -254,16 +263,10 @@ def skewed_translations():
 
 @contextmanager
 def skewed_translations_spacing_null():
-    standard = no_gold.fit_gap_mixture
-    search, second = _recording_search(_second_spacings)
+    def fit_to(d, reference, iterations):
+        return _skewed_em(d, no_gold._starting_mixture(d), iterations, reference)
 
-    def fit(gaps, start=None, iterations=defaults.ESTIMATE_EM_ITERATIONS):
-        if id(gaps) not in second or len(second[id(gaps)]) != len(gaps):
-            return standard(gaps, start, iterations)
-        d = np.asarray(gaps, dtype=np.float64)
-        return _skewed_em(d, no_gold._starting_mixture(d), iterations, SECOND_SPACING_RATIO * second[id(gaps)])
-
-    with _patched(fit, search):
+    with _with_second_spacings(fit_to):
         yield
 
 
