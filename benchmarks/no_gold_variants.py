@@ -448,7 +448,9 @@ def with_null(model):
     return run
 
 
-VARIANTS = {"mine": default, "mine with lengths unchecked": default, "cautious": cautious, "halfway": halfway,
+VARIANTS = {"mine": default, "mine with lengths unchecked": default, "mine with cosine floor 0.6": default,
+            "mine with cosine floor 0.5": default, "mine with cosine agreement 3": default,
+            "mine with cosine agreement 2.5": default, "cautious": cautious, "halfway": halfway,
             "best F1": with_tolerance(0.0),
             "tolerance 0.05": with_tolerance(0.05), "mine at tolerance 0.15": mine_at_tolerance(0.15),
             "gap mixture alone": gap_mixture_alone,
