@@ -443,16 +443,18 @@ def estimate_error(outcome, scores: np.ndarray, correct: np.ndarray) -> float:
     return 100 * float(np.mean(np.abs(errors))) if errors else np.nan
 
 
-def agreeing_cosines(x, y, pairs, keep: np.ndarray, spread: float, min_pairs: int = 20) -> np.ndarray:
-    """A lead, not `mine`: the pairs whose cosine is no more than ``spread`` robust deviations
-    under the typical cosine of the better-scoring half of the ``keep`` pairs (all of them
-    where fewer than ``min_pairs`` are kept)."""
+def cosine_checked(x, y, pairs, keep: np.ndarray, floor: float = 0.0, spread: float = 0.0,
+                   min_pairs: int = 20) -> np.ndarray:
+    """A lead, not `mine`: ``keep`` less the pairs whose cosine is under ``floor``, or more than
+    ``spread`` robust deviations under the typical cosine of the better-scoring half of the
+    ``keep`` pairs (not where fewer than ``min_pairs`` are kept); 0 turns either off."""
     cos = np.einsum("ij,ij->i", x[pairs.src], y[pairs.tgt])
-    if keep.sum() < min_pairs:
-        return np.ones(len(cos), dtype=bool)
-    better = cos[keep & (pairs.score >= np.median(pairs.score[keep]))]
-    typical = float(np.median(better))
-    return cos >= typical - spread * 1.4826 * float(np.median(np.abs(better - typical)))
+    out = keep & (cos >= floor) if floor else keep.copy()
+    if spread and keep.sum() >= min_pairs:
+        better = cos[keep & (pairs.score >= np.median(pairs.score[keep]))]
+        typical = float(np.median(better))
+        out &= cos >= typical - spread * 1.4826 * float(np.median(np.abs(better - typical)))
+    return out
 
 
 def run_pool(pool: MinedPool, score: str, variants: dict, length_ratio: float) -> dict:
@@ -476,11 +478,9 @@ def run_pool(pool: MinedPool, score: str, variants: dict, length_ratio: float) -
             continue
         ratio = 0.0 if "unchecked" in name else length_ratio
         keep, _ = written_pairs(pairs, *texts, outcome.threshold, ratio)
-        if "cosine floor" in name:  # a lead, not `mine`: the written pairs under a cosine dropped too
-            floor = float(name.rsplit(" ", 1)[1])
-            keep &= np.einsum("ij,ij->i", pool.x[pairs.src], pool.y[pairs.tgt]) >= floor
-        if "cosine agreement" in name:
-            keep &= agreeing_cosines(pool.x, pool.y, pairs, keep, float(name.rsplit(" ", 1)[1]))
+        if "cosine floor" in name or "cosine agreement" in name:  # a lead, not `mine` (the value ends the name)
+            value = float(name.rsplit(" ", 1)[1])
+            keep = cosine_checked(pool.x, pool.y, pairs, keep, **{"floor" if "floor" in name else "spread": value})
         estimated = (float(np.interp(outcome.threshold, outcome.thresholds, outcome.precision))
                      if outcome.thresholds is not None and np.isfinite(outcome.threshold) else np.nan)
         row["variants"][name] = {"threshold": outcome.threshold, "prf": prf(correct, keep, len(pool.gold)),

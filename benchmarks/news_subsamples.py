@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.mining_defaults import NEWS, agreeing_cosines, correct_flags, embed_cached, prf
+from benchmarks.mining_defaults import NEWS, correct_flags, cosine_checked, embed_cached, prf
 from benchmarks.no_gold_variants import every_pair
 from bitextmine.encoders import load_encoder
 from bitextmine.evaluate import best_threshold
@@ -58,10 +58,7 @@ def measure(pool: str, seed: int, vectors, texts, gold: set, identity, settings:
     for tolerance, ratio in settings:
         choice = choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, tolerance)
         kept, _ = written_pairs(every, *drawn_texts, choice.threshold, ratio)
-        if cosine_floor:  # a lead, not `mine`: the written pairs under a cosine dropped too
-            kept &= np.einsum("ij,ij->i", x[every.src], y[every.tgt]) >= cosine_floor
-        if cosine_spread:
-            kept &= agreeing_cosines(x, y, every, kept, cosine_spread)
+        kept = cosine_checked(x, y, every, kept, cosine_floor, cosine_spread)  # a lead, not `mine`
         out[tolerance, ratio] = (*prf(correct, kept, len(drawn_gold)), choice.estimated_precision)
     return out
 

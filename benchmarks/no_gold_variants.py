@@ -37,7 +37,7 @@ so that their figures can be measured again:
   above is the bare rule at 0.05, without the headroom and the weak rule);
 - ``mine with cosine floor F`` and ``mine with cosine agreement S``: `mine`'s threshold, its
   written pairs also cut under a cosine, or S robust deviations under their typical cosine
-  (``benchmarks.mining_defaults.agreeing_cosines``; applied where the pairs are scored);
+  (``benchmarks.mining_defaults.cosine_checked``; applied where the pairs are scored);
 - ``fixed 1.30``: the ratio threshold at which the default encoder does best on news pools
   on average, the same for every pool (``fixed 1.14``, ``fixed 1.40`` beside it), and
   ``fixed distance 0.12``, the default encoder's declared distance threshold; each applies
