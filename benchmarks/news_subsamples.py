@@ -57,9 +57,11 @@ def measure(pool: str, seed: int, vectors, texts, gold: set, identity, settings:
            "counted": estimate.translations, "best": best_threshold(every.score, correct, len(drawn_gold))["f1"]}
     for tolerance, ratio in settings:
         choice = choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, tolerance)
-        kept, _ = written_pairs(every, *drawn_texts, choice.threshold, ratio)
+        kept, lengths = written_pairs(every, *drawn_texts, choice.threshold, ratio)
         kept = cosine_checked(x, y, every, kept, cosine_floor, cosine_spread)  # a lead, not `mine`
-        out[tolerance, ratio] = (*prf(correct, kept, len(drawn_gold)), choice.estimated_precision)
+        written = lengths.written_precision(choice.estimated_precision)  # the estimate `mine` reports for them
+        out[tolerance, ratio] = (*prf(correct, kept, len(drawn_gold)),
+                                 choice.estimated_precision if written is None else written)
     return out
 
 
@@ -94,7 +96,8 @@ def main() -> None:
                                    args.cosine_spread))
             print(f"{pool} draw {results[-1]['draw']} done", flush=True)
     print("\n| pool | draw | gold | translations counted | best F1 | "
-          + " | ".join(f"tolerance {t:g}, length ratio {r:g}: P / R / F1 (under the best; est. P)"
+          + " | ".join(f"tolerance {t:g}, length ratio {r:g}: P / R / F1 (under the best; est. P of the pairs "
+                       "written)"
                        for t, r in settings) + " |")
     print("|---|---:|---:|---:|---:|" + "---|" * len(settings))
     for r in results:
@@ -103,15 +106,18 @@ def main() -> None:
         print(f"| {r['pool']} | {r['draw']} | {r['gold']} | {r['counted']:.0f} | {100 * r['best']:.1f} | "
               + " | ".join(cells) + " |")
     print("\n| pool | tolerance | length ratio | draws under 90 % precision | lowest precision | "
-          "draws > 3 F1 under the best | mean / largest F1 under the best |")
-    print("|---|---:|---:|---:|---:|---:|---|")
+          "draws > 3 F1 under the best | mean / largest F1 under the best | est. P within 5 points | "
+          "mean / largest |est. P - P| |")
+    print("|---|---:|---:|---:|---:|---:|---|---:|---|")
     for pool in pools:
         mine = [r for r in results if r["pool"] == pool]
         for t, ratio in settings:
             p = np.array([r[t, ratio][0] for r in mine])
             under = np.array([r["best"] - r[t, ratio][2] for r in mine])
+            off = np.abs(np.array([r[t, ratio][3] for r in mine], dtype=float) - p)
             print(f"| {pool} | {t:g} | {ratio:g} | {int((p < 0.9).sum())} of {len(mine)} | {100 * p.min():.1f} | "
-                  f"{int((under > 0.03).sum())} | {100 * under.mean():.1f} / {100 * under.max():.1f} |")
+                  f"{int((under > 0.03).sum())} | {100 * under.mean():.1f} / {100 * under.max():.1f} | "
+                  f"{int((off <= 0.05).sum())} | {100 * np.nanmean(off):.1f} / {100 * np.nanmax(off):.1f} |")
 
 
 if __name__ == "__main__":

@@ -770,6 +770,11 @@ def test_pairs_whose_lengths_disagree_are_dropped_around_the_pools_typical_ratio
     assert check.keep[:40].all() and check.keep[-3:].all()
     assert not check.keep[40] and check.dropped == 1
     assert check.record()["dropped"] == 1 and check.record()["ratio"] == 1.5
+    # 44 kept at an estimated 0.90: 4.4 false, one of them dropped, 3.4 of the 43 written
+    assert check.written_precision(0.9) == pytest.approx(1 - 3.4 / 43)
+    assert check.record(0.9)["estimated_precision_written"] == pytest.approx(1 - 3.4 / 43, abs=1e-4)
+    assert check.written_precision(None) is None and "estimated_precision_written" not in check.record()
+    assert check.written_precision(0.99) == 1.0  # never more false pairs dropped than estimated
 
     assert check.band == pytest.approx(1.5)  # these translations do not vary: the ratio is the band
     assert length_agreement(scores, src, tgt, ratio=0).keep.all()  # 0 turns it off
@@ -812,9 +817,15 @@ def test_mine_drops_mostly_wrong_pairs_for_their_lengths_and_counts_them(cli, tm
     assert 1.0 < record["typical_ratio"] < 1.4  # German lines run longer than English ones
     assert len(dropped - gold_ids()) >= 2 * len(dropped & gold_ids())  # mostly wrong pairs
     assert json.loads((tmp_path / "unchecked.tsv.json").read_text())["length_agreement"]["dropped"] == 0
+    # the estimate carried to the pairs written: the dropped ones counted as false
+    estimated = json.loads((tmp_path / "checked.tsv.json").read_text())["threshold_estimate"]["estimated_precision"]
+    false_left = max((1 - estimated) * len(every) - record["dropped"], 0)
+    assert record["estimated_precision_written"] == pytest.approx(1 - false_left / len(rows), abs=1e-3)
+    assert record["estimated_precision_written"] > estimated
     # --top-n counts the pairs that pass: the 50 best of the checked ones
     assert [r[3:5] for r in read_tsv(top)] == [r[3:5] for r in rows[:50]]
     # report names them beside the pairs
     assert cli("report", checked, "-o", tmp_path / "r.html").exit_code == 0
     page = (tmp_path / "r.html").read_text()
     assert f"{record['dropped']} (more than {record['band']:.2f}x off the typical ratio" in page
+    assert f"{record['estimated_precision_written']:.2f} (the dropped pairs counted as false)" in page

@@ -62,6 +62,7 @@ class _LengthAgreement(Model):
     band: Float | None = None
     typical_ratio: Float | None = None
     dropped: Int = 0
+    estimated_precision_written: Float | None = None
 
 
 class _Sidecar(Model):
@@ -350,6 +351,10 @@ def _page(inputs: ReportInputs, images: dict[str, str], title: str, dist: Distri
         band = lengths.get("band") or lengths.get("ratio") or 0
         summary.append(("dropped for their lengths", f"{lengths['dropped']:,} (more than {band:.2f}x off the "
                                                      f"typical ratio {lengths['typical_ratio']:.2f})"))
+        written = lengths.get("estimated_precision_written")
+        if isinstance(written, (int, float)):
+            summary.append(("estimated precision of the pairs written", f"{written:.2f} (the dropped pairs counted "
+                                                                        "as false)"))
     if inputs.src_docs is not None:
         summary += [("source documents", f"{len(set(inputs.src_docs) - {''}):,}"),
                     ("target documents", f"{len(set(inputs.tgt_docs) - {''}):,}")]

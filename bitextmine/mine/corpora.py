@@ -106,13 +106,18 @@ def check_compatible(src: EmbeddingCorpus, tgt: EmbeddingCorpus) -> None:
             "one encoder, or with a student checkpoint declared compatible with it", path=tgt.sets[0].path)
 
 
-def _lengths_agreeing(pairs, src_text: list[str], tgt_text: list[str], cfg: MineConfig):
-    """The pairs whose lengths agree (``lengths``), then the ``cfg.top_n`` best of them."""
+def _lengths_agreeing(pairs, src_text: list[str], tgt_text: list[str], cfg: MineConfig,
+                      estimated: float | None = None):
+    """The pairs whose lengths agree (``lengths``), then the ``cfg.top_n`` best of them.
+    ``estimated``: the threshold's estimated precision, carried to the pairs written."""
     lengths = length_agreement(pairs.score, src_text, tgt_text, cfg.length_ratio)
     if lengths.dropped:
+        written = lengths.written_precision(estimated)
         log.info("%d pairs dropped: their lengths are more than %.2fx off the typical ratio (%.2f) and by more "
-                 "than %d characters (--length-ratio 0 keeps them)", lengths.dropped, lengths.band,
-                 lengths.typical_ratio, defaults.MINE_LENGTH_SLACK)
+                 "than %d characters (--length-ratio 0 keeps them)%s", lengths.dropped, lengths.band,
+                 lengths.typical_ratio, defaults.MINE_LENGTH_SLACK,
+                 "" if written is None else f"; estimated precision of the pairs written {written:.2f}, "
+                                            "the dropped ones counted as false")
     if lengths.dropped or cfg.top_n is not None:
         kept = np.flatnonzero(lengths.keep)[:cfg.top_n]
         pairs = pairs.take(kept)
@@ -173,8 +178,8 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
     pairs, cfg = selection.pairs, replace(cfg, threshold=choice.threshold if math.isfinite(choice.threshold) else None)
     log.info("threshold %s (%s)", "none" if cfg.threshold is None else f"{cfg.threshold:g}", choice.reason)
     knn_seconds = time.time() - knn_started
-    pairs, src_text, tgt_text, lengths = _lengths_agreeing(pairs, src_side.texts(pairs.src),
-                                                           tgt_side.texts(pairs.tgt), cfg)
+    pairs, src_text, tgt_text, lengths = _lengths_agreeing(
+        pairs, src_side.texts(pairs.src), tgt_side.texts(pairs.tgt), cfg, choice.estimated_precision)
     src_rows, tgt_rows = src_side.rows[pairs.src], tgt_side.rows[pairs.tgt]
     mined = MinedPairs(
         scores=pairs.score,
@@ -196,7 +201,7 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
         "tgt": {"sets": tgt.describe(), "rows": tgt_side.total_rows, "blank": tgt_side.blank_rows,
                 "distinct": len(tgt_side)},
         "pairs": len(mined),
-        "length_agreement": lengths.record(),
+        "length_agreement": lengths.record(choice.estimated_precision),
         "score_max": float(pairs.score.max()) if len(pairs) else None,
         "score_min": float(pairs.score.min()) if len(pairs) else None,
         "seconds": {"search_and_score": round(knn_seconds, 3), "total": round(time.time() - started, 3)},

@@ -36,12 +36,25 @@ class LengthAgreement:
     def dropped(self) -> int:
         return int((~self.keep).sum())
 
-    def record(self) -> dict:
-        """What the sidecar keeps."""
+    def written_precision(self, estimated: float | None) -> float | None:
+        """The estimated precision of the pairs written, from ``estimated``, the threshold's: the
+        dropped pairs counted as false pairs (on the benchmark's 39 pools 81 % of them were;
+        benchmarks/RESULTS.md, "The estimate of the pairs written"). None where there is no
+        estimate or nothing is written."""
+        kept = len(self.keep)
+        if estimated is None or not math.isfinite(estimated) or kept == self.dropped:
+            return None
+        false = max((1 - estimated) * kept - self.dropped, 0.0)
+        return 1 - false / (kept - self.dropped)
+
+    def record(self, estimated: float | None = None) -> dict:
+        """What the sidecar keeps; ``estimated``: the threshold's estimated precision, if any."""
+        written = self.written_precision(estimated)
         return {"ratio": self.ratio, "slack_chars": defaults.MINE_LENGTH_SLACK,
                 "typical_ratio": None if self.typical_ratio is None else round(self.typical_ratio, 4),
                 "band": None if self.band is None else round(self.band, 4),
-                "dropped": self.dropped, **({"not_checked": self.reason} if self.reason else {})}
+                "dropped": self.dropped, **({"not_checked": self.reason} if self.reason else {}),
+                **({} if written is None else {"estimated_precision_written": round(written, 4)})}
 
 
 def length_agreement(scores: np.ndarray, src_texts: list[str], tgt_texts: list[str],
