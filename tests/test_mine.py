@@ -822,6 +822,13 @@ def test_mine_drops_mostly_wrong_pairs_for_their_lengths_and_counts_them(cli, tm
     false_left = max((1 - estimated) * len(every) - record["dropped"], 0)
     assert record["estimated_precision_written"] == pytest.approx(1 - false_left / len(rows), abs=1e-3)
     assert record["estimated_precision_written"] > estimated
+    # calibrate says the same of the pairs mine writes at its threshold
+    result = cli("calibrate", "--src", de, "--tgt", en, "--json", tmp_path / "cal.json")
+    assert result.exit_code == 0, result.stderr
+    written = json.loads((tmp_path / "cal.json").read_text())["written"]
+    assert written == {"pairs": len(rows), "dropped_for_lengths": record["dropped"],
+                       "estimated_precision": record["estimated_precision_written"]}
+    assert f"mine writes {len(rows)} pairs there, {record['dropped']} dropped for their lengths" in result.stderr
     # --top-n counts the pairs that pass: the 50 best of the checked ones
     assert [r[3:5] for r in read_tsv(top)] == [r[3:5] for r in rows[:50]]
     # report names them beside the pairs

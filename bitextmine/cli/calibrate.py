@@ -110,4 +110,8 @@ def recommendation_line(result, target_precision: float) -> str:
         sure += f", 80% interval {result.interval[0]:.2f}-{result.interval[1]:.2f} from sampling alone"
     if "best F1" in result.reason or "few" in result.reason:  # the target was not reached
         sure += f"; {result.reason}"
+    written = result.written or {}
+    if written.get("dropped_for_lengths") and written.get("estimated_precision") is not None:
+        sure += (f"; mine writes {written['pairs']} pairs there, {written['dropped_for_lengths']} dropped for their "
+                 f"lengths: estimated precision {written['estimated_precision']:.2f}")
     return f"{line} ({sure})"

@@ -24,8 +24,9 @@ out before planting, and the result says how many there were.
 **No gold** (``calibrate_without_gold``): the estimate `mine` uses to choose its threshold
 (the gap mixture, ``bitextmine.mine.no_gold``), and the threshold `mine` would choose for the
 same pools and target (``bitextmine.mine.thresholds.choose_from_estimate``): the same number,
-with a bootstrap interval of the estimated precision there. Where the estimate cannot be
-trusted it says why and recommends `mine`'s fallback.
+with a bootstrap interval of the estimated precision there, and what `mine` writes there
+after its length agreement (``Calibration.written``). Where the estimate cannot be trusted
+it says why and recommends `mine`'s fallback.
 
 Both recommend by the same rule as `mine` (``pick_threshold``): the best F1 at the target
 precision (``defaults.TARGET_HEADROOM`` above it where that costs at most
@@ -47,6 +48,7 @@ from bitextmine import defaults
 from bitextmine.errors import BitextmineError
 from bitextmine.mine import MineConfig, mine_vectors
 from bitextmine.mine.knn import exact_knn, exact_knn_both_ways
+from bitextmine.mine.lengths import length_agreement
 from bitextmine.mine.scoring import candidates, retrieve
 from bitextmine.mine.thresholds import (
     choose_from_estimate,
@@ -75,6 +77,7 @@ class Calibration:
     precision_low: np.ndarray | None = None
     precision_high: np.ndarray | None = None
     no_gold: Calibration | None = None  # beside a seed calibration: the no-gold one, for comparison
+    written: dict | None = None  # no gold: what `mine` writes at the recommendation (its length agreement)
 
     def recommend_for(self, target_precision: float, headroom: float = defaults.TARGET_HEADROOM) -> None:
         """Recommend by `mine`'s rule on this curve (seed calibrations; the no-gold one comes
@@ -109,7 +112,8 @@ class Calibration:
     def to_dict(self) -> dict:
         out = {"method": self.method, "details": self.details, "warning": self.warning,
                "recommended_threshold": self.recommended, "recommended_precision": self.recommended_precision,
-               "recommended_interval": list(self.interval) if self.interval else None, "reason": self.reason}
+               "recommended_interval": list(self.interval) if self.interval else None, "reason": self.reason,
+               "written": self.written}
         for key in ("thresholds", "precision", "recall", "pairs", "precision_low", "precision_high"):
             values = getattr(self, key)
             out[key] = None if values is None else [None if np.isnan(v) else round(float(v), 6)
@@ -203,8 +207,10 @@ def _plant_and_measure(x_pool, y_pool, seed_src: np.ndarray, seed_tgt: np.ndarra
 
 
 def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, identities=(), seed: int = defaults.SEED,
-                           device: str = "cpu", progress: bool = False) -> Calibration:
-    """`mine`'s estimate and threshold for these pools (``cfg.target_precision``), as a curve."""
+                           device: str = "cpu", progress: bool = False, texts=None) -> Calibration:
+    """`mine`'s estimate and threshold for these pools (``cfg.target_precision``), as a curve.
+    ``texts``: (source, target) callables from distinct-sentence numbers to their texts; with
+    them, what `mine` writes at that threshold (its length agreement) is estimated too."""
     fwd, bwd = exact_knn_both_ways(x_pool, y_pool, cfg.k, device=device, block_rows=cfg.block_rows,
                                    progress=progress)
     pairs = retrieve(*candidates(fwd, bwd, cfg.score), cfg.retrieval, -np.inf)
@@ -212,12 +218,27 @@ def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, identities=(), seed:
     fixed, fixed_reason = fixed_threshold(cfg.score, *identities)
     choice = choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, cfg.target_f1_tolerance,
                                   cfg.target_headroom)
-    return Calibration("no gold (gap mixture)", estimate.thresholds, estimate.precision, estimate.recall,
-                       estimate.pairs, {"estimated_translations_in_pools": round(estimate.translations, 1),
-                                        "pool_sources": len(x_pool), "pool_targets": len(y_pool), **estimate.details},
-                       choice.warning if choice.source in ("fallback", "none") else estimate.warning,
-                       choice.threshold if np.isfinite(choice.threshold) else None, choice.estimated_precision,
-                       choice.interval(), choice.reason, estimate.precision_low, estimate.precision_high)
+    result = Calibration("no gold (gap mixture)", estimate.thresholds, estimate.precision, estimate.recall,
+                         estimate.pairs, {"estimated_translations_in_pools": round(estimate.translations, 1),
+                                          "pool_sources": len(x_pool), "pool_targets": len(y_pool),
+                                          **estimate.details},
+                         choice.warning if choice.source in ("fallback", "none") else estimate.warning,
+                         choice.threshold if np.isfinite(choice.threshold) else None, choice.estimated_precision,
+                         choice.interval(), choice.reason, estimate.precision_low, estimate.precision_high)
+    if texts is not None and result.recommended is not None:
+        result.written = _written_at(pairs, result.recommended, choice.estimated_precision, cfg, texts)
+    return result
+
+
+def _written_at(pairs, threshold: float, estimated: float | None, cfg: MineConfig, texts) -> dict:
+    """The pairs `mine` writes at ``threshold``: kept, dropped for their lengths, and their
+    estimated precision (``LengthAgreement.written_precision``)."""
+    above = np.flatnonzero(pairs.score >= threshold)
+    lengths = length_agreement(pairs.score[above], texts[0](pairs.src[above]), texts[1](pairs.tgt[above]),
+                               cfg.length_ratio)
+    precision = lengths.written_precision(estimated)
+    return {"pairs": int(len(above) - lengths.dropped), "dropped_for_lengths": lengths.dropped,
+            "estimated_precision": None if precision is None else round(precision, 4)}
 
 
 def check_target_precision(target: float) -> None:
@@ -242,11 +263,12 @@ def calibrate_sets(src: list, tgt: list, cfg: MineConfig, seeds: str | None = No
     device = resolve_device(cfg.device)
     src_corpus, tgt_corpus = EmbeddingCorpus.load(src), EmbeddingCorpus.load(tgt)
     check_compatible(src_corpus, tgt_corpus)
-    x = SelectedRows(src_corpus, unique_sentences(src_corpus).rows)
-    y = SelectedRows(tgt_corpus, unique_sentences(tgt_corpus).rows)
+    src_side, tgt_side = unique_sentences(src_corpus), unique_sentences(tgt_corpus)
+    x, y = SelectedRows(src_corpus, src_side.rows), SelectedRows(tgt_corpus, tgt_side.rows)
     identities = (src_corpus.encoder, tgt_corpus.encoder)
     known = _read_seeds(seeds) if seeds is not None else None  # a bad seeds file fails before any search
-    no_gold = calibrate_without_gold(np.asarray(x[:]), np.asarray(y[:]), cfg, identities, seed, device, progress)
+    no_gold = calibrate_without_gold(np.asarray(x[:]), np.asarray(y[:]), cfg, identities, seed, device, progress,
+                                     (src_side.texts, tgt_side.texts))
     if seeds is None:
         return no_gold
     seed_src, seed_tgt = _embed_seeds(known, src_corpus, device, progress)
