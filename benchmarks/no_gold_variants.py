@@ -109,6 +109,8 @@ def with_defaults(**values):
 # weakly the gaps separate; and the other way, a third on every pool
 before_weak_count = with_defaults(ESTIMATE_WEAK_TRANSLATIONS_PRECISION=defaults.ESTIMATE_TRANSLATIONS_PRECISION)
 weak_count_everywhere = with_defaults(ESTIMATE_TRANSLATIONS_PRECISION=defaults.ESTIMATE_WEAK_TRANSLATIONS_PRECISION)
+# where the gaps separate weakly, the translations counted down to a quarter of the pairs kept true
+weak_count_at_a_quarter = with_defaults(ESTIMATE_WEAK_TRANSLATIONS_PRECISION=0.25)
 
 
 def headroom_by_interval(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
@@ -462,7 +464,7 @@ VARIANTS = {"mine": default, "mine with lengths unchecked": default, "mine with 
             "gev null": gev_null, "cautious below 30": cautious_when_few(30),
             "cautious below 60": cautious_when_few(60), "mine before the blind side": before_blind_side,
             "mine without the headroom": without_headroom, "mine before the weak count": before_weak_count,
-            "weak count everywhere": weak_count_everywhere, "headroom by the interval": headroom_by_interval,
+            "weak count everywhere": weak_count_everywhere, "weak count at a quarter": weak_count_at_a_quarter, "headroom by the interval": headroom_by_interval,
             "null left of the mode": with_null(gap_null_variants.null_left_of_mode),
             "share by score": with_null(gap_null_variants.share_by_score),
             "null from second spacings": with_null(gap_null_variants.null_from_second_spacings),
