@@ -26,9 +26,15 @@ separates weakly at 15 %:
 - ``skewed_translations``: the translations a skew normal (weighted moments inside EM);
 - ``skewed_translations_spacing_null``: the same, with the null of ``null_from_second_spacings``.
 
+One counts the false pairs otherwise:
+
+- ``null_by_convolution``: each query without a translation counted at a threshold by the
+  chance that its leave-one-out best plus a null gap reaches it, not by its own best.
+
 Each is a context manager that swaps the fit (and, where it needs more of each query, the
 search of the queries) for the duration of a `mine` choice. None was taken (benchmarks/RESULTS.md,
-"Other nulls for the gap mixture", "A skewed translations' component"); ``python -m
+"Other nulls for the gap mixture", "A skewed translations' component", "The estimate of the
+pairs written"); ``python -m
 benchmarks.gap_null_variants`` prints the null's tail against the gold's.
 """
 
@@ -271,6 +277,34 @@ def skewed_translations_spacing_null():
 
 
 # --- the null's tail, against the gold -----------------------------------------------------------
+
+def _false_queries_convolved(side, posterior: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Queries without a translation whose best score is >= each threshold, each counted by the
+    chance that its leave-one-out best plus a null gap reaches the threshold rather than by its
+    own best: a translation taken for null (a small gap) then counts where its best
+    non-translation lies, not where the translation does. The null gaps: every query's, weighted
+    by its posterior of having no translation, in the mined (distance) margin."""
+    gaps = side.gap if side.distance_gap is None else side.distance_gap
+    null = 1 - posterior
+    u = side.best - gaps
+    order = np.argsort(gaps)
+    ordered, weights = gaps[order], null[order]
+    survival = np.concatenate([np.cumsum(weights[::-1])[::-1], [0.0]]) / max(weights.sum(), 1e-12)
+    out = np.empty(len(grid))
+    for i, t in enumerate(grid):
+        out[i] = (null * survival[np.searchsorted(ordered, t - u, side="left")]).sum()
+    return side.scale * out
+
+
+@contextmanager
+def null_by_convolution():
+    saved = no_gold._false_queries
+    no_gold._false_queries = _false_queries_convolved
+    try:
+        yield
+    finally:
+        no_gold._false_queries = saved
+
 
 def null_tails(pool, k: int = defaults.K) -> list[str]:
     """Per side of ``pool``: the 90th and 99th percentiles of the ratio gaps of the queries the gold

@@ -464,11 +464,13 @@ VARIANTS = {"mine": default, "mine with lengths unchecked": default, "mine with 
             "gev null": gev_null, "cautious below 30": cautious_when_few(30),
             "cautious below 60": cautious_when_few(60), "mine before the blind side": before_blind_side,
             "mine without the headroom": without_headroom, "mine before the weak count": before_weak_count,
-            "weak count everywhere": weak_count_everywhere, "weak count at a quarter": weak_count_at_a_quarter, "headroom by the interval": headroom_by_interval,
+            "weak count everywhere": weak_count_everywhere,
+            "weak count at a quarter": weak_count_at_a_quarter, "headroom by the interval": headroom_by_interval,
             "null left of the mode": with_null(gap_null_variants.null_left_of_mode),
             "share by score": with_null(gap_null_variants.share_by_score),
             "null from second spacings": with_null(gap_null_variants.null_from_second_spacings),
             "skewed translations": with_null(gap_null_variants.skewed_translations),
+            "null by convolution": with_null(gap_null_variants.null_by_convolution),
             "skewed translations and spacing null": with_null(gap_null_variants.skewed_translations_spacing_null)}
 
 
