@@ -48,7 +48,7 @@ from bitextmine import defaults
 from bitextmine.errors import BitextmineError
 from bitextmine.mine import MineConfig, mine_vectors
 from bitextmine.mine.knn import exact_knn, exact_knn_both_ways
-from bitextmine.mine.lengths import length_agreement
+from bitextmine.mine.lengths import written_pairs
 from bitextmine.mine.scoring import candidates, retrieve
 from bitextmine.mine.thresholds import (
     choose_from_estimate,
@@ -233,11 +233,9 @@ def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, identities=(), seed:
 def _written_at(pairs, threshold: float, estimated: float | None, cfg: MineConfig, texts) -> dict:
     """The pairs `mine` writes at ``threshold``: kept, dropped for their lengths, and their
     estimated precision (``LengthAgreement.written_precision``)."""
-    above = np.flatnonzero(pairs.score >= threshold)
-    lengths = length_agreement(pairs.score[above], texts[0](pairs.src[above]), texts[1](pairs.tgt[above]),
-                               cfg.length_ratio)
+    written, lengths = written_pairs(pairs, *texts, threshold, cfg.length_ratio)
     precision = lengths.written_precision(estimated)
-    return {"pairs": int(len(above) - lengths.dropped), "dropped_for_lengths": lengths.dropped,
+    return {"pairs": int(written.sum()), "dropped_for_lengths": lengths.dropped,
             "estimated_precision": None if precision is None else round(precision, 4)}
 
 

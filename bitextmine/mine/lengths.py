@@ -84,10 +84,12 @@ def length_agreement(scores: np.ndarray, src_texts: list[str], tgt_texts: list[s
 def written_pairs(pairs, src_texts, tgt_texts, threshold: float,
                   ratio: float = defaults.MINE_LENGTH_RATIO) -> tuple[np.ndarray, LengthAgreement]:
     """Which of ``pairs`` `mine` writes at ``threshold`` (a flag per pair): those at or above it
-    whose lengths agree. ``src_texts``/``tgt_texts`` are indexed by ``pairs.src``/``pairs.tgt``."""
+    whose lengths agree. ``src_texts``/``tgt_texts`` are indexed by ``pairs.src``/``pairs.tgt``,
+    or are callables from those numbers to their texts (only the pairs above are read)."""
     above = np.flatnonzero(pairs.score >= threshold)
-    lengths = length_agreement(pairs.score[above], [src_texts[i] for i in pairs.src[above].tolist()],
-                               [tgt_texts[j] for j in pairs.tgt[above].tolist()], ratio)
+    src_of, tgt_of = (texts if callable(texts) else (lambda ids, t=texts: [t[i] for i in ids.tolist()])
+                      for texts in (src_texts, tgt_texts))
+    lengths = length_agreement(pairs.score[above], src_of(pairs.src[above]), tgt_of(pairs.tgt[above]), ratio)
     written = np.zeros(len(pairs.score), dtype=bool)
     written[above[lengths.keep]] = True
     return written, lengths
