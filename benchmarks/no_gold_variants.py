@@ -105,6 +105,12 @@ def with_defaults(**values):
     return run
 
 
+# the lowest threshold whose estimated F1 lies within this of the best (`mine`: the best's own)
+f1_slack_half_point = with_defaults(ESTIMATE_F1_SLACK=0.005)
+f1_slack_point = with_defaults(ESTIMATE_F1_SLACK=0.01)
+f1_slack_two_points = with_defaults(ESTIMATE_F1_SLACK=0.02)
+
+
 # `mine` before 2026-12-05: the translations counted where half the pairs kept are true, however
 # weakly the gaps separate; and the other way, a third on every pool
 before_weak_count = with_defaults(ESTIMATE_WEAK_TRANSLATIONS_PRECISION=defaults.ESTIMATE_TRANSLATIONS_PRECISION)
@@ -471,7 +477,9 @@ VARIANTS = {"mine": default, "mine with lengths unchecked": default, "mine with 
             "null from second spacings": with_null(gap_null_variants.null_from_second_spacings),
             "skewed translations": with_null(gap_null_variants.skewed_translations),
             "null by convolution": with_null(gap_null_variants.null_by_convolution),
-            "skewed translations and spacing null": with_null(gap_null_variants.skewed_translations_spacing_null)}
+            "skewed translations and spacing null": with_null(gap_null_variants.skewed_translations_spacing_null),
+            "F1 slack 0.005": f1_slack_half_point, "F1 slack 0.01": f1_slack_point,
+            "F1 slack 0.02": f1_slack_two_points}
 
 
 def every_pair(x, y, cfg):

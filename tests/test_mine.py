@@ -447,6 +447,12 @@ def test_a_precision_above_the_target_is_taken_where_it_costs_almost_no_f1():
     dear = np.array([0.97, 0.95, 0.89, 0.5])  # F1 0.910 at 0.93: 0.017 under the target's
     assert pick_threshold(precision, dear, 0.9, headroom=0.02) == (1, True)
     assert pick_threshold(precision, recall, 0.995, headroom=0.02) == (1, False)  # unmet: the best F1
+    # a slack: of the thresholds within it of the best F1, the lowest (the default, 0, the best's own)
+    flat_p, flat_r = np.array([0.80, 0.91, 0.94, 0.96]), np.array([0.99, 0.95, 0.93, 0.915])
+    # F1: 0.885, 0.9296, 0.9350, 0.9369
+    assert pick_threshold(flat_p, flat_r, 0.9) == (3, True)
+    assert pick_threshold(flat_p, flat_r, 0.9, slack=0.005) == (2, True)
+    assert pick_threshold(flat_p, flat_r, 0.9, slack=0.01) == (1, True)
 
     def estimate(separation):
         return NoGoldEstimate(np.array([1.0, 1.1, 1.2, 1.3]), precision, recall, np.array([140, 110, 90, 60]),

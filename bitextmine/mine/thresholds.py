@@ -116,24 +116,34 @@ class ThresholdChoice:
 
 def pick_threshold(precision: np.ndarray, recall: np.ndarray, target: float,
                    tolerance: float = defaults.TARGET_F1_TOLERANCE, headroom: float = 0.0,
-                   headroom_cost: float = defaults.TARGET_HEADROOM_F1_COST) -> tuple[int, bool]:
+                   headroom_cost: float = defaults.TARGET_HEADROOM_F1_COST,
+                   slack: float | None = None) -> tuple[int, bool]:
     """(row, whether the target is met) on a curve of ascending thresholds: the best F1 at
     precision >= ``target``, unless that costs more than ``tolerance`` of the best F1 overall
     (then the best F1's row). Where the target is met, the best F1 at precision >= ``target +
     headroom`` is taken instead when it costs at most ``headroom_cost`` of F1: a margin for
-    the estimate's error where it comes cheap. Ties go to the lower threshold (more pairs)."""
+    the estimate's error where it comes cheap. "The best F1" is the lowest threshold whose
+    F1 lies within ``slack`` (``defaults.ESTIMATE_F1_SLACK``) of the best: more pairs where
+    the estimated F1 is flat."""
+    slack = defaults.ESTIMATE_F1_SLACK if slack is None else slack
     p, r = np.nan_to_num(precision, nan=0.0), np.nan_to_num(recall, nan=0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         f1 = np.where(p + r > 0, 2 * p * r / (p + r), 0.0)
-    best = int(np.argmax(f1))
+
+    def best_of(eligible: np.ndarray) -> tuple[int, float]:
+        scores = np.where(eligible, f1, -1.0)
+        top = float(scores.max())
+        return int(np.argmax(scores >= top - slack)), top
+
+    best, best_f1 = best_of(np.ones(len(f1), dtype=bool))
     reaching = p >= target
     if reaching.any():
-        i = int(np.argmax(np.where(reaching, f1, -1)))
-        if f1[i] >= f1[best] - tolerance:
+        i, i_f1 = best_of(reaching)
+        if i_f1 >= best_f1 - tolerance:
             above = p >= target + headroom
             if headroom > 0 and above.any():
-                j = int(np.argmax(np.where(above, f1, -1)))
-                if f1[j] >= f1[i] - headroom_cost:
+                j, j_f1 = best_of(above)
+                if j_f1 >= i_f1 - headroom_cost:
                     return j, True
             return i, True
     return best, False
