@@ -85,7 +85,7 @@ def adapt_pool(pool: str, args, out: Path) -> float:
 
 
 def gold_metrics(pool: str, texts: tuple[list[str], list[str]], x: np.ndarray, y: np.ndarray,
-                 identities, count: int | None = None) -> dict:
+                 identities, count: int | None = None, translations: float | None = None) -> dict:
     """Best-threshold and default F1 of vectors of the pool's distinct sentences, against the gold;
     and the F1 of the ``count`` best pairs (``count``: how many round 0's own threshold keeps,
     the rule of ``adapt.loop.pools_threshold``; None: mine's own threshold)."""
@@ -103,16 +103,23 @@ def gold_metrics(pool: str, texts: tuple[list[str], list[str]], x: np.ndarray, y
     pairs, choice = mine_and_choose(x, y, MineConfig(), identities)
     m = evaluate_mined(sides[0], sides[1], texts[0], texts[1], pairs, gold, choice.threshold)
     kept = int((pairs.score >= choice.threshold).sum())
-    if count is not None and count > 0:
-        adapted = evaluate_mined(sides[0], sides[1], texts[0], texts[1], pairs, gold,
-                                 float(np.sort(pairs.score)[::-1][min(count, len(pairs.score)) - 1]))
-    else:
-        adapted = m
+    ranked = np.sort(pairs.score)[::-1]
+
+    def top(n: float) -> dict:
+        return evaluate_mined(sides[0], sides[1], texts[0], texts[1], pairs, gold,
+                              float(ranked[min(max(int(round(n)), 1), len(ranked)) - 1]))
+
+    adapted = top(count) if count is not None and count > 0 else m
+    counted = top(translations) if translations else m
     return {"best_f1": 100 * m["bucc_best_f1"], "best_p": 100 * m["bucc_best_precision"],
             "best_r": 100 * m["bucc_best_recall"], "default_f1": 100 * m["bucc_f1"],
             "default_p": 100 * m["bucc_precision"], "default_r": 100 * m["bucc_recall"], "default_pairs": kept,
             "pools_f1": 100 * adapted["bucc_f1"], "pools_p": 100 * adapted["bucc_precision"],
-            "pools_r": 100 * adapted["bucc_recall"]}
+            "pools_r": 100 * adapted["bucc_recall"], "translations": choice.estimate.translations
+            if choice.estimate is not None else None,
+            # as many pairs as round 0's estimate counts translations in the pools (a lead)
+            "counted_f1": 100 * counted["bucc_f1"], "counted_p": 100 * counted["bucc_precision"],
+            "counted_r": 100 * counted["bucc_recall"]}
 
 
 def training_precision(pool: str, texts, pairs: dict) -> float | None:
@@ -163,7 +170,7 @@ def rounds(pool: str, out: Path, args) -> list[dict]:
                      "training_precision": training_precision(pool, texts, trained) if trained else None,
                      "kept": record.kept, "estimated_f1": record.estimated_f1,
                      "held_out_f1": held_out[record.round], "minutes": record.minutes_total,
-                     **gold_metrics(pool, texts, x, y, identities, count)})
+                     **gold_metrics(pool, texts, x, y, identities, count, rows[0]["translations"] if rows else None)})
         count = rows[0]["default_pairs"]
         print(f"{pool} round {record.round}: best F1 {rows[-1]['best_f1']:.1f}, default F1 "
               f"{rows[-1]['default_f1']:.1f}", flush=True)
@@ -226,12 +233,18 @@ def main() -> None:
     print_tables(result)
 
 
+def counted(row: dict) -> str:
+    if row.get("counted_f1") is None:
+        return "–"
+    return f"{row['counted_f1']:.1f} ({row['counted_p']:.1f} / {row['counted_r']:.1f})"
+
+
 def print_tables(result: dict) -> None:
     print(f"\n{result['encoder']}, replay {result['replay']}\n")
     print("| pool | round | trained on (precision by the gold) | kept | estimated F1 (self-scored) | "
           "held-out estimated F1 | best F1 (P / R) | default F1 (P / R) | adapt's threshold F1 (P / R) | "
-          "minutes |")
-    print("|---|---:|---:|---:|---:|---:|---|---|---|---:|")
+          "round 0's count of translations: F1 (P / R) | minutes |")
+    print("|---|---:|---:|---:|---:|---:|---|---|---|---|---:|")
     for pool, r in result["pools"].items():
         for row in r["rounds"]:
             trained = "–" if not row["round"] else f"{row['trained_on']} ({row['training_precision']:.1f} %)"
@@ -239,7 +252,7 @@ def print_tables(result: dict) -> None:
             print(f"| {pool} | {row['round']} | {trained} | {row['kept']} | {estimate} | {held} | "
                   f"{row['best_f1']:.1f} ({row['best_p']:.1f} / {row['best_r']:.1f}) | {row['default_f1']:.1f} "
                   f"({row['default_p']:.1f} / {row['default_r']:.1f}) | {row['pools_f1']:.1f} "
-                  f"({row['pools_p']:.1f} / {row['pools_r']:.1f}) | {row['minutes']:.1f} |")
+                  f"({row['pools_p']:.1f} / {row['pools_r']:.1f}) | {counted(row)} | {row['minutes']:.1f} |")
     if "tatoeba_before" not in result:
         return
     before = result["tatoeba_before"]
