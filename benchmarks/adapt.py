@@ -85,10 +85,14 @@ def adapt_pool(pool: str, args, out: Path) -> float:
 
 
 def gold_metrics(pool: str, texts: tuple[list[str], list[str]], x: np.ndarray, y: np.ndarray,
-                 identities, count: int | None = None, translations: float | None = None) -> dict:
+                 identities, count: int | None = None, translations: float | None = None,
+                 growth: float = 1.0, start_trusted: bool = True) -> dict:
     """Best-threshold and default F1 of vectors of the pool's distinct sentences, against the gold;
-    and the F1 of the ``count`` best pairs (``count``: how many round 0's own threshold keeps,
-    the rule of ``adapt.loop.pools_threshold``; None: mine's own threshold)."""
+    and the F1 of the best pairs as ``adapt.loop.pools_threshold`` counts them (``count``: how
+    many round 0's own threshold keeps, grown by the held-out ``growth`` up to the
+    ``translations`` round 0 counts; None: mine's own threshold), of the ``count`` best (the
+    rule before the growth) and of the ``translations`` best."""
+    from bitextmine.adapt.loop import grown_count
     from bitextmine.evaluate.bucc import IdSentences, evaluate_mined
     from bitextmine.mine import MineConfig
     from bitextmine.mine.thresholds import mine_and_choose
@@ -109,7 +113,8 @@ def gold_metrics(pool: str, texts: tuple[list[str], list[str]], x: np.ndarray, y
         return evaluate_mined(sides[0], sides[1], texts[0], texts[1], pairs, gold,
                               float(ranked[min(max(int(round(n)), 1), len(ranked)) - 1]))
 
-    adapted = top(count) if count is not None and count > 0 else m
+    started = top(count) if count is not None and count > 0 else m
+    adapted = top(grown_count(count, growth, translations if start_trusted else None)) if count else m
     counted = top(translations) if translations else m
     return {"best_f1": 100 * m["bucc_best_f1"], "best_p": 100 * m["bucc_best_precision"],
             "best_r": 100 * m["bucc_best_recall"], "default_f1": 100 * m["bucc_f1"],
@@ -119,7 +124,9 @@ def gold_metrics(pool: str, texts: tuple[list[str], list[str]], x: np.ndarray, y
             if choice.estimate is not None else None,
             # as many pairs as round 0's estimate counts translations in the pools (a lead)
             "counted_f1": 100 * counted["bucc_f1"], "counted_p": 100 * counted["bucc_precision"],
-            "counted_r": 100 * counted["bucc_recall"]}
+            "counted_r": 100 * counted["bucc_recall"], "start_count_f1": 100 * started["bucc_f1"],
+            "start_count_p": 100 * started["bucc_precision"], "start_count_r": 100 * started["bucc_recall"],
+            "start_trusted": choice.source == "adaptive"}
 
 
 def training_precision(pool: str, texts, pairs: dict) -> float | None:
@@ -141,6 +148,7 @@ def training_precision(pool: str, texts, pairs: dict) -> float | None:
 def rounds(pool: str, out: Path, args) -> list[dict]:
     """Each round's encoder measured against the gold (through the features the run kept)."""
     from bitextmine.adapt.config import AdaptConfig
+    from bitextmine.adapt.loop import held_out_growth
     from bitextmine.adapt.model import AdaptedEncoder
     from bitextmine.adapt.network import NetworkAdaptedEncoder
     from bitextmine.adapt.pools import read_pool
@@ -170,7 +178,9 @@ def rounds(pool: str, out: Path, args) -> list[dict]:
                      "training_precision": training_precision(pool, texts, trained) if trained else None,
                      "kept": record.kept, "estimated_f1": record.estimated_f1,
                      "held_out_f1": held_out[record.round], "minutes": record.minutes_total,
-                     **gold_metrics(pool, texts, x, y, identities, count, rows[0]["translations"] if rows else None)})
+                     **gold_metrics(pool, texts, x, y, identities, count, rows[0]["translations"] if rows else None,
+                                    held_out_growth(held_out, record.round),
+                                    rows[0]["start_trusted"] if rows else True)})
         count = rows[0]["default_pairs"]
         print(f"{pool} round {record.round}: best F1 {rows[-1]['best_f1']:.1f}, default F1 "
               f"{rows[-1]['default_f1']:.1f}", flush=True)
@@ -233,18 +243,19 @@ def main() -> None:
     print_tables(result)
 
 
-def counted(row: dict) -> str:
-    if row.get("counted_f1") is None:
+def counted(row: dict, name: str = "counted") -> str:
+    if row.get(f"{name}_f1") is None:
         return "–"
-    return f"{row['counted_f1']:.1f} ({row['counted_p']:.1f} / {row['counted_r']:.1f})"
+    return f"{row[f'{name}_f1']:.1f} ({row[f'{name}_p']:.1f} / {row[f'{name}_r']:.1f})"
 
 
 def print_tables(result: dict) -> None:
     print(f"\n{result['encoder']}, replay {result['replay']}\n")
     print("| pool | round | trained on (precision by the gold) | kept | estimated F1 (self-scored) | "
           "held-out estimated F1 | best F1 (P / R) | default F1 (P / R) | adapt's threshold F1 (P / R) | "
-          "round 0's count of translations: F1 (P / R) | minutes |")
-    print("|---|---:|---:|---:|---:|---:|---|---|---|---|---:|")
+          "the start's count (the rule before 2026-12-05): F1 (P / R) | round 0's count of translations: "
+          "F1 (P / R) | minutes |")
+    print("|---|---:|---:|---:|---:|---:|---|---|---|---|---|---:|")
     for pool, r in result["pools"].items():
         for row in r["rounds"]:
             trained = "–" if not row["round"] else f"{row['trained_on']} ({row['training_precision']:.1f} %)"
@@ -252,7 +263,8 @@ def print_tables(result: dict) -> None:
             print(f"| {pool} | {row['round']} | {trained} | {row['kept']} | {estimate} | {held} | "
                   f"{row['best_f1']:.1f} ({row['best_p']:.1f} / {row['best_r']:.1f}) | {row['default_f1']:.1f} "
                   f"({row['default_p']:.1f} / {row['default_r']:.1f}) | {row['pools_f1']:.1f} "
-                  f"({row['pools_p']:.1f} / {row['pools_r']:.1f}) | {counted(row)} | {row['minutes']:.1f} |")
+                  f"({row['pools_p']:.1f} / {row['pools_r']:.1f}) | {counted(row, 'start_count')} | {counted(row)} | "
+                  f"{row['minutes']:.1f} |")
     if "tatoeba_before" not in result:
         return
     before = result["tatoeba_before"]

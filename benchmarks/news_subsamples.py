@@ -14,8 +14,8 @@ rule picks the threshold at each target F1 tolerance (``defaults.TARGET_F1_TOLER
 it the target is given up for the best estimated F1), the pairs whose lengths disagree are
 dropped at each length ratio (``mine --length-ratio``; 0 drops none), and the gold scores
 what is left; ``--f1-slacks`` tries other ``defaults.ESTIMATE_F1_SLACK`` (of thresholds whose
-estimated F1 lies this close to the best, the lowest). About 10 s a draw on 2 cores once the pools are embedded (cached as in
-``benchmarks.mining_defaults``).
+estimated F1 lies this close to the best, the lowest). About 10 s a draw on 2 cores once the
+pools are embedded (cached as in ``benchmarks.mining_defaults``).
 """
 
 from __future__ import annotations
@@ -125,7 +125,8 @@ def main() -> None:
             under = np.array([r["best"] - r[setting][2] for r in mine])
             off = np.abs(np.array([r[setting][3] for r in mine], dtype=float) - p)
             t, ratio, slack = setting
-            print(f"| {pool} | {t:g} | {ratio:g} | {slack:g} | {int((p < 0.9).sum())} of {len(mine)} | {100 * p.min():.1f} | "
+            print(f"| {pool} | {t:g} | {ratio:g} | {slack:g} | {int((p < 0.9).sum())} of {len(mine)} | "
+                  f"{100 * p.min():.1f} | "
                   f"{int((under > 0.03).sum())} | {100 * under.mean():.1f} / {100 * under.max():.1f} | "
                   f"{int((off <= 0.05).sum())} | {100 * np.nanmean(off):.1f} / {100 * np.nanmax(off):.1f} |")
 

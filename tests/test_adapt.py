@@ -300,7 +300,8 @@ def test_training_pulls_the_pairs_together_and_holds_the_rest_near_the_start(tin
 @pytest.mark.slow
 def test_a_trained_round_mines_its_pools_keeping_as_many_pairs_as_the_start_chose(tiny_run):
     """mine's own estimate is self-scored on pools a round trained on; the starting encoder's
-    threshold says how many pairs to keep, the trained round which ones."""
+    threshold says how many pairs to keep (grown by the round's gain on the held-out pools),
+    the trained round which ones."""
     from bitextmine.adapt.loop import pools_threshold
     from bitextmine.adapt.sides import embed_side
     from bitextmine.mine import MineConfig
@@ -318,6 +319,17 @@ def test_a_trained_round_mines_its_pools_keeping_as_many_pairs_as_the_start_chos
     model.load_head(state.head(2))
     pairs, own = mine_and_choose(*(embed_side(model, side) for side in sides), MineConfig(), identities)
     assert int((pairs.score >= chosen["threshold"]).sum()) == chosen["pairs"]
+    # the held-out pools say the kept round finds more: the count grows with its gain there, at
+    # most to the translations round 0 counts (or the start's count, where larger)
+    start_count = chosen["pairs"]
+    grown = pools_threshold(model, sides, state, records[2], cfg, held_out=[0.5, 0.55, 0.75])
+    ceiling = max(start_count, round(start.estimate.translations))
+    assert grown["pairs"] == min(round(1.5 * start_count), ceiling) and grown["start_pairs"] == start_count
+    assert grown["held_out_growth"] == 1.5
+    model.load_head(state.head(2))
+    assert int((pairs.score >= grown["threshold"]).sum()) == grown["pairs"]
+    fell = pools_threshold(model, sides, state, records[2], cfg, held_out=[0.5, 0.55, 0.4])
+    assert fell["pairs"] == start_count  # never fewer than the start's
     # round 0 kept, or a threshold of the user's: mine's own rule stands
     assert pools_threshold(model, sides, state, records[0], cfg) is None
     assert pools_threshold(model, sides, state, records[2], cfg, MineConfig(threshold=0.2)) is None
@@ -352,9 +364,21 @@ def test_the_command_prints_the_threshold_for_mining_its_pools_with_a_trained_ro
     chosen = summary["pools_threshold"]
     if summary["best_round"]:
         assert f"--threshold {chosen['threshold']:.6g} (--score distance, -k 4)" in result.stderr
-        assert f"({chosen['pairs']})" in result.stderr
+        assert f"keeps {chosen['pairs']} pairs" in result.stderr and f"keeps {chosen['start_pairs']}," in result.stderr
     else:
         assert chosen is None and "--threshold" not in result.stderr
+
+
+def test_the_count_for_the_pools_grows_with_the_held_out_gain_up_to_the_translations_counted():
+    from bitextmine.adapt.loop import grown_count, held_out_growth
+
+    assert held_out_growth([0.6, 0.9, 0.7], 1) == pytest.approx(1.5)
+    assert held_out_growth([0.0, 0.9], 1) == 1.0 and held_out_growth([0.6, None], 1) == 1.0
+    assert held_out_growth(None, 1) == 1.0
+    assert grown_count(68, 1.41, 88.0) == 88  # Chinese lines: 96 capped by the 88 counted
+    assert grown_count(110, 1.074, 135.0) == 118  # under the count: grown
+    assert grown_count(316, 1.13, 300.0) == 316  # counted fewer than the start keeps: the start's
+    assert grown_count(68, 0.9, 88.0) == 68 and grown_count(68, 1.41, None) == 68
 
 
 def test_the_estimate_of_pools_without_translations_is_none():

@@ -173,7 +173,9 @@ def adapt(
     if result["pools_threshold"]:
         chosen = result["pools_threshold"]
         typer.echo(f"to mine these pools with it: --threshold {chosen['threshold']:.6g} (--score {chosen['score']}, "
-                   f"-k {chosen['k']}), which keeps as many pairs as the starting encoder's own threshold "
-                   f"({chosen['pairs']}); mine's own estimate on them is self-scored", err=True)
+                   f"-k {chosen['k']}), which keeps {chosen['pairs']} pairs: the starting encoder's own threshold "
+                   f"keeps {chosen['start_pairs']}, grown by the kept round's gain on the held-out pools "
+                   f"(x{chosen['held_out_growth']:.2f}, at most to the translations the start counts); mine's own "
+                   "estimate on them is self-scored", err=True)
     if json_out:
         write_json(json_out, {"output": output, **{k: v for k, v in result.items() if k != "settings"}})
