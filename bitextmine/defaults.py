@@ -157,10 +157,8 @@ TARGET_F1_TOLERANCE = 0.15
 # "Headroom above the target"). Not where the gaps separate weakly: there the target is not tried.
 TARGET_HEADROOM = 0.02
 TARGET_HEADROOM_F1_COST = 0.01
-# Of thresholds whose estimated F1 lies this close to the best, the lowest is taken. 0: the best's
-# own. At 0.005-0.02 the flat estimated F1 of small pools (Arabic lines at 5 %) gave 1.3-1.9 F1
-# back, and lost as much on others (French news at 15 % 0.9, Tatoeba id-en at 1 % 7.4): the flat
-# top is as often right at its top as at its bottom (RESULTS.md, "Other languages at the length of news").
+# Of thresholds whose estimated F1 lies this close to the best, the lowest (0: the best's own; 0.005-0.02 gave
+# small flat pools 1.3-1.9 F1 and lost as much elsewhere: RESULTS.md, "Other languages at the length of news").
 ESTIMATE_F1_SLACK = 0.0
 # Pools whose gaps set the translations apart by less than this (the translations' mean gap, in
 # null scales above the null's location: no_gold.GapMixture.separation) get the threshold of best
@@ -304,9 +302,8 @@ TRAIN_DEV_SIZE = 1000  # pairs held out for dev P@1 when no dev set is given
 TRAIN_EVAL_EVERY = 500  # steps
 TRAIN_PATIENCE = 6  # evaluations without improvement before stopping
 TRAIN_SAVE_EVERY = 1000  # steps between resumable states
-# relative weights of the tasks of a run: a task trains on weight / (sum of weights) of the
-# steps. NLI at 0.3 of translation: USE-xling's side task, a minority of the steps
-# (benchmarks/RESULTS.md, multi-task training)
+# relative weights of the tasks of a run: a task trains on weight / (sum of weights) of the steps.
+# NLI at 0.3 of translation: USE-xling's side task, a minority of the steps (RESULTS.md, multi-task training)
 TRAIN_TASK_WEIGHTS = {"translation": 1.0, "nli": 0.3}
 
 # --- train: the target-side objective (teach the student a language the teacher does not know)
@@ -488,18 +485,16 @@ TASK_MEM_GB = 8
 TASK_TIMEOUT_MIN = 120
 
 # --- plan -----------------------------------------------------------------------------
-# Pairs mined per sentence of the smaller side: mine's exact margins and the filter grow with
-# it. Before anything is embedded `plan` cannot measure it, so it assumes this (`plan
-# --mined-share` gives another), stated in the estimate's basis. Measured: 0.9-4.6 % on the
-# scaling benchmark's synthetic pools (100k-2M a side, a tenth of the rows planted), 7 % on
-# 250k x 250k real Tatoeba-rich pools.
+# Pairs mined per sentence of the smaller side: mine's exact margins and the filter grow with it. Before
+# anything is embedded `plan` cannot measure it, so it assumes this (`plan --mined-share` gives another), stated
+# in the estimate's basis. Measured: 0.9-4.6 % on the scaling benchmark's synthetic pools (100k-2M a side, a
+# tenth of the rows planted), 7 % on 250k x 250k real Tatoeba-rich pools.
 PLAN_MINED_SHARE = 0.05
-# When a pair's embedding sets exist, plan measures the share instead: rows sampled from each
-# side searched exactly against the other, their k candidates searched back, scored as mine
-# scores them. Rows are added in doubling rounds (within these bounds, a side) until this
-# many have a passing candidate (a sampling error of ~10 %) or this many vector pairs were
-# searched (about 2.5 minutes on 2 CPU cores, seconds on a GPU; at 1M a side it allows
-# 1,200 rows a side, ~30 counted at a 1.3 % share).
+# When a pair's embedding sets exist, plan measures the share instead: rows sampled from each side searched
+# exactly against the other, their k candidates searched back, scored as mine scores them. Rows are added in
+# doubling rounds (within these bounds, a side) until this many have a passing candidate (a sampling error of
+# ~10 %) or this many vector pairs were searched (about 2.5 minutes on 2 CPU cores, seconds on a GPU; at 1M a
+# side it allows 1,200 rows a side, ~30 counted at a 1.3 % share).
 PLAN_SHARE_SAMPLE_PASSING = 100
 PLAN_SHARE_SAMPLE_PAIRS = 12_000_000_000
 PLAN_SHARE_SAMPLE_ROWS = (200, 4000)
