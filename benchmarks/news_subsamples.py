@@ -59,11 +59,7 @@ def measure(pool: str, seed: int, vectors, texts, gold: set, identity, settings:
     out = {"pool": pool, "draw": "all" if seed < 0 else seed, "gold": len(drawn_gold),
            "counted": estimate.translations, "best": best_threshold(every.score, correct, len(drawn_gold))["f1"]}
     for tolerance, ratio, slack in settings:
-        saved, defaults.ESTIMATE_F1_SLACK = defaults.ESTIMATE_F1_SLACK, slack
-        try:
-            choice = choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, tolerance)
-        finally:
-            defaults.ESTIMATE_F1_SLACK = saved
+        choice = choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, tolerance, slack=slack)
         kept, lengths = written_pairs(every, *drawn_texts, choice.threshold, ratio)
         kept = cosine_checked(x, y, every, kept, cosine_floor, cosine_spread)  # a lead, not `mine`
         written = lengths.written_precision(choice.estimated_precision)  # the estimate `mine` reports for them

@@ -151,9 +151,9 @@ def pick_threshold(precision: np.ndarray, recall: np.ndarray, target: float,
 
 def choose_from_estimate(estimate: NoGoldEstimate, target: float, fixed: float, fixed_reason: str,
                          tolerance: float = defaults.TARGET_F1_TOLERANCE,
-                         headroom: float = defaults.TARGET_HEADROOM) -> ThresholdChoice:
+                         headroom: float = defaults.TARGET_HEADROOM, slack: float | None = None) -> ThresholdChoice:
     """The threshold of an estimate (``pick_threshold``, with ``headroom`` above the target
-    where the gaps separate clearly); ``fixed`` when the estimate cannot be trusted; nothing
+    where the gaps separate clearly, and its F1 ``slack``); ``fixed`` when the estimate cannot be trusted; nothing
     kept when it finds no translations."""
     if not len(estimate.thresholds):
         return ThresholdChoice(fixed, "fallback", f"{fixed_reason}; no pairs to estimate precision on", estimate)
@@ -180,7 +180,7 @@ def choose_from_estimate(estimate: NoGoldEstimate, target: float, fixed: float, 
         return ThresholdChoice(fixed, "fallback", f"{fixed_reason}; {why}", estimate, why)
     weak = weakly_separated(estimate) if tolerance < 1 else None  # a tolerance of 1: the target always
     i, met = pick_threshold(estimate.precision, estimate.recall, target, 0.0 if weak else tolerance,
-                            0.0 if weak else headroom)
+                            0.0 if weak else headroom, slack=slack)
     precision, f1 = float(np.nan_to_num(estimate.precision[i])), float(estimate.f1()[i])
     caveat = few_translations(estimate)
     if weak and not met:
