@@ -2,7 +2,7 @@
 
     python -m benchmarks.mining_defaults [--student ckpt:DIR] [--suite news|default|all]
                                          [--only NAME,...] [--score ratio] [--variants all|default|NAME,...]
-                                         [--seed N]
+                                         [--seed N] [--compare SCORE:VARIANT,...]
                                          [--cache /tmp/bitextmine-bench-cache]
 
 Every pool is mined once with no threshold (exact search, k=4, max retrieval); then each
@@ -10,7 +10,8 @@ way of choosing the threshold without gold (``benchmarks/no_gold_variants.py``: 
 mixture `mine` uses, the old decoy, a score mixture, the gap mixture with the leave-one-out
 score, a fixed 1.30) picks its threshold, and the table gives precision / recall / F1 there
 beside the F1-best threshold's, and the estimated precision at the chosen threshold against
-the true one.
+the true one. ``--compare`` instead sets ways of choosing side by side, each under its own
+margin (the default now against the one it replaced: ``distance:mine,ratio:old decoy unchecked``).
 
 Pools:
 - ``news``: ../shared/data/news_pools (WMT news, 15 % and 3 % translations): fra-en with the
@@ -552,6 +553,43 @@ def compare_scores(pools: list[MinedPool], scores: list[str]) -> None:
               f"{wins} of {len(pools)} |")
 
 
+def compare_ways(pools: list[MinedPool], ways: list[tuple[str, str]]) -> None:
+    """One row a pool: the F1 of each (score, variant) and the first one's F1 against each
+    other's, so a default is compared with the one it replaced on every pool, each mined under
+    its own margin (variants named '... unchecked' without the length agreement)."""
+    from benchmarks.no_gold_variants import VARIANTS
+    from bitextmine import defaults
+
+    names = [f"{variant} ({score})" for score, variant in ways]
+    print("| pool | pair | gold | best F1 | " + " | ".join(f"{n}: t: P / R / F1" for n in names)
+          + " | " + " | ".join(f"{names[0]} - {n}" for n in names[1:]) + " |")
+    print("|---|---|---:|---:|" + "---|" * len(ways) + "---:|" * (len(ways) - 1))
+    differences = [[] for _ in ways[1:]]
+    for pool in pools:
+        cells, f1s, best = [], [], None
+        for score, variant in ways:
+            row = run_pool(pool, score, {variant: VARIANTS[variant]}, defaults.MINE_LENGTH_RATIO)
+            best = best if best is not None else row["best"]["f1"]
+            v = row["variants"].get(variant)
+            if v is None:
+                cells.append("-")
+                f1s.append(np.nan)
+                continue
+            t = "none" if not np.isfinite(v["threshold"]) else f"{v['threshold']:.3f}"
+            cells.append(f"{t}: {percent(*v['prf'])}")
+            f1s.append(v["prf"][2])
+        gaps = [100 * (f1s[0] - other) for other in f1s[1:]]
+        for store, gap in zip(differences, gaps, strict=True):
+            store.append(gap)
+        print(f"| {pool.name} | {pool.pair} | {len(pool.gold)} | {100 * best:.1f} | " + " | ".join(cells) + " | "
+              + " | ".join(f"{g:+.1f}" for g in gaps) + " |", flush=True)
+    print(f"\n| {names[0]} against | pools | mean F1 difference | largest loss | pools losing more than 1 point |")
+    print("|---|---:|---:|---:|---:|")
+    for name, gaps in zip(names[1:], differences, strict=True):
+        g = np.array([x for x in gaps if np.isfinite(x)])
+        print(f"| {name} | {len(g)} | {g.mean():+.1f} | {-min(g.min(), 0):.1f} | {int((g < -1).sum())} |")
+
+
 def main() -> None:
     from benchmarks.no_gold_variants import VARIANTS
     from bitextmine import defaults
@@ -570,6 +608,9 @@ def main() -> None:
     parser.add_argument("--length-ratio", type=float, default=defaults.MINE_LENGTH_RATIO,
                         help="mine's length agreement after every variant's threshold (0: none); "
                              "variants named '... unchecked' never have it")
+    parser.add_argument("--compare", default="",
+                        help="SCORE:VARIANT pairs separated by commas (e.g. 'distance:mine,ratio:old decoy "
+                             "unchecked'): each pool's F1 under each, the first against the others")
     args = parser.parse_args()
 
     started = time.time()
@@ -578,6 +619,12 @@ def main() -> None:
     only = set(filter(None, args.only.split(",")))
     pools = news_pools(usem3, student, args.cache, only) + example_pool(usem3, args.cache, only)
     pools += built_pools(usem3, args.cache, args.suite, only, args.seed)
+    if args.compare:
+        ways = [tuple(way.split(":", 1)) for way in args.compare.split(",")]
+        print(f"k=4, max retrieval; embedding {time.time() - started:.0f} s\n")
+        compare_ways(pools, ways)
+        print(f"\n{len(pools)} pools in {time.time() - started:.0f} s")
+        return
     scores = args.score.split(",") if args.score else [defaults.SCORE]
     if len(scores) > 1:
         print(f"k=4, max retrieval; F1 of the best threshold, and P / R / F1 of mine's default threshold; "
