@@ -52,6 +52,8 @@ class QueryGaps:
     gap: np.ndarray  # ratio margin of the best candidate minus the best one left without it
     rows: int  # rows of the side the sample stands for
     distance_gap: np.ndarray | None = None  # the same gap in the distance margin
+    query_rows: np.ndarray | None = None  # each query's row, and its best candidate's (the other side)
+    candidate_rows: np.ndarray | None = None
 
     @property
     def scale(self) -> float:
@@ -59,7 +61,7 @@ class QueryGaps:
 
     def in_distance(self) -> QueryGaps:
         """The same queries with their gaps measured in the distance margin."""
-        return QueryGaps(self.best, self.distance_gap, self.rows)
+        return QueryGaps(self.best, self.distance_gap, self.rows, None, self.query_rows, self.candidate_rows)
 
 
 def sample_rows(rows: int, size: int, seed: int) -> np.ndarray:
@@ -96,7 +98,8 @@ def query_gaps(queries, database, database_means: np.ndarray, k: int, score: str
     distance_gap = _distance(cos, own_mean, other)[r, top] - _distance(cos_rest, rest_mean, other_rest).max(axis=1)
     best = margin_scores(cos[r, top], own_mean, other[r, top], score).astype(np.float64)
     usable = np.isfinite(gap) & np.isfinite(best) & np.isfinite(distance_gap)
-    return QueryGaps(best[usable], gap[usable], len(queries), distance_gap[usable])
+    return QueryGaps(best[usable], gap[usable], len(queries), distance_gap[usable], rows[usable],
+                     found.ids[r, top][usable])
 
 
 def _mean_of_first(cos: np.ndarray, k: int) -> np.ndarray:
@@ -139,10 +142,7 @@ def fit_gap_mixture(gaps: np.ndarray, start: GapMixture | None = None,
     """EM for the gap mixture. Started from the gaps' quartiles (most queries have no
     translation, so the middle of the gaps is theirs) and their top tenth, or from ``start``."""
     d = np.asarray(gaps, dtype=np.float64)
-    if start is None:
-        mix = _starting_mixture(d)
-    else:
-        mix = start
+    mix = _starting_mixture(d) if start is None else start
     for _ in range(iterations):
         null = (1 - mix.share) * gumbel_r.pdf(d, mix.null_loc, mix.null_scale)
         true = mix.share * norm.pdf(d, mix.true_mean, mix.true_sd)
