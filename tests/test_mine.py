@@ -563,8 +563,15 @@ def test_query_gaps_tell_translated_queries_apart():
     in_distance = gaps.in_distance()
     assert np.array_equal(in_distance.best, gaps.best) and len(in_distance.gap) == 2000
     assert np.median(in_distance.gap[:200]) > 4 * np.median(np.abs(in_distance.gap[200:]))
+    # each query's row and its best candidate's: a translated query's best is its translation
+    assert np.array_equal(gaps.query_rows, np.arange(2000))
+    assert (gaps.candidate_rows[:200] == np.arange(200)).mean() > 0.95
+    assert np.array_equal(in_distance.candidate_rows, gaps.candidate_rows)
     sample = query_gaps(x, y, bwd.mean_sim(), 4, "ratio", seed=0, sample=500)
     assert len(sample.gap) == 500 and sample.scale == 4
+    assert len(np.unique(sample.query_rows)) == 500 and np.isin(sample.query_rows, np.arange(2000)).all()
+    translated = sample.query_rows < 200
+    assert (sample.candidate_rows[translated] == sample.query_rows[translated]).mean() > 0.95
 
 
 def test_the_distance_margin_averages_the_false_pairs_of_both_gaps():
