@@ -167,6 +167,10 @@ def test_the_best_round_is_the_best_held_out_estimate_the_earliest_of_equals():
     assert best_round(rounds, [0.90, 0.96, 0.96, 0.93], min_gain=0.05).round == 1
     assert best_round(rounds, [0.90, 0.94, 0.93, 0.93], min_gain=0.05).round == 0
     assert best_round(rounds, [None, 0.95, 0.95, 0.93], min_gain=0.05).round == 0
+    # a negative keep gain: the best trained round is kept unless it falls that much under the start
+    assert best_round(rounds, [0.881, 0.878, 0.870, 0.860], min_gain=-0.01).round == 1
+    assert best_round(rounds, [0.881, 0.860, 0.865, 0.850], min_gain=-0.01).round == 0
+    assert best_round(rounds, [0.881, 0.878, 0.870, 0.860], min_gain=0.0).round == 0
 
 
 def test_the_kept_round_says_why_it_was_kept():
@@ -175,7 +179,12 @@ def test_the_kept_round_says_why_it_was_kept():
     def why(scores, min_gain=0.05):
         return keep_message(best_round(rounds, scores, min_gain), rounds, scores, min_gain)
 
-    assert why([0.90, 0.96, 0.95]) == "the best held-out estimate, 96.0, against 90.0 at round 0"
+    assert why([0.90, 0.96, 0.95]) == "the best held-out estimate of the trained rounds, 96.0, against 90.0 at round 0"
+    assert why([0.881, 0.878, 0.870], -0.01) == ("the best held-out estimate of the trained rounds, 87.8, against "
+                                                 "88.1 at round 0, within the 1 point a trained round may lose "
+                                                 "(--min-keep-gain)")
+    assert why([0.881, 0.860, 0.865], -0.01) == ("no trained round came within 1 point of round 0's held-out "
+                                                 "estimate 88.1 (round 2: 86.5; --min-keep-gain -0.01)")
     # round 1 rose, but by less than the keep gain: not "did not raise the estimate"
     assert why([0.884, 0.890, 0.886]) == ("round 1 raised the held-out estimate by 0.6 points, less than "
                                           "--min-keep-gain 0.05 (5 points)")

