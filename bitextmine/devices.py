@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+from collections.abc import Iterator
 
 from bitextmine.choices import PRECISIONS
 from bitextmine.errors import BitextmineError
@@ -15,6 +18,28 @@ def available_cpus() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+def ignore_interrupts() -> None:
+    """A worker process's first step: Ctrl-C reaches the whole process group, and the parent
+    ends its workers itself, so a worker must not print a KeyboardInterrupt traceback of its own."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def children_ignore_interrupts() -> Iterator[None]:
+    """SIGINT blocked while inside: processes started there (such as submitit's local
+    controllers, which this code does not start itself) inherit it blocked and never see
+    Ctrl-C, so whoever started them must stop them (SIGTERM); a Ctrl-C meanwhile reaches this
+    process, and its handler, when the block ends."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def cuda_device_count() -> int:

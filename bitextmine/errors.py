@@ -41,6 +41,11 @@ class BitextmineError(Exception):
         return printable(where + self.message)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM to a command that stops on it as on Ctrl-C (``run``): the same cleanup, and
+    the exit status a shell expects of SIGTERM (143, not Ctrl-C's 130)."""
+
+
 class BitextmineWarning(UserWarning):
     """Input that is plausibly a mistake (languages that look swapped, ...), reported as
     ``FILE: message``: a warning, or with the command line's ``--strict`` an error (exit 1).

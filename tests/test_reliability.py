@@ -634,20 +634,22 @@ def test_a_damaged_output_under_a_done_marker_is_redone(cli, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize(("sig", "to_group"), [(signal.SIGTERM, False), (signal.SIGINT, False), (signal.SIGINT, True)])
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="finds worker processes through /proc")
-def test_stopping_run_stops_its_workers(tmp_path, sig):
+def test_stopping_run_stops_its_workers(tmp_path, sig, to_group):
+    """To ``run`` alone, or as a terminal's Ctrl-C to its whole process group, workers included."""
     de, en = small_shards(tmp_path, lines=500)
     config = write_pipeline(tmp_path, [de], [en])
     logs = str(tmp_path / "out" / "logs")
     # started the way a script starts a background job: SIGINT ignored
     parent = subprocess.Popen([sys.executable, "-m", "bitextmine", "run", str(config), "-q"], cwd=REPO,
-                              stderr=subprocess.PIPE, text=True,
+                              stderr=subprocess.PIPE, text=True, start_new_session=to_group,
                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     wait_for(lambda: len(find_processes(logs)) >= 2)
-    parent.send_signal(sig)
+    os.killpg(parent.pid, sig) if to_group else parent.send_signal(sig)
     _, stderr = parent.communicate(timeout=60)
-    assert parent.returncode != 0 and "Traceback" not in stderr, stderr
+    assert parent.returncode == 128 + sig and "Traceback" not in stderr, stderr
+    assert stderr.strip().splitlines()[-1] == "bitextmine: interrupted"
     wait_for(lambda: not find_processes(logs), seconds=10)
     assert not (tmp_path / "out" / ".bitextmine.lock").exists()
 

@@ -112,9 +112,9 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{printable(str(e.filename))}: " if e.filename else ""
         print(f"bitextmine: error: {where}{(e.strerror or str(e)).lower()}", file=sys.stderr)
         return 1
-    except (Interrupted, KeyboardInterrupt):
+    except (Interrupted, KeyboardInterrupt) as e:
         print("bitextmine: interrupted", file=sys.stderr)
-        return 130
+        return Interrupted.of(e).status
     return 0
 
 

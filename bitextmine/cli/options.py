@@ -11,6 +11,7 @@ import copy
 import functools
 import inspect
 import math
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,6 +21,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from bitextmine import defaults
 from bitextmine.choices import Dedup, FilterRule, Retrieval, Score
+from bitextmine.errors import Terminated
 
 
 def _plain_metavars(params: list) -> list:
@@ -86,12 +88,22 @@ class Group(TyperGroup):
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
-        except KeyboardInterrupt:
-            raise Interrupted() from None
+        except KeyboardInterrupt as e:
+            raise Interrupted.of(e) from None
 
 
 class Interrupted(Exception):
-    """Ctrl-C inside a command, carried past the typer versions' differing handling of it."""
+    """Ctrl-C (or SIGTERM) inside a command, carried past the typer versions' differing handling of it."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        super().__init__(signum)
+        self.status = 128 + signum  # as a shell reports a command the signal ended
+
+    @classmethod
+    def of(cls, interrupt: BaseException) -> Interrupted:
+        if isinstance(interrupt, Interrupted):
+            return interrupt
+        return cls(signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT)
 
 
 def command(app: typer.Typer, name: str | None = None, help_panel: str | None = None, **kwargs):

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 
+from bitextmine.devices import ignore_interrupts
 from bitextmine.embed.embedding_set import ShardEntry
 from bitextmine.embed.shard import embed_shard
 from bitextmine.encoders import load_encoder
@@ -23,6 +24,7 @@ POLL_SECONDS = 2.0
 
 
 def _worker(device: str, out_dir: str, cfg, todo, results, threads: int) -> None:
+    ignore_interrupts()
     try:
         import torch  # torch: 2.5 s, in the worker process (ARCHITECTURE.md, start-up)
 

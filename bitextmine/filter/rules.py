@@ -11,7 +11,7 @@ from itertools import chain
 
 from bitextmine import defaults
 from bitextmine.choices import RULES
-from bitextmine.devices import available_cpus
+from bitextmine.devices import available_cpus, ignore_interrupts
 from bitextmine.errors import warn
 from bitextmine.filter.config import FilterConfig, FilterReport
 from bitextmine.filter.langid import PairLanguages
@@ -188,7 +188,7 @@ class PairFilter:
                 # Python 3.12+ warns about fork in a threaded process (numpy's BLAS threads):
                 # the workers use none of them, and BLAS libraries reset their pools on fork
                 warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
-                with multiprocessing.get_context("fork").Pool(workers) as pool:
+                with multiprocessing.get_context("fork").Pool(workers, initializer=ignore_interrupts) as pool:
                     parts = pool.map(_judge_forked_chunk, range(0, len(pairs), chunk))
         finally:
             _FORKED = None

@@ -30,7 +30,8 @@ from pathlib import Path
 
 from bitextmine import defaults
 from bitextmine.choices import LAUNCHERS, STAGES
-from bitextmine.errors import BitextmineError
+from bitextmine.devices import children_ignore_interrupts
+from bitextmine.errors import BitextmineError, Terminated
 from bitextmine.io.atomic import prepare_output_dir, refuse_overwriting_inputs, save_json
 from bitextmine.io.lock import output_lock
 from bitextmine.launch.config import PipelineConfig, Resources
@@ -40,6 +41,7 @@ from bitextmine.progress import progress_bar
 
 log = logging.getLogger(__name__)
 _STOPPING = threading.Event()  # set by SIGINT / SIGTERM to `run` (see _signals_stop_the_run)
+_STOP_SIGNAL = [signal.SIGINT]  # the signal that set it: SIGTERM ends the run with status 143
 _HOLDING_STOPS = threading.Event()  # set while jobs are submitted or stopped: a stop is then only remembered
 STOP_GRACE_SECONDS = 15  # for cancelled jobs to end (the local executor sends SIGINT, then SIGKILL)
 RESULT_GRACE_SECONDS = 15  # for an ended job's result file to show (submitit's own wait, for shared file systems)
@@ -241,14 +243,16 @@ class Launcher:
             jobs = []
             try:
                 if _STOPPING.is_set():
-                    raise KeyboardInterrupt
+                    raise _stop_exception()
                 with _stops_held():  # acted on by _outcomes' first look
                     if self.kind == "slurm":
                         jobs = _submit_array(executor, stage, wave, resources.cpus)
                         _record_jobs(self.cfg.output, jobs)
                     else:
                         threads = local_threads(resources.cpus, len(wave))
-                        jobs = [executor.submit(_run_task, t, threads, True) for t in wave]
+                        # the controllers, stopped by _stop, must not print tracebacks on Ctrl-C
+                        with children_ignore_interrupts():
+                            jobs = [executor.submit(_run_task, t, threads, True) for t in wave]
                 failures += self._outcomes(wave, jobs, on_done)
             except BaseException:  # Ctrl-C or SIGTERM: the workers stop with us
                 _stop(jobs)
@@ -269,7 +273,7 @@ class Launcher:
         ended_without_result: dict[int, float] = {}
         while waiting:
             if _STOPPING.is_set():
-                raise KeyboardInterrupt
+                raise _stop_exception()
             for i, job in list(waiting.items()):
                 if not job.done():
                     continue
@@ -408,9 +412,14 @@ def _signals_stop_the_run() -> Iterator[None]:
 def _stop_requested(signum, frame):
     """Remembered as well as raised: a library that swallows the KeyboardInterrupt (it can land
     anywhere, inside submitit's polling too) does not keep the run going; the wait checks."""
+    _STOP_SIGNAL[0] = signum
     _STOPPING.set()
     if not _HOLDING_STOPS.is_set():
-        raise KeyboardInterrupt
+        raise _stop_exception()
+
+
+def _stop_exception() -> KeyboardInterrupt:
+    return Terminated() if _STOP_SIGNAL[0] == signal.SIGTERM else KeyboardInterrupt()
 
 
 @contextlib.contextmanager

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bitextmine import defaults
-from bitextmine.devices import available_cpus
+from bitextmine.devices import available_cpus, ignore_interrupts
 from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import prepare_output_dir, refuse_overwriting_inputs, remove_stale_temporaries
 from bitextmine.io.lock import output_lock
@@ -92,7 +92,8 @@ class Judges:
         self.workers = cfg.workers or available_cpus()
         self._pool = None
         if self.workers > 1:
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"))
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
+                                             initializer=ignore_interrupts)
 
     def judged(self, batches: Iterator[Batch]) -> Iterator[tuple[Batch, JudgedBatch]]:
         if self._pool is None:
