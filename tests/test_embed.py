@@ -135,6 +135,8 @@ def test_bad_input_is_one_clear_line_and_no_output(cli, tmp_path, name, data, me
     assert len(error_lines) == 1, result.stderr
     where = f"{bad}:{line}:" if line else f"{bad}:"
     assert error_lines[0].startswith(f"bitextmine: error: {where}") and message in error_lines[0]
+    if line:  # the way out is embed's own option
+        assert "use --errors replace" in error_lines[0]
     assert not any(out.glob("*.tmp")) if out.exists() else True
     # the good shard before it is complete and recorded; the bad one left nothing
     if out.exists():

@@ -412,3 +412,16 @@ def test_parallel_workers_decide_as_one_process():
     assert parallel.report.to_dict() == serial.report.to_dict()
     rejected = serial.report.rejected
     assert rejected["dedup"] > 10_000 and rejected["lid"] > 100 and rejected["copy"] > 100
+
+
+@pytest.mark.parametrize("verb", ["filter", "report"])
+def test_a_pair_file_not_in_utf8_is_named_with_a_way_out_the_verb_has(cli, tmp_path, verb):
+    bad = tmp_path / "latin1.tsv"
+    bad.write_bytes("0.9\tStraße\tstreet\n".encode("latin-1"))
+    out = tmp_path / ("o.tsv" if verb == "filter" else "report.html")
+    result = cli(verb, bad, "-o", out, "-q")
+    assert result.exit_code == 1
+    [error] = [x for x in result.stderr.splitlines() if x.strip()]
+    assert error.startswith(f"bitextmine: error: {bad}:1: invalid UTF-8") and "iconv" in error, error
+    assert "--errors" not in error  # neither verb has it
+    assert not out.exists()

@@ -132,7 +132,7 @@ def _write_shard_file(target: Path, rows: int, dim: int,
 def embed_shard(encoder: Encoder, source: str, out_dir: Path, file: str, cfg: EmbedConfig,
                 on_progress=lambda n: None) -> ShardEntry:
     """Embed one text shard into ``out_dir/file``; return its manifest entry."""
-    shard = read_shard(source, errors=cfg.errors)
+    shard = read_shard(source, errors=cfg.errors, replace_option="--errors replace")
     target = out_dir / file
     truncated, target_sha256 = _write_shard_file(
         target, len(shard.lines), encoder.dim,

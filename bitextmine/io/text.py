@@ -215,25 +215,27 @@ class Shard:
         return sum(self.blank)
 
 
-def _decode(data: bytes, path: str, errors: str) -> str:
-    """UTF-8 bytes -> str, naming the first bad line in the error."""
+def _decode(data: bytes, path: str, errors: str, replace_option: str | None) -> str:
+    """UTF-8 bytes -> str, naming the first bad line in the error, and the way out: the
+    caller's option for ``replace`` where it has one, else converting the file."""
     nul = data.find(b"\x00")
     if nul >= 0:
         if errors == "strict":
             line = data.count(b"\n", 0, nul) + 1
-            raise BitextmineError("NUL byte in text (a binary file?); use --errors replace to map it to a space",
-                                  path=path, line=line)
+            way_out = f"; use {replace_option} to map it to a space" if replace_option else ""
+            raise BitextmineError(f"NUL byte in text (a binary file?){way_out}", path=path, line=line)
         data = data.replace(b"\x00", b" ")
     try:
         return data.decode("utf-8", errors=errors)
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         bad = data[e.start : e.start + 4]
-        raise BitextmineError(f"invalid UTF-8 (bytes {bad!r}); use --errors replace to substitute U+FFFD",
-                              path=path, line=line) from None
+        way_out = (f"use {replace_option} to substitute U+FFFD" if replace_option
+                   else "convert the file to UTF-8 first (iconv -f ENCODING -t UTF-8)")
+        raise BitextmineError(f"invalid UTF-8 (bytes {bad!r}); {way_out}", path=path, line=line) from None
 
 
-def _read_lines(path: str, errors: str) -> tuple[list[str], int, str]:
+def _read_lines(path: str, errors: str, replace_option: str | None = None) -> tuple[list[str], int, str]:
     """(lines, stored size, SHA-256 of the stored bytes) of a text file or stdin."""
     if errors not in TEXT_ERROR_MODES:
         raise BitextmineError(f"unknown --errors mode {errors!r}: use strict or replace")
@@ -251,7 +253,7 @@ def _read_lines(path: str, errors: str) -> tuple[list[str], int, str]:
         size = os.path.getsize(path)
         with open_binary(path) as f:
             data = next(_blocks(f, path, size=-1), b"")  # one read: no second copy of a large shard
-    text = _decode(data, path, errors)
+    text = _decode(data, path, errors, replace_option)
     if text.startswith("\ufeff"):  # a UTF-8 byte order mark is not part of line 1
         text = text[1:]
     lines = text.split("\n")
@@ -265,14 +267,15 @@ def read_lines(path: str, errors: str = "strict") -> list[str]:
     return _read_lines(path, errors)[0]
 
 
-def read_shard(path: str, errors: str = "strict") -> Shard:
+def read_shard(path: str, errors: str = "strict", replace_option: str | None = None) -> Shard:
     """Read a whole shard: lines without their newline, a blank flag per line.
 
     ``errors``: ``strict`` raises on invalid UTF-8 or NUL bytes, naming file and line;
-    ``replace`` maps invalid bytes to U+FFFD and NUL to a space. A shard must hold at
+    ``replace`` maps invalid bytes to U+FFFD and NUL to a space; ``replace_option``: the
+    caller's option that asks for it, which the error then names. A shard must hold at
     least one non-blank line.
     """
-    lines, size, digest = _read_lines(path, errors)
+    lines, size, digest = _read_lines(path, errors, replace_option)
     if not lines:
         raise BitextmineError("empty file: a shard needs at least one line", path=path)
     blank = [not line.strip() for line in lines]
