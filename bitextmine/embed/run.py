@@ -16,7 +16,7 @@ from bitextmine.embed.embedding_set import MANIFEST_NAME, EmbeddingSet, ShardEnt
 from bitextmine.embed.shard import embed_shard
 from bitextmine.embed.workers import embed_on_devices
 from bitextmine.encoders import Encoder, load_encoder
-from bitextmine.errors import BitextmineError
+from bitextmine.errors import BitextmineError, printable
 from bitextmine.io.atomic import prepare_output_dir, refuse_overwriting_inputs, remove_stale_temporaries
 from bitextmine.io.lock import output_lock
 from bitextmine.io.text import STDIN, count_lines, file_sha256
@@ -44,14 +44,11 @@ def shard_file_name(source: str, taken: set[str]) -> str:
     return name
 
 
-def _open_set(out_dir: Path, encoder: Encoder, cfg: EmbedConfig) -> EmbeddingSet:
+def _open_set(out_dir: Path, encoder: Encoder, cfg: EmbedConfig, sources: list[str]) -> EmbeddingSet:
     """The set in ``out_dir`` to add to: existing (same encoder and settings) or new."""
     fresh = EmbeddingSet(path=out_dir, encoder=encoder.identity, dtype=defaults.EMBEDDING_DTYPE,
                          max_tokens=cfg.max_tokens, precision=cfg.precision)
     if not EmbeddingSet.exists(out_dir):
-        if cfg.overwrite is False and any(p.suffix == ".npy" for p in out_dir.iterdir()):
-            raise BitextmineError("directory holds .npy files but no manifest; use --overwrite to replace them",
-                                  path=out_dir)
         return fresh
     existing = EmbeddingSet.load(out_dir)
     differs = []
@@ -63,16 +60,51 @@ def _open_set(out_dir: Path, encoder: Encoder, cfg: EmbedConfig) -> EmbeddingSet
     if existing.dtype != defaults.EMBEDDING_DTYPE:
         differs.append(f"dtype {existing.dtype} vs {defaults.EMBEDDING_DTYPE}")
     if not differs:
+        if cfg.overwrite:  # the set becomes this run's: shards of other inputs go
+            _drop_shards(existing, [e for e in existing.shards if e.source not in sources_keys(sources)])
         return existing
     if not cfg.overwrite:
         raise BitextmineError("holds an embedding set made differently (" + "; ".join(differs)
                               + "); use --overwrite to replace it, or another -o", path=out_dir)
-    for entry in existing.shards:  # names were checked to lie inside the set when it was loaded
-        for name in (entry.file, entry.text_file):
-            if name:
-                (out_dir / name).unlink(missing_ok=True)
+    _drop_shards(existing, existing.shards)
     (out_dir / MANIFEST_NAME).unlink()
     return fresh
+
+
+def _drop_shards(emb_set: EmbeddingSet, entries: list[ShardEntry]) -> None:
+    for entry in entries:  # names were checked to lie inside the set when it was loaded
+        for name in (entry.file, entry.text_file):
+            if name:
+                (emb_set.path / name).unlink(missing_ok=True)
+    if entries:
+        emb_set.shards = [e for e in emb_set.shards if e not in entries]
+        emb_set.save()
+
+
+def sources_keys(sources: list[str]) -> set[str]:
+    """How the manifest names ``sources``: absolute paths, ``-`` for standard input."""
+    return {s if s == STDIN else os.path.abspath(s) for s in sources}
+
+
+def _check_output_holds_this_set(out_dir: Path, sources: list[str], overwrite: bool) -> None:
+    """Before the encoder loads: ``-o`` names this command's set (to resume or grow) or an empty
+    directory, not another set (``embed en.txt -o emb/de`` would mix the languages) or a
+    directory of other files; ``--overwrite`` replaces either."""
+    if overwrite:
+        return
+    if not EmbeddingSet.exists(out_dir):
+        others = sorted(p.name for p in out_dir.iterdir() if not p.name.startswith("."))
+        if others:
+            raise BitextmineError(f"holds files but no embedding set ({', '.join(others[:3])}"
+                                  f"{', ...' if len(others) > 3 else ''}); use another -o, or --overwrite "
+                                  "to write the set there", path=out_dir)
+        return
+    existing = EmbeddingSet.load(out_dir)  # a damaged manifest fails now too
+    others = [e.source for e in existing.shards if e.source not in sources_keys(sources)]
+    if others:
+        raise BitextmineError(f"holds an embedding set of other inputs ({printable(others[0])}"
+                              f"{f' and {len(others) - 1} more' if len(others) > 1 else ''}); name them "
+                              "too to add to the set, use --overwrite to replace it, or another -o", path=out_dir)
 
 
 def plan_shards(emb_set: EmbeddingSet, sources: list[str]) -> tuple[list[ShardTask], list[str]]:
@@ -137,16 +169,15 @@ def embed_shards(sources: list[str], out_dir: str | Path, cfg: EmbedConfig = Emb
 
 def _embed_locked(sources: list[str], out_dir: Path, cfg: EmbedConfig, devices: list[str] | None,
                   progress: bool) -> EmbeddingSet:
-    if EmbeddingSet.exists(out_dir):
-        EmbeddingSet.load(out_dir)  # a damaged manifest fails now, before the encoder loads
+    _check_output_holds_this_set(out_dir, sources, cfg.overwrite)
     devices = devices or resolve_devices(cfg.device)
     if STDIN in sources:
         devices = devices[:1]  # standard input can be read by one process only
     encoder = load_encoder(cfg.encoder, device=devices[0], precision=cfg.precision).for_language(cfg.lang)
-    emb_set = _open_set(out_dir, encoder, cfg)
+    emb_set = _open_set(out_dir, encoder, cfg, sources)
     _embed_missing(emb_set, sources, encoder, cfg, devices, progress)
     # manifest order follows the command line, whatever order the workers finished in
-    order = {os.path.abspath(s) if s != STDIN else s: i for i, s in enumerate(sources)}
+    order = {key: i for i, key in enumerate(s if s == STDIN else os.path.abspath(s) for s in sources)}
     emb_set.shards.sort(key=lambda e: order.get(e.source, -1))
     emb_set.save()
     return emb_set
