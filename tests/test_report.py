@@ -61,6 +61,7 @@ def test_report_of_a_chosen_threshold_plots_every_score_and_the_estimate(cli, tm
     page = (tmp_path / "r.html").read_text()
     assert f"Histogram of all {everything:,} pairs the retrieval selected before the threshold" in page
     assert f"Threshold in use: {meta['parameters']['threshold']:g} (adaptive: estimated precision" in page
+    assert "Recommended by the estimate" not in page  # the one in use, rounded in the sidecar
     assert len(re.findall(r"src='data:image/png;base64,", page)) == 3  # scores, kept, estimate
     assert "<h2>Estimated precision and recall</h2>" in page
     assert "score_histogram" not in page.split("<h2>Parameters")[1]  # plotted, not dumped
@@ -78,6 +79,20 @@ def test_report_of_a_chosen_threshold_plots_every_score_and_the_estimate(cli, tm
         bad = cli("report", tmp_path / "p.tsv", "-o", tmp_path / "b.html", "--calibration", tmp_path / "bad.json")
         assert bad.exit_code == 1 and message in bad.stderr and not (tmp_path / "b.html").exists()
     assert np.isfinite(meta["parameters"]["threshold"])
+
+
+def test_the_threshold_text_says_a_fallback_once_and_a_recommendation_where_it_differs():
+    from bitextmine.evaluate.report import _threshold_text
+
+    why = "the gaps set the translations apart weakly"
+    fallback = {"parameters": {"threshold": 0.0424724538, "threshold_source": f"adaptive (best F1): {why}"},
+                "threshold_warning": why}
+    text = _threshold_text(fallback, {"recommended_threshold": 0.04247, "estimated_precision": 0.47})
+    assert text.count(why) == 1 and "Recommended" not in text
+    given = {"parameters": {"threshold": 0.1, "threshold_source": "given (--threshold)"}}
+    text = _threshold_text(given, {"recommended_threshold": 0.04247, "estimated_precision": 0.9})
+    assert text == ("Threshold in use: 0.1 (given (--threshold)). Recommended by the estimate: 0.04247 "
+                    "(estimated precision 0.90).")
 
 
 def test_the_axis_is_named_by_the_margin():

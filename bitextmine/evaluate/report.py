@@ -251,7 +251,7 @@ def _estimate_figure(curve: dict, threshold: float | None, xlabel: str):
     ax.set_title(f"Estimated precision and recall ({curve.get('method', 'estimate')})")
     _mark(ax, threshold, label=True)
     recommended = curve.get("recommended_threshold")
-    if isinstance(recommended, (int, float)) and recommended != threshold:
+    if isinstance(recommended, (int, float)) and not _same_threshold(recommended, threshold):
         ax.axvline(recommended, color="#228833", linestyle=":", label=f"recommended {recommended:g}")
     ax.legend(loc="lower left")
     est.tight_layout()
@@ -327,14 +327,20 @@ def _threshold_text(params: dict | None, curve: dict | None) -> str:
             else f"No pair kept ({how}).")
     if curve is not None:
         recommended, precision = curve.get("recommended_threshold"), curve.get("estimated_precision")
-        if isinstance(recommended, (int, float)) and recommended != threshold:
+        if isinstance(recommended, (int, float)) and not _same_threshold(recommended, threshold):
             text += f" Recommended by the estimate: {recommended:g}"
             text += f" (estimated precision {precision:.2f})." if isinstance(precision, (int, float)) else "."
         if curve.get("warning"):
             text += f" The estimate cannot be trusted: {curve['warning']}."
-    if (params or {}).get("threshold_warning"):
-        text += f" Warning: {params['threshold_warning']}."
+    warning = (params or {}).get("threshold_warning")
+    if warning and warning not in how:  # a fallback's source already says why
+        text += f" Warning: {warning}."
     return text
+
+
+def _same_threshold(recommended: float, threshold: float | None) -> bool:
+    """Equal but for the sidecar's rounding (5 decimals) or float32 scores summed in another order."""
+    return threshold is not None and math.isclose(recommended, threshold, rel_tol=1e-6, abs_tol=1e-5)
 
 
 def _page(inputs: ReportInputs, images: dict[str, str], title: str, dist: Distribution, threshold_text: str) -> str:
