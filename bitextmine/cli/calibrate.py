@@ -102,7 +102,8 @@ def recommendation_line(result, target_precision: float) -> str:
     name = "seeds" if result.method == "seeds" else "no gold"
     if result.recommended is None:
         return f"recommended threshold ({name}): none, keep nothing ({result.reason})"
-    line = f"recommended threshold ({name}) for {100 * target_precision:g}% precision: {result.recommended:.4f}"
+    # printed as mine prints its threshold, so the two are read alike
+    line = f"recommended threshold ({name}) for {100 * target_precision:g}% precision: {result.recommended:g}"
     if result.warning:
         return f"{line} (a fixed fallback: the estimate cannot be trusted here)"
     sure = f"estimated precision {result.recommended_precision:.2f}"
