@@ -14,7 +14,7 @@ from bitextmine.encoders import load_encoder
 from bitextmine.errors import BitextmineError
 from bitextmine.evaluate.metrics import signature, tatoeba_metrics
 from bitextmine.io.text import read_shard
-from bitextmine.languages import language_key, language_suffix, same_language_codes
+from bitextmine.languages import base_code, iso_language, language_key, language_suffix, same_language_codes
 from bitextmine.mine.knn import exact_knn_both_ways
 from bitextmine.mine.scoring import best_per, candidates
 from bitextmine.progress import encode_with_progress
@@ -63,7 +63,7 @@ def tatoeba_sets(data_dir: str | Path, langs: list[str]) -> list[tuple[str, Path
     for lang in langs:
         language_key(lang, "--langs")  # an unknown code is an error, not a missing file
         found = same_language_codes(lang, present)
-        code = found[0] if found else lang
+        code = found[0] if found else iso_language(base_code(lang)).pt3  # known: language_key checked it
         sets.append((code, data_dir / f"tatoeba.{code}-eng.{code}", data_dir / f"tatoeba.{code}-eng.eng"))
     return sets
 
