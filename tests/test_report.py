@@ -30,6 +30,15 @@ def test_report_holds_plots_samples_filter_counts_and_parameters(cli, tmp_path):
     # filter counts and parameters from the sidecar
     assert "<h2>Filter</h2>" in page and "dedup" in page
     assert '"retrieval": "max"' in html.unescape(page) and '"threshold": 1.0' in html.unescape(page)
+    # --json: the page's figures
+    import json
+
+    assert cli("report", tmp_path / "p.tsv", "-o", tmp_path / "r" / "again.html", "--json",
+               tmp_path / "r.json").exit_code == 0
+    counts = json.loads((tmp_path / "r.json").read_text())
+    scores = [float(line.split("\t")[0]) for line in (tmp_path / "p.tsv").read_text().splitlines()]
+    assert counts["pairs"] == len(scores) and counts["score"]["min"] == min(scores) >= 1.0
+    assert counts["threshold"] == 1.0 and counts["filter"]["kept"] == len(scores) <= counts["filter"]["total"]
 
 
 def test_report_of_an_empty_mining_result(cli, tmp_path):

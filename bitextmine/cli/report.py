@@ -52,7 +52,7 @@ def report(
         raise usage_error("the page already goes to standard output: give --json a file", "--json")
     check_json_output(json_out, [mined, meta, filter_report, calibration], [output])
     setup_logging(quiet)
-    written = make_report(mined, output, meta, filter_report, calibration)
+    written, counts = make_report(mined, output, meta, filter_report, calibration)
     logging.getLogger("bitextmine").info("wrote %s", ", ".join(str(p) for p in written))
     if json_out:
-        write_json(json_out, {"input": mined, "output": output, "written": [str(p) for p in written]})
+        write_json(json_out, {"input": mined, "output": output, "written": [str(p) for p in written], **counts})

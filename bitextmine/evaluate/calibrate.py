@@ -99,13 +99,13 @@ class Calibration:
         if other is not None and self.recommended is not None and other.recommended is not None:
             at_other = float(np.interp(other.recommended, self.thresholds, self.precision))
             if abs(at_other - (other.recommended_precision or 0)) > CALIBRATIONS_AGREE:
-                out.append(f"note: the seeds and the no-gold estimate disagree: at {other.recommended:.4f} the seeds "
+                out.append(f"note: the seeds and the no-gold estimate disagree: at {other.recommended:g} the seeds "
                            f"measure precision {at_other:.2f}, the no-gold estimate {other.recommended_precision:.2f}. "
                            "Seeds unlike the pools (shorter, another domain) move the seed curve; translations "
                            "whose gaps overlap the others' (a weak encoder) move the no-gold one")
             else:
                 out.append(f"note: the seeds and the no-gold estimate agree within {100 * CALIBRATIONS_AGREE:g} "
-                           f"points at {other.recommended:.4f} (no gold: {other.recommended_precision:.2f}, seeds: "
+                           f"points at {other.recommended:g} (no gold: {other.recommended_precision:.2f}, seeds: "
                            f"{at_other:.2f})")
         return out
 

@@ -130,8 +130,9 @@ def _documents(pairs, params: dict | None) -> tuple[list[str] | None, list[str] 
 
 
 def make_report(mined: str, output: str | Path, meta: str | None = None, filter_report: str | None = None,
-                calibration: str | None = None) -> list[Path]:
-    """Read the inputs and write the report (refusing an output that would replace an input).
+                calibration: str | None = None) -> tuple[list[Path], dict]:
+    """Read the inputs and write the report (refusing an output that would replace an input);
+    return the paths written and the page's figures (``report_counts``).
 
     ``calibration``: a ``calibrate --json`` file whose curve is plotted instead of mine's estimate.
     """
@@ -139,7 +140,33 @@ def make_report(mined: str, output: str | Path, meta: str | None = None, filter_
     pngs = [] if str(output) == "-" else [Path(output).with_name(f"{Path(output).stem}.{n}")
                                           for n in (*FIGURES, ESTIMATE_FIGURE)]
     refuse_overwriting_inputs([output, *pngs], [mined, meta, filter_report, calibration])
-    return write_report(load_inputs(mined, meta, filter_report), output, calibration=load_calibration(calibration))
+    inputs, curve = load_inputs(mined, meta, filter_report), load_calibration(calibration)
+    return write_report(inputs, output, calibration=curve), report_counts(inputs, curve)
+
+
+def report_counts(inputs: ReportInputs, calibration: dict | None = None) -> dict:
+    """The figures the page shows, for ``--json``: the pairs and their scores, the threshold in
+    use and the recommended one, what the length agreement dropped, the filter's counts."""
+    scores = inputs.scores
+    parameters = (inputs.params or {}).get("parameters") or {}
+    curve = precision_curve(inputs.params, calibration) or {}
+    lengths = (inputs.params or {}).get("length_agreement") or {}
+    counts = {
+        "pairs": len(scores),
+        "score": {"max": float(scores.max()), "median": float(np.median(scores)), "min": float(scores.min())}
+        if len(scores) else None,
+        "threshold": parameters.get("threshold"), "threshold_source": parameters.get("threshold_source"),
+        "recommended_threshold": curve.get("recommended_threshold"),
+        "estimated_precision": _recommended_precision(curve),
+        "dropped_for_lengths": lengths.get("dropped"),
+        "estimated_precision_written": lengths.get("estimated_precision_written"),
+        "filter": {k: inputs.filter_report.get(k) for k in ("total", "kept", "rejected")}
+        if inputs.filter_report else None,
+    }
+    if inputs.src_docs is not None:
+        counts["source_documents"] = len(set(inputs.src_docs) - {""})
+        counts["target_documents"] = len(set(inputs.tgt_docs) - {""})
+    return counts
 
 
 def load_calibration(path: str | Path | None) -> dict | None:
@@ -326,7 +353,7 @@ def _threshold_text(params: dict | None, curve: dict | None) -> str:
     text = (f"Threshold in use: {threshold:g} ({how})." if threshold is not None
             else f"No pair kept ({how}).")
     if curve is not None:
-        recommended, precision = curve.get("recommended_threshold"), curve.get("estimated_precision")
+        recommended, precision = curve.get("recommended_threshold"), _recommended_precision(curve)
         if isinstance(recommended, (int, float)) and not _same_threshold(recommended, threshold):
             text += f" Recommended by the estimate: {recommended:g}"
             text += f" (estimated precision {precision:.2f})." if isinstance(precision, (int, float)) else "."
@@ -336,6 +363,11 @@ def _threshold_text(params: dict | None, curve: dict | None) -> str:
     if warning and warning not in how:  # a fallback's source already says why
         text += f" Warning: {warning}."
     return text
+
+
+def _recommended_precision(curve: dict) -> float | None:
+    """Its estimated precision: ``estimated_precision`` in mine's sidecar, ``recommended_precision`` in calibrate's."""
+    return curve.get("estimated_precision", curve.get("recommended_precision"))
 
 
 def _same_threshold(recommended: float, threshold: float | None) -> bool:
