@@ -80,3 +80,12 @@ def test_bad_factory_string_is_a_clear_error(cli, tmp_path):
     make_embedding_set(tmp_path / "emb", clustered_vectors(100))
     result = cli("index", tmp_path / "emb", "-o", tmp_path / "idx", "--type", "NotAnIndex42")
     assert result.exit_code == 1 and "NotAnIndex42" in result.stderr
+
+
+def test_too_few_vectors_for_the_lists_is_one_line_naming_the_embeddings(cli, tmp_path):
+    make_embedding_set(tmp_path / "emb", clustered_vectors(100))
+    result = cli("index", tmp_path / "emb", "-o", tmp_path / "idx", "--type", "IVF4,Flat")
+    assert result.exit_code == 1 and not (tmp_path / "idx").exists()
+    assert result.stderr.strip() == (f"bitextmine: error: {tmp_path / 'emb'}: IVF4,Flat needs at least 156 training "
+                                     "vectors (4 lists x FAISS's 39), the embeddings have 100; use fewer lists or a "
+                                     "Flat index")

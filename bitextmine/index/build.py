@@ -113,8 +113,9 @@ def _build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConf
             sample_size = len(sample)
             needed = defaults.FAISS_MIN_POINTS_PER_CENTROID * (lists or 0)
             if sample_size < needed:
-                raise BitextmineError(f"{factory} needs at least {needed} training vectors, the corpus has "
-                                      f"{sample_size}; use a smaller index type (e.g. Flat)")
+                raise BitextmineError(f"{factory} needs at least {needed} training vectors ({lists} lists x "
+                                      f"FAISS's {defaults.FAISS_MIN_POINTS_PER_CENTROID}), the embeddings have "
+                                      f"{sample_size}; use fewer lists or a Flat index", path=emb_dirs[0])
             log.info("training %s on %d vectors", factory, sample_size)
             index = on_gpu(index, cfg.device)
             faiss.omp_set_num_threads(faiss.omp_get_max_threads())
