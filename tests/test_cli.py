@@ -81,6 +81,10 @@ def synthetic_sets(tmp_path):
     (["run", "p.yaml", "--stage", "train"], ["--stage"]),
     (["train", "d.tsv", "-o", "out", "--pooling", "max"], ["--pooling"]),
     (["train", "d.tsv", "-o", "out", "--preset", "huge"], ["--preset"]),
+    (["train", "d.tsv", "-o", "out", "--dim", "257", "--heads", "4"], ["--dim 257", "--heads 4"]),
+    (["embed", "x.txt", "-o", "-"], ["--output", "standard output"]),
+    (["index", "set", "-o", "-"], ["--output", "standard output"]),
+    (["prepare", "x.txt", "-o", "-", "--lang", "de"], ["--output", "standard output"]),
 ])
 def test_usage_errors_are_a_few_lines_and_exit_2(cli, tmp_path, monkeypatch, args, mentions):
     monkeypatch.chdir(tmp_path)
@@ -308,7 +312,7 @@ def test_the_same_file_twice_is_refused(cli, tmp_path):
 
 def test_eval_tatoeba_with_missing_files_is_one_line(cli, tmp_path):
     line = one_error_line(cli("eval", "tatoeba", "--data", tmp_path, "--langs", "is"))
-    assert line == f"bitextmine: error: {tmp_path / 'tatoeba.is-eng.is'}: no such file"
+    assert line == f"bitextmine: error: {tmp_path / 'tatoeba.isl-eng.isl'}: no such file"
     assert_usage_error(cli("eval", "tatoeba", "--data", tmp_path, "--langs", "de,xxx"), "unknown language 'xxx'")
 
 

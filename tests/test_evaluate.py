@@ -144,8 +144,3 @@ def test_eval_tatoeba_refuses_unaligned_files(cli, tmp_path):
     result = cli("eval", "tatoeba", tmp_path / "a", tmp_path / "b")
     assert result.exit_code == 1 and "must be aligned" in result.stderr
 
-
-def test_eval_tatoeba_names_the_missing_file_by_its_iso_639_3_spelling(cli, tmp_path):
-    result = cli("eval", "tatoeba", "--data", tmp_path, "--langs", "de")
-    assert result.exit_code == 1
-    assert result.stderr.strip() == f"bitextmine: error: {tmp_path / 'tatoeba.deu-eng.deu'}: no such file"

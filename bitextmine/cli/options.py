@@ -168,6 +168,13 @@ def named(value):
     return value
 
 
+def named_directory(value):
+    """A directory the user names for writing: not '' (see ``named``), not standard output."""
+    if named(value) == "-":
+        raise typer.BadParameter("is a directory here: standard output (-) cannot hold it; name a directory")
+    return value
+
+
 def share(value: float | None) -> float | None:
     """A share strictly between 0 and 1 (0.9 for 90 %)."""
     if value is not None and not 0 < value < 1:
@@ -214,9 +221,9 @@ def json_option(help: str = JSON_HELP, **more):
 
 
 def output_option(help: str, metavar: str = "FILE", **more):
-    """``-o/--output``: a file (or ``-``) or a directory to write; '' is refused."""
-    return Annotated[str, typer.Option("--output", "-o", metavar=metavar, show_default=False, callback=named,
-                                       help=help, **more)]
+    """``-o/--output``: a file (or ``-``) or, with metavar DIR, a directory to write; '' is refused."""
+    return Annotated[str, typer.Option("--output", "-o", metavar=metavar, show_default=False,
+                                       callback=named_directory if metavar == "DIR" else named, help=help, **more)]
 
 
 def device_option(help: str = "auto (the first visible GPU, else the CPU), cpu, cuda or cuda:N.", **more):

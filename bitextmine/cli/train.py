@@ -11,8 +11,16 @@ from typing import Annotated
 import typer
 
 from bitextmine.cli.logs import setup_logging
-from bitextmine.cli.options import check_json_output, command, json_option, output_option, quiet_option, with_settings
-from bitextmine.errors import printable
+from bitextmine.cli.options import (
+    check_json_output,
+    command,
+    json_option,
+    output_option,
+    quiet_option,
+    usage_error,
+    with_settings,
+)
+from bitextmine.errors import BitextmineError, printable
 from bitextmine.io.atomic import write_json
 from bitextmine.train.settings import PANELS, SETTINGS
 
@@ -75,7 +83,10 @@ def train(
     check_json_output(json_out, [*(p for s in specs for given in s.files for p in given.split(",")), dev,
                                  settings["spm_model"], output])
     recipe = settings.pop("recipe")
-    cfg = resolve(recipe, settings, explicit_settings(ctx))
+    try:  # settings that do not go together are a usage error (exit 2), as a bad value is
+        cfg = resolve(recipe, settings, explicit_settings(ctx))
+    except BitextmineError as e:
+        raise usage_error(e.message) from None
     result = run_training(read_tasks(specs), output, cfg, dev=read_parallel([dev]) if dev else None,
                           resume=resume, progress=not quiet, started=started)
     typer.echo(printable(f"{output}: {result['steps']} steps, best dev P@1 {result['best_dev_p@1']:.2f} "
