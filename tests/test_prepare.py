@@ -414,6 +414,15 @@ def test_a_missing_input_is_one_line(cli, tmp_path):
     assert result.stderr.splitlines() == [f"bitextmine: error: {tmp_path / 'none.jsonl'}: no such file"]
 
 
+def test_an_empty_input_is_named_in_a_warning(cli, tmp_path):
+    (tmp_path / "empty.txt").write_text("")
+    (tmp_path / "some.txt").write_text("Das ist ein ganz normaler deutscher Satz über das Wetter.\n")
+    result = cli("prepare", tmp_path / "empty.txt", tmp_path / "some.txt", "-o", tmp_path / "out", "--lang", "de",
+                 "-q")
+    assert result.exit_code == 0
+    assert result.stderr.splitlines() == [f"bitextmine: {tmp_path / 'empty.txt'}: no documents: the input is empty"]
+
+
 # --- provenance downstream: embed reads the shards, mine and report name the documents -----------------
 
 def test_mine_docs_names_both_documents_and_report_shows_them(cli, tmp_path):

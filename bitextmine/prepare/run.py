@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bitextmine import defaults
 from bitextmine.devices import available_cpus, ignore_interrupts
-from bitextmine.errors import BitextmineError
+from bitextmine.errors import BitextmineError, warn
 from bitextmine.io.atomic import prepare_output_dir, refuse_overwriting_inputs, remove_stale_temporaries
 from bitextmine.io.lock import output_lock
 from bitextmine.io.provenance import Origin
@@ -198,6 +198,8 @@ def _run(inputs: list[str], cfg: PrepareConfig, manifest: Manifest, seen: SeenSe
             if counts.bad:
                 log.warning("%s: left out %d bad record(s) (--errors skip), the first: %s", path, counts.bad,
                             counts.bad_examples[0])
+            elif not counts.documents and not counts.not_text:
+                warn("no documents: the input is empty", path=path)  # embed would refuse it: say so here
 
 
 def _write_input(index: int, path: str, stem: str, judged: Iterator[tuple[Batch, JudgedBatch]], cfg: PrepareConfig,
