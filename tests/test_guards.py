@@ -278,12 +278,18 @@ def test_train_holds_its_output_and_a_second_run_fails_at_once(cli, tmp_path):
     (["--preset", "use-xling", "--heads", "7"], "--dim 512 is not a multiple of --heads 7"),
     (["--spm-model", "NOT_A_MODEL"], "not a SentencePiece model"),
 ])
-def test_train_settings_no_network_can_have_are_one_line(cli, tmp_path, args, fragment):
+def test_train_settings_no_network_can_have_are_reported_before_any_work(cli, tmp_path, args, fragment):
+    """Options that do not go together are a usage error (exit 2); a file that is not a model, one line."""
     not_a_model = tmp_path / "text.model"
     not_a_model.write_text("plain text, not a model\n")
     args = [str(not_a_model) if a == "NOT_A_MODEL" else a for a in args]
-    one_line_error(cli("train", gold_pairs(tmp_path), "-o", tmp_path / "ckpt", "--max-steps", "1", "--device", "cpu",
-                       "-q", *args), fragment)
+    result = cli("train", gold_pairs(tmp_path), "-o", tmp_path / "ckpt", "--max-steps", "1", "--device", "cpu",
+                 "-q", *args)
+    if "--spm-model" in args:
+        one_line_error(result, fragment)
+    else:
+        assert result.exit_code == 2 and "Traceback" not in result.stderr
+        assert fragment in " ".join(result.stderr.replace("│", " ").split()), result.stderr
     assert not (tmp_path / "ckpt").exists()
 
 
