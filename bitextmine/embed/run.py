@@ -61,7 +61,7 @@ def _open_set(out_dir: Path, encoder: Encoder, cfg: EmbedConfig, sources: list[s
         differs.append(f"dtype {existing.dtype} vs {defaults.EMBEDDING_DTYPE}")
     if not differs:
         if cfg.overwrite:  # the set becomes this run's: shards of other inputs go
-            _drop_shards(existing, [e for e in existing.shards if e.source not in sources_keys(sources)])
+            _drop_shards(existing, [e for e in existing.shards if e.source not in _sources_keys(sources)])
         return existing
     if not cfg.overwrite:
         raise BitextmineError("holds an embedding set made differently (" + "; ".join(differs)
@@ -81,9 +81,13 @@ def _drop_shards(emb_set: EmbeddingSet, entries: list[ShardEntry]) -> None:
         emb_set.save()
 
 
-def sources_keys(sources: list[str]) -> set[str]:
-    """How the manifest names ``sources``: absolute paths, ``-`` for standard input."""
-    return {s if s == STDIN else os.path.abspath(s) for s in sources}
+def _source_key(source: str) -> str:
+    """How the manifest names a source: its absolute path, ``-`` for standard input."""
+    return source if source == STDIN else os.path.abspath(source)
+
+
+def _sources_keys(sources: list[str]) -> set[str]:
+    return {_source_key(s) for s in sources}
 
 
 def _check_output_holds_this_set(out_dir: Path, sources: list[str], overwrite: bool) -> None:
@@ -100,7 +104,7 @@ def _check_output_holds_this_set(out_dir: Path, sources: list[str], overwrite: b
                                   "to write the set there", path=out_dir)
         return
     existing = EmbeddingSet.load(out_dir)  # a damaged manifest fails now too
-    others = [e.source for e in existing.shards if e.source not in sources_keys(sources)]
+    others = [e.source for e in existing.shards if e.source not in _sources_keys(sources)]
     if others:
         raise BitextmineError(f"holds an embedding set of other inputs ({printable(others[0])}"
                               f"{f' and {len(others) - 1} more' if len(others) > 1 else ''}); name them "
@@ -117,8 +121,7 @@ def plan_shards(emb_set: EmbeddingSet, sources: list[str]) -> tuple[list[ShardTa
     taken = {e.file for e in emb_set.shards}
     tasks, done = [], []
     for source in sources:
-        key = source if source == STDIN else os.path.abspath(source)
-        entry = by_source.get(key)
+        entry = by_source.get(_source_key(source))
         if entry is not None and source != STDIN and _is_done(emb_set.path, entry, source):
             done.append(source)
             continue
@@ -177,7 +180,7 @@ def _embed_locked(sources: list[str], out_dir: Path, cfg: EmbedConfig, devices: 
     emb_set = _open_set(out_dir, encoder, cfg, sources)
     _embed_missing(emb_set, sources, encoder, cfg, devices, progress)
     # manifest order follows the command line, whatever order the workers finished in
-    order = {key: i for i, key in enumerate(s if s == STDIN else os.path.abspath(s) for s in sources)}
+    order = {_source_key(s): i for i, s in enumerate(sources)}
     emb_set.shards.sort(key=lambda e: order.get(e.source, -1))
     emb_set.save()
     return emb_set
