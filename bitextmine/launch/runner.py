@@ -197,17 +197,21 @@ class Launcher:
         self.cfg = cfg
         self.kind = kind
 
-    def run(self, stage: str, tasks: list[Task], on_done=lambda n: None) -> None:
+    def run(self, stage: str, tasks: list[Task], on_done=lambda n: None, stage_tasks: int | None = None) -> None:
         """Run ``tasks`` (none done yet); retry crashes, report input errors at once.
 
         A plain loop over waves rather than a retry library: a wave is many jobs
         submitted together (a Slurm array), and only its crashed tasks go again.
         ``on_done(1)`` is called as each task finishes (for a progress bar).
+        ``stage_tasks``: the stage's tasks, done ones included (default: ``tasks``); a local
+        task's threads follow from it, not from what is left, so that a resumed run computes
+        as the uninterrupted one did (float sums in the same order, the same bytes out).
         """
         attempts = self.cfg.launcher.retries + 1
         pending = list(tasks)
         for attempt in range(1, attempts + 1):
-            failures = self._run_once(stage, pending, self.cfg.resources_for(stage), on_done)
+            failures = self._run_once(stage, pending, self.cfg.resources_for(stage), on_done,
+                                      stage_tasks or len(tasks))
             for task, failure in failures:
                 if not failure.retry:
                     raise _input_error(stage, task, failure)
@@ -222,8 +226,8 @@ class Launcher:
         where = f" (log: {failure.log})" if failure.log else ""
         raise BitextmineError(f"{stage} task {task.name} failed {attempts} time(s): {failure.cause}{where}")
 
-    def _run_once(self, stage: str, tasks: list[Task], resources: Resources,
-                  on_done) -> list[tuple[Task, Failure]]:
+    def _run_once(self, stage: str, tasks: list[Task], resources: Resources, on_done,
+                  stage_tasks: int) -> list[tuple[Task, Failure]]:
         if self.kind == "inline":
             failures = []
             for task in tasks:
@@ -249,7 +253,7 @@ class Launcher:
                         jobs = _submit_array(executor, stage, wave, resources.cpus)
                         _record_jobs(self.cfg.output, jobs)
                     else:
-                        threads = local_threads(resources.cpus, len(wave))
+                        threads = local_threads(resources.cpus, min(wave_size, stage_tasks))
                         # the controllers, stopped by _stop, must not print tracebacks on Ctrl-C
                         with children_ignore_interrupts():
                             jobs = [executor.submit(_run_task, t, threads, True) for t in wave]
@@ -467,7 +471,7 @@ def _run_stages(cfg: PipelineConfig, runner: Launcher, stages: tuple[str, ...], 
         started = time.time()
         if todo:
             with progress_bar(total=len(todo), desc=stage, unit="task", disable=not progress) as bar:
-                runner.run(stage, todo, on_done=bar.update)
+                runner.run(stage, todo, on_done=bar.update, stage_tasks=len(tasks))
         summaries.append(StageSummary(stage, len(tasks), len(todo), len(tasks) - len(todo),
                                       round(time.time() - started, 2), [str(t.output) for t in tasks]))
     save_json(cfg.output / "summary.json", {"stages": [asdict(s) for s in summaries],
