@@ -182,7 +182,7 @@ def _entry_dict(entry: ShardEntry) -> dict:
 def _read_manifest(manifest: Path) -> dict:
     try:
         data = json.loads(manifest.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except (ValueError, RecursionError) as e:  # bad JSON or UTF-8, a 5000-digit number, deep nesting
         raise BitextmineError(f"unreadable manifest: {e}", path=manifest) from None
     except OSError as e:
         raise BitextmineError(f"cannot read: {(e.strerror or str(e)).lower()}", path=manifest) from None

@@ -131,7 +131,7 @@ def read_config(directory: str | Path) -> dict:
         raise BitextmineError(f"not a bitextmine checkpoint (no {CONFIG})", path=directory)
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except (ValueError, RecursionError) as e:  # bad JSON or UTF-8, a 5000-digit number, deep nesting
         raise BitextmineError(f"unreadable checkpoint config: {e}", path=path) from None
     if not isinstance(config, dict) or config.get("format") != FORMAT_NAME:
         hint = " (a Hugging Face model? use --encoder hf:DIR)" if isinstance(config, dict) and (

@@ -65,7 +65,7 @@ class IndexMeta(Model):
     candidates: Annotated[Int, Field(ge=1)] = defaults.INDEX_CANDIDATES
     train_sample: Annotated[Int, Field(ge=0)]
     trained_sha256: Str
-    embedding_sets: list[dict[str, Str | Int]]
+    embedding_sets: Annotated[list[dict[str, Str | Int]], Field(min_length=1)]
     shard_offsets: list[Annotated[Int, Field(ge=0)]]
     shard_labels: list[Str]
     index_sha256: Str | None = None  # absent in indexes built before it was recorded
@@ -81,7 +81,7 @@ def read_meta(index_dir: str | Path) -> dict:
         confined(index_dir, name, name, index_dir)
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except (ValueError, RecursionError) as e:  # bad JSON or UTF-8, a 5000-digit number, deep nesting
         raise BitextmineError(f"unreadable index metadata: {e}", path=meta_path) from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME or meta.get("format_version") != FORMAT_VERSION:
         raise BitextmineError(f"not a {FORMAT_NAME} v{FORMAT_VERSION} index", path=meta_path)

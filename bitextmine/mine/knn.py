@@ -439,7 +439,7 @@ def index_knn(index, queries: np.ndarray, database: np.ndarray, k: int, nprobe: 
 
     ivf = ivf_of(index)
     if ivf is not None:
-        ivf.nprobe = nprobe
+        ivf.nprobe = min(nprobe, ivf.nlist)  # more lists than there are probes them all (and fits FAISS's size_t)
     fetch = min(max(k, candidates), index.ntotal)
     sims = np.empty((len(queries), k), dtype=np.float32)
     ids = np.empty((len(queries), k), dtype=np.int64)

@@ -107,7 +107,7 @@ def read_sidecar(path: str | Path) -> dict:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise BitextmineError("no such file", path=path) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except (ValueError, RecursionError) as e:  # bad JSON or UTF-8, a 5000-digit number, deep nesting
         raise BitextmineError(f"not valid JSON: {e}", path=path) from None
     except OSError as e:
         raise BitextmineError(f"cannot read: {(e.strerror or str(e)).lower()}", path=path) from None

@@ -176,7 +176,7 @@ def load_manifest(directory: Path) -> Manifest | None:
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:
         raise BitextmineError(f"cannot read the manifest ({e}); prepare again with --overwrite", path=path) from None
     if not isinstance(data, dict):
         raise BitextmineError("not a manifest (no JSON object)", path=path)
