@@ -121,3 +121,31 @@ def test_report_escapes_the_text_of_mined_pairs(cli, tmp_path):
     page = (tmp_path / "r.html").read_text()
     assert "<script>" not in page and "<b>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "A &amp; B &lt;b&gt;bold&lt;/b&gt;" in page
+
+
+def test_a_sidecar_with_figures_of_the_wrong_kind_is_one_line(cli, tmp_path):
+    import json
+
+    from tests.conftest import make_embedding_set
+    from tests.test_mine import synthetic_pools
+
+    x, y = synthetic_pools(600, 60)
+    make_embedding_set(tmp_path / "x", x)
+    make_embedding_set(tmp_path / "y", y)
+    assert cli("mine", "--src", tmp_path / "x", "--tgt", tmp_path / "y", "-o", tmp_path / "p.tsv", "-q").exit_code == 0
+    sidecar = tmp_path / "p.tsv.json"
+    good = json.loads(sidecar.read_text())
+    edits = {"score_histogram: must be a mapping": lambda d: d.update(score_histogram="x"),
+             "score_histogram.edges.0: must be a finite number": lambda d: d["score_histogram"]["edges"].__setitem__(
+                 0, float("nan")),
+             "score_histogram.counts.0": lambda d: d["score_histogram"]["counts"].__setitem__(0, 10**30),
+             "threshold_estimate.precision.0: must be a number": lambda d: d["threshold_estimate"]["precision"]
+             .__setitem__(0, "a")}
+    for message, edit in edits.items():
+        broken = json.loads(json.dumps(good))
+        edit(broken)
+        sidecar.write_text(json.dumps(broken))
+        result = cli("report", tmp_path / "p.tsv", "-o", tmp_path / "r.html", "-q")
+        assert result.exit_code == 1 and not (tmp_path / "r.html").exists()
+        assert result.stderr.strip().startswith(f"bitextmine: error: {sidecar}: {message}"), result.stderr
+        assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1

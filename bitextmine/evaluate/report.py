@@ -22,9 +22,10 @@ import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 
 from bitextmine import __version__
 from bitextmine.errors import BitextmineError
@@ -65,10 +66,31 @@ class _LengthAgreement(Model):
     estimated_precision_written: Float | None = None
 
 
+class _Histogram(Model):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    counts: list[Annotated[Int, Field(ge=0, le=2**53)]] = []
+    edges: list[Float] = []
+
+
+class _Curve(Model):
+    """An estimate along the thresholds: mine's ``threshold_estimate``, or calibrate's ``--json``."""
+    model_config = ConfigDict(extra="allow", frozen=True)
+    thresholds: list[Float]
+    precision: list[Float | None] | None = None
+    recall: list[Float | None] | None = None
+    precision_low: list[Float | None] | None = None
+    precision_high: list[Float | None] | None = None
+    recommended_threshold: Float | None = None
+    estimated_precision: Float | None = None
+    recommended_precision: Float | None = None
+
+
 class _Sidecar(Model):
     model_config = ConfigDict(extra="allow", frozen=True)
     parameters: _Parameters | None = None
     length_agreement: _LengthAgreement | None = None
+    score_histogram: _Histogram | None = None
+    threshold_estimate: _Curve | None = None
 
 
 class _FilterCounts(Model):
@@ -177,6 +199,7 @@ def load_calibration(path: str | Path | None) -> dict | None:
     curve = read_sidecar(path)
     if not isinstance(curve.get("thresholds"), list):
         raise BitextmineError("not a `bitextmine calibrate --json` file (no thresholds)", path=path)
+    parse(_Curve, curve, path, "a calibration curve")
     return curve
 
 
