@@ -145,6 +145,11 @@ def test_killed_run_resumes_and_is_byte_identical(tmp_path):
     ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nwhat: 1\n", "what: unknown key"),
     ("output: o\nlanguages: {de: nothing-here.txt}\npairs: [[de, de]]\n", "languages.de: no such file nothing-here"),
     ("output: o\nlanguages: {de: DE}\npairs: [[de, en]]\n", "pairs.0: language 'en' is not under languages"),
+    ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\n", "pairs.0: de with itself: a pair is two languages"),
+    ("output: o\nlanguages: {de: DE, en: DE}\npairs: [[de, en], [de, en]]\n", "pairs.1: [de, en] again (pairs.0)"),
+    ("output: ' '\nlanguages: {de: DE, en: DE}\npairs: [[de, en]]\n", "output: is empty"),
+    ("output: o\nlanguages: {de: DE, en: DE}\npairs: [[de, en]]\nresources: {embed: {mem_gb: -1}}\n",
+     "resources.embed.mem_gb: Input should be greater than 0"),
     ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {k: four}\n", "mine.k: must be an integer"),
     ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {k: 0}\n", "mine.k: Input should be greater"),
     ("output: o\nlanguages: {de: DE}\npairs: [[de, de]]\nmine: {score: best}\n", "mine.score: Input should be "),
@@ -184,8 +189,8 @@ def test_bad_configs_fail_before_anything_runs(cli, tmp_path, text, message):
 def test_every_stage_option_can_be_set_in_the_file(tmp_path):
     path = tmp_path / "p.yaml"
     path.write_text(f"""output: o
-languages: {{de: {EXAMPLES / 'de.txt'}}}
-pairs: [[de, de]]
+languages: {{de: {EXAMPLES / 'de.txt'}, en: {EXAMPLES / 'en.txt'}}}
+pairs: [[de, en]]
 embed: {{errors: replace, precision: fp32, batch_tokens: 512, max_tokens: 64, device: cpu}}
 index: {{type: Flat, nprobe: 8, train_sample: 1000, seed: 7, device: cpu, max_rows: 100, exact: false}}
 mine: {{k: 3, score: distance, retrieval: intersect, threshold: 0.1, top_n: 10, nprobe: 4, device: cpu}}
@@ -296,6 +301,16 @@ def test_plan_estimates_every_stage(cli, tmp_path):
     assert plan["measured"]["lines"] == {"de": 500, "en": 500}
     assert all(s["seconds"] > 0 and s["ram_gb"] > 0 for s in plan["stages"])
     assert not (tmp_path / "run").exists()  # planning runs nothing
+
+
+@pytest.mark.slow
+def test_plan_names_an_index_type_faiss_cannot_build(cli, tmp_path):
+    config = write_config(tmp_path / "p.yaml", tmp_path / "run", [EXAMPLES / "de.txt"], [EXAMPLES / "en.txt"])
+    config.write_text(config.read_text() + "index: {type: FOO123}\n")
+    result = cli("plan", config, "--device", "cpu", "-q")
+    assert result.exit_code == 1 and result.stderr.strip() == (
+        f"bitextmine: error: {config}: index.type: FAISS cannot build index type 'FOO123' for 512-d vectors: "
+        "could not parse index string FOO123")
 
 
 def test_local_tasks_share_the_cores_out():

@@ -472,7 +472,8 @@ def test_a_second_run_on_one_output_fails_at_once(cli, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     config = tmp_path / "p.yaml"
-    config.write_text(f"output: {out}\nlanguages: {{de: {EXAMPLES / 'de.txt'}}}\npairs: [[de, de]]\n")
+    config.write_text(f"output: {out}\nlanguages: {{de: {EXAMPLES / 'de.txt'}, en: {EXAMPLES / 'en.txt'}}}\n"
+                      "pairs: [[de, en]]\n")
     with lock_held_by_another_process(out, directory=True) as holder:
         one_line_error(cli("run", config, "--launcher", "inline", "-q"), f"{out}: another", f"pid {holder.pid}")
     assert sorted(os.listdir(out)) == [".bitextmine.lock"]  # left by the killed holder; harmless

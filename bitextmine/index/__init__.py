@@ -12,10 +12,10 @@ merging ``merge``, and the FAISS objects themselves ``faiss_index``.
 
 from bitextmine.index.build import build_index
 from bitextmine.index.config import IndexConfig, choose_index_type, default_train_sample
-from bitextmine.index.faiss_index import faiss_gpu_available, ivf_lists, ivf_of
+from bitextmine.index.faiss_index import faiss_gpu_available, ivf_lists, ivf_of, new_index
 from bitextmine.index.files import INDEX_FILE, META_FILE, load_index, read_meta, save_index, verify_index_file
 from bitextmine.index.merge import merge_indexes
 
 __all__ = ["INDEX_FILE", "META_FILE", "IndexConfig", "build_index", "choose_index_type", "default_train_sample",
-           "faiss_gpu_available", "ivf_lists", "ivf_of", "load_index", "merge_indexes", "read_meta", "save_index",
-           "verify_index_file"]
+           "faiss_gpu_available", "ivf_lists", "ivf_of", "load_index", "merge_indexes", "new_index", "read_meta",
+           "save_index", "verify_index_file"]

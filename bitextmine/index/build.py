@@ -16,7 +16,7 @@ from bitextmine.embed.corpus import EmbeddingCorpus, release_pages
 from bitextmine.embed.embedding_set import row_is_blank
 from bitextmine.errors import BitextmineError
 from bitextmine.index.config import IndexConfig, choose_index_type, default_train_sample
-from bitextmine.index.faiss_index import ivf_lists, on_gpu, to_cpu
+from bitextmine.index.faiss_index import ivf_lists, new_index, on_gpu, to_cpu
 from bitextmine.index.files import FORMAT_NAME, FORMAT_VERSION, load_index, save_index
 from bitextmine.io.atomic import prepare_output_dir, refuse_overwriting_inputs
 from bitextmine.io.lock import output_lock
@@ -90,7 +90,6 @@ def _build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConf
     rows = corpus.total_rows - sum(e.blank_lines for e in corpus.shards)
     if rows == 0:
         raise BitextmineError("nothing to index: every line is blank", path=emb_dirs[0])
-    metric = faiss.METRIC_INNER_PRODUCT
     if cfg.trained_from:
         index, trained_meta = load_index(cfg.trained_from)
         if trained_meta["dim"] != corpus.dim:
@@ -101,10 +100,7 @@ def _build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConf
         sample_size = trained_meta["train_sample"]
     else:
         factory = choose_index_type(rows, corpus.dim) if cfg.index_type == "auto" else cfg.index_type
-        try:
-            index = faiss.index_factory(corpus.dim, factory, metric)
-        except RuntimeError as e:
-            raise BitextmineError(f"FAISS cannot build index type {factory!r}: {str(e).splitlines()[0]}") from None
+        index = new_index(corpus.dim, factory)
         lists = ivf_lists(index)
         sample_size = 0
         if not index.is_trained:

@@ -204,7 +204,7 @@ class Resources(Model):
 
     cpus: Positive = defaults.TASK_CPUS
     gpus: NonNegative = defaults.TASK_GPUS
-    mem_gb: Float = defaults.TASK_MEM_GB
+    mem_gb: Annotated[Float, Field(gt=0)] = defaults.TASK_MEM_GB
     timeout_min: Positive = defaults.TASK_TIMEOUT_MIN
 
 
@@ -379,7 +379,14 @@ def load_config(path: str | Path, settings: Sequence[str] = ()) -> PipelineConfi
     for lang in raw.languages:  # they name directories and files below output/
         check_name(lang, f"languages.{lang}: the language key", path)
     languages = {lang: _expand(p, lang, base, path) for lang, p in raw.languages.items()}
+    if not raw.output.strip():
+        raise BitextmineError("output: is empty: name the directory the run writes", path=path)
     for i, pair in enumerate(raw.pairs):
+        if pair[0] == pair[1]:
+            raise BitextmineError(f"pairs.{i}: {pair[0]} with itself: a pair is two languages", path=path)
+        if pair in raw.pairs[:i]:
+            raise BitextmineError(f"pairs.{i}: [{pair[0]}, {pair[1]}] again (pairs.{raw.pairs.index(pair)})",
+                                  path=path)
         for lang in pair:
             if lang not in languages:
                 raise BitextmineError(f"pairs.{i}: language {lang!r} is not under languages", path=path)

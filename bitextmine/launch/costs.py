@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass, fields
 
 from bitextmine import defaults
 from bitextmine.embed.corpus import mapped_resident_ceiling
-from bitextmine.index import choose_index_type, default_train_sample, ivf_lists
+from bitextmine.errors import BitextmineError
+from bitextmine.index import choose_index_type, default_train_sample, ivf_lists, new_index
 from bitextmine.launch.config import PipelineConfig
 
 GB = 1024**3
@@ -127,7 +128,10 @@ def index_shape(rows: int, dim: int, cfg: PipelineConfig) -> IndexShape:
     import faiss  # faiss: 0.27 s, for plan's table only (ARCHITECTURE.md, start-up)
 
     factory = choose_index_type(rows, dim) if cfg.index.type == "auto" else cfg.index.type
-    index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
+    try:
+        index = new_index(dim, factory)
+    except BitextmineError as e:
+        raise BitextmineError(f"index.type: {e.message}", path=cfg.source) from None
     lists = ivf_lists(index) or 0
     if not lists:
         return IndexShape(factory, 0, dim * 4, 0)
