@@ -490,3 +490,14 @@ def every_pair(x, y, cfg):
 
     fwd, bwd = exact_knn_both_ways(x, y, cfg.k)
     return retrieve(*candidates(fwd, bwd, cfg.score), cfg.retrieval, -np.inf), fwd, bwd
+
+
+if __name__ == "__main__":  # a library of variants: the command that runs them is mining_defaults
+    import argparse
+
+    argparse.ArgumentParser(
+        prog="python -m benchmarks.no_gold_variants",
+        description="The no-gold threshold variants, by name (run them with python -m benchmarks.mining_defaults "
+                    "--variants NAME,...): " + ", ".join(VARIANTS)).parse_args()
+    print("this module only defines the variants: run python -m benchmarks.mining_defaults --variants NAME,... "
+          "(--help lists the names)")
