@@ -381,3 +381,11 @@ def test_score_pairs_reads_mines_own_output_and_eval_refuses_absent_gold_ids(cli
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)  # the JSON holds stdout; the table went to stderr
     assert report["metrics"]["bucc_gold"] == len(inside) and "P %\tR %\tF1 %" in result.stderr
+
+
+@pytest.mark.parametrize("args", [["doctor"], ["eval", "tatoeba", "--data", "TATOEBA", "--langs", "de"]])
+def test_a_json_output_that_is_a_directory_is_refused_before_any_work(cli, tmp_path, args):
+    data = tmp_path / "tatoeba"
+    data.mkdir()  # no files: the work would fail on them, after the --json check
+    result = cli(*[str(data) if a == "TATOEBA" else a for a in args], "--json", tmp_path)
+    assert one_error_line(result) == f"bitextmine: error: {tmp_path}: is a directory: --json writes a file"

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from bitextmine.cli.options import command, json_option, json_to_stdout
+from bitextmine.cli.options import check_json_output, command, json_option, json_to_stdout
 from bitextmine.io.atomic import write_json
 
 if TYPE_CHECKING:
@@ -66,6 +66,7 @@ def doctor(
     """
     from bitextmine.doctor import collect, diagnose, has_errors, to_dict
 
+    check_json_output(json_out, [])
     env = collect()
     findings = diagnose(env)
     lines = [] if quiet else _table(env) + [""]

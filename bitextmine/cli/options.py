@@ -341,8 +341,11 @@ def check_json_output(json_out: str | None, inputs: list, outputs: list = ()) ->
     """``--json FILE`` checked before any work: neither an input nor inside one (an artifact
     directory the command reads or writes counts as one), nor another of its outputs."""
     if json_out is not None:
+        from bitextmine.errors import BitextmineError
         from bitextmine.io.atomic import refuse_overwriting_inputs
 
+        if json_out != "-" and Path(json_out).is_dir():
+            raise BitextmineError("is a directory: --json writes a file", path=json_out)
         refuse_overwriting_inputs([json_out, *outputs], [str(i) for i in inputs if i is not None])
 
 
