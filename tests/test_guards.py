@@ -242,6 +242,7 @@ def test_a_checkpoint_is_checksummed(cli, checkpoint, tmp_path):
     ({"model": {"dim": "16"}}, "model.dim is '16'"),
     ({"model": {"vocab_size": None}}, "model.vocab_size is None"),
     ({"model": []}, "model: must be a mapping"),
+    ({"model": None}, "model: missing vocab_size"),
     ({"teacher_languages": "deu"}, "teacher_languages: must be a list, not str 'deu'"),
     ({"tokenizer": 7}, "tokenizer: must be a string"),
 ])

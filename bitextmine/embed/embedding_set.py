@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from bitextmine.encoders.base import EncoderIdentity
 from bitextmine.errors import BitextmineError
@@ -76,7 +76,7 @@ class EmbeddingSet:
             raise BitextmineError(f"not a {FORMAT_NAME} manifest", path=manifest)
         if data.get("format_version") != FORMAT_VERSION:
             raise BitextmineError(
-                f"manifest format version {data.get('format_version')} is not supported "
+                f"manifest format version {data.get('format_version')!r} is not supported "
                 f"(this bitextmine reads version {FORMAT_VERSION})", path=manifest)
         checked = parse(ManifestSchema, data, manifest, "a manifest")
         emb_set = cls(
@@ -220,6 +220,13 @@ class ShardSchema(Model):
     file_sha256: Str
     text_file: Str | None = None
     text_file_sha256: Str | None = None
+
+    @model_validator(mode="after")
+    def _counts_within_lines(self):
+        if self.blank_lines > self.lines or self.truncated_lines > self.lines:
+            raise ValueError(f"blank_lines {self.blank_lines} and truncated_lines {self.truncated_lines} must be at "
+                             f"most lines {self.lines}")
+        return self
 
 
 class ManifestSchema(Model):

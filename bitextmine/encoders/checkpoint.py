@@ -23,8 +23,10 @@ network's shape in config.json must be that of the weights, checked before it is
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import re
 import shutil
 from collections.abc import Callable
 from functools import cached_property
@@ -138,7 +140,7 @@ def read_config(directory: str | Path) -> dict:
             "model_type" in config or "architectures" in config) else ""
         raise BitextmineError(f"not a {FORMAT_NAME} directory{hint}", path=path)
     if config.get("format_version") != FORMAT_VERSION:
-        raise BitextmineError(f"checkpoint format version {config.get('format_version')} is not supported", path=path)
+        raise BitextmineError(f"checkpoint format version {config.get('format_version')!r} is not supported", path=path)
     config = parse(CheckpointConfig, config, path).model_dump()
     files = checkpoint_files(directory, config, path)
     if config["adapted_to"] is not None:
@@ -334,8 +336,13 @@ class TransformerCheckpointEncoder(CheckpointEncoder):
     def build(self, weights):
         try:
             cfg = TransformerConfig.from_dict(self.config["model"])
-        except TypeError as e:
-            raise BitextmineError(f"model: {e}", path=self.directory / CONFIG) from None
+        except TypeError as e:  # a key missing or unknown: say which, not the dataclass's words
+            missing = re.findall(r"'(\w+)'", str(e))
+            said = (f"missing {', '.join(missing)}" if "missing" in str(e) else f"unknown key {', '.join(missing)}"
+                    if missing else str(e))
+            raise BitextmineError(f"model: {said} (the transformer's shape; known keys: "
+                                  f"{', '.join(f.name for f in dataclasses.fields(TransformerConfig))})",
+                                  path=self.directory / CONFIG) from None
         check_shape(cfg, weights, self.directory / CONFIG)
         self.tokenizer = PieceTokenizer(self.directory / self.config["tokenizer"])
         self.max_tokens_model, self.dim = cfg.max_tokens, cfg.dim

@@ -131,4 +131,4 @@ def check_sidecar(tsv: str | Path, sidecar: dict, sidecar_path: str | Path, rows
                               "matching sidecar", path=tsv)
     recorded = sidecar.get("output_rows")
     if rows is not None and recorded is not None and rows != recorded:
-        raise BitextmineError(f"has {rows} pairs, its sidecar {sidecar_path} says {recorded}", path=tsv)
+        raise BitextmineError(f"has {rows} pairs, its sidecar {sidecar_path} says {recorded!r}", path=tsv)
