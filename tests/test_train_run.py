@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -98,6 +99,20 @@ def test_sigint_saves_and_resume_continues_the_same_run(tmp_path, pairs, monkeyp
     changed = TrainConfig(max_steps=30, **{**TINY, "lr": 1e-3})
     with pytest.raises(Exception, match=r"different settings \(lr\)"):
         train(pairs, tmp_path / "part", changed, resume=True, progress=False)
+
+    # a run state edited by hand: one line naming it, before anything is restored
+    from bitextmine.errors import BitextmineError
+
+    last = tmp_path / "part" / "state" / "last.json"
+    good = json.loads(last.read_text())
+    for edit, message in ((lambda d: d["run"].update(step="x"), "run.step: must be an integer"),
+                          (lambda d: d["run"].update(step=10**30), "past --max-steps 30"),
+                          (lambda d: d.pop("optimizer"), "optimizer: missing key")):
+        broken = json.loads(json.dumps(good))
+        edit(broken)
+        last.write_text(json.dumps(broken))
+        with pytest.raises(BitextmineError, match=re.escape(f"{last}: ") + ".*" + re.escape(message)):
+            train(pairs, tmp_path / "part", cfg, resume=True, progress=False)
 
 
 @pytest.mark.slow

@@ -22,8 +22,10 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Annotated, Any
 
 import torch
+from pydantic import Field
 
 from bitextmine import __version__
 from bitextmine.encoders.base import Encoder
@@ -31,6 +33,7 @@ from bitextmine.encoders.checkpoint import CONFIG, load_tensors, save_tensors, w
 from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import atomic_path, prepare_output_dir, remove_stale_temporaries, save_json
 from bitextmine.io.lock import output_lock
+from bitextmine.io.validate import Float, Int, Model, parse
 from bitextmine.train.config import TrainConfig
 from bitextmine.train.optim import Optimizers
 from bitextmine.train.trainables import TrainableEncoder
@@ -54,6 +57,27 @@ class RunState:
     @property
     def evaluated(self) -> bool:
         return self.best_dev >= 0
+
+
+class _SavedRun(Model):
+    step: Annotated[Int, Field(ge=0)]
+    best_dev: Float
+    bad_evals: Annotated[Int, Field(ge=0)]
+    seconds: Annotated[Float, Field(ge=0)]
+    time_progress: Annotated[Float, Field(ge=0)]
+    history: list[dict[str, Any]]
+
+
+class _SavedOptimizer(Model):
+    param_groups: list[list[dict[str, Any]]]
+
+
+class _SavedState(Model):
+    """``state/last.json``: checked before anything is restored from it."""
+    run: _SavedRun
+    optimizer: _SavedOptimizer
+    config: dict[str, Any]
+    tasks: list[Any] | None = None
 
 
 class Meter:
@@ -157,7 +181,15 @@ class Checkpoints:
 
     def restore(self) -> RunState:
         """Model, optimiser and RNG as they were at the last save; refuses changed settings."""
-        saved = json.loads((self.out_dir / STATE_DIR / "last.json").read_text())
+        path = self.out_dir / STATE_DIR / "last.json"
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, RecursionError) as e:
+            raise BitextmineError(f"unreadable run state: {e}; train again without --resume", path=path) from None
+        parse(_SavedState, saved, path, "a run state")
+        if saved["run"]["step"] > self.cfg.max_steps:
+            raise BitextmineError(f"run.step: the run is at step {saved['run']['step']}, past --max-steps "
+                                  f"{self.cfg.max_steps}: give more steps to train on", path=path)
         signature = self.cfg.run_signature()
         if saved["config"] != signature:
             changed = sorted(k for k in {*saved["config"], *signature} if saved["config"].get(k) != signature.get(k))
