@@ -414,6 +414,26 @@ def test_a_missing_input_is_one_line(cli, tmp_path):
     assert result.stderr.splitlines() == [f"bitextmine: error: {tmp_path / 'none.jsonl'}: no such file"]
 
 
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["shards"][0].update(lines="38"), "shards.0.lines: must be an integer, not str '38'"),
+    (lambda d: d["shards"][0]["counts"].update(kept=-1), "shards.0.counts.kept: Input should be greater than"),
+    (lambda d: d.update(shards={}), "shards: must be a list"),
+    (lambda d: d["shards"][0].update(input=5), "shards.0.input: 5, but the manifest has 1 input(s)"),
+    (lambda d: d["shards"][0].pop("file"), "shards.0.file: missing key"),
+])
+def test_a_damaged_manifest_is_one_line_before_any_work(cli, tmp_path, edit, message):
+    (tmp_path / "a.txt").write_text("Das ist ein ganz normaler deutscher Satz über das Wetter.\n")
+    args = ("prepare", tmp_path / "a.txt", "-o", tmp_path / "out", "--lang", "de", "-q")
+    assert cli(*args).exit_code == 0
+    manifest = tmp_path / "out" / "prepare.json"
+    data = json.loads(manifest.read_text())
+    edit(data)
+    manifest.write_text(json.dumps(data))
+    result = cli(*args)
+    assert result.exit_code == 1
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"bitextmine: error: {manifest}: {message}"), line
+
 def test_an_empty_input_is_named_in_a_warning(cli, tmp_path):
     (tmp_path / "empty.txt").write_text("")
     (tmp_path / "some.txt").write_text("Das ist ein ganz normaler deutscher Satz über das Wetter.\n")

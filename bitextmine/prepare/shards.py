@@ -22,6 +22,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import ConfigDict, Field
 
 from bitextmine import __version__
 from bitextmine.choices import PREPARE_RULES
@@ -29,6 +32,7 @@ from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import save_json, write_error
 from bitextmine.io.paths import plain_file_name
 from bitextmine.io.provenance import SIDECAR_SUFFIX, Origin
+from bitextmine.io.validate import Bool, Float, Int, Model, Str, parse
 
 MANIFEST_NAME = "prepare.json"
 DEDUP_NAME = "dedup.sqlite"
@@ -169,6 +173,51 @@ class Manifest:
         return [self.directory / s["file"] for s in self.shards]
 
 
+Count = Annotated[Int, Field(ge=0, le=2**53)]  # a count of lines or documents; more is a damaged file
+
+
+class _CountsRecord(Model):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    sentences: Count = 0
+    kept: Count = 0
+    rejected: dict[Str, Count] = {}
+
+
+class _ReadRecord(Model):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    documents: Count = 0
+    bad: Count = 0
+    not_text: Count = 0
+
+
+class _ShardRecord(Model):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    file: Str
+    provenance: Str
+    lines: Count
+    input: Count
+    read: _ReadRecord
+    counts: _CountsRecord
+
+
+class _InputRecord(Model):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    done: Bool = False
+    read: _ReadRecord | None = None
+    tail: _CountsRecord | None = None
+
+
+class _ManifestRecord(Model):
+    """What ``prepare.json`` must hold to be continued or read (the format and version checked first)."""
+    model_config = ConfigDict(extra="allow", frozen=True)
+    config: dict[Str, Any]
+    complete: Bool
+    seconds: Annotated[Float, Field(ge=0)] = 0.0
+    lid_unsupported: Bool = False
+    inputs: list[_InputRecord]
+    shards: list[_ShardRecord]
+
+
 def load_manifest(directory: Path) -> Manifest | None:
     """The manifest of a prepared directory, None where there is none; names checked to stay inside."""
     path = directory / MANIFEST_NAME
@@ -182,17 +231,15 @@ def load_manifest(directory: Path) -> Manifest | None:
         raise BitextmineError("not a manifest (no JSON object)", path=path)
     if data.get("format") != FORMAT_NAME or data.get("format_version") != FORMAT_VERSION:
         raise BitextmineError(f"not a {FORMAT_NAME} manifest of version {FORMAT_VERSION}", path=path)
-    try:
-        manifest = Manifest(directory, data["config"], data["inputs"], data["shards"], bool(data["complete"]),
-                            float(data.get("seconds", 0.0)), bool(data.get("lid_unsupported", False)))
-        for i, shard in enumerate(manifest.shards):
-            plain_file_name(directory, shard["file"], ".txt", f"shards.{i}.file", path)
-            plain_file_name(directory, shard["provenance"], SIDECAR_SUFFIX, f"shards.{i}.provenance", path)
-            int(shard["input"]), int(shard["lines"]), int(shard["read"]["documents"])
-    except (KeyError, TypeError, ValueError) as e:
-        raise BitextmineError(f"damaged manifest ({type(e).__name__}: {e}); prepare again with --overwrite",
-                              path=path) from None
-    return manifest
+    parse(_ManifestRecord, data, path, "a prepare manifest")
+    for i, shard in enumerate(data["shards"]):
+        plain_file_name(directory, shard["file"], ".txt", f"shards.{i}.file", path)
+        plain_file_name(directory, shard["provenance"], SIDECAR_SUFFIX, f"shards.{i}.provenance", path)
+        if shard["input"] >= len(data["inputs"]):
+            raise BitextmineError(f"shards.{i}.input: {shard['input']}, but the manifest has "
+                                  f"{len(data['inputs'])} input(s)", path=path)
+    return Manifest(directory, data["config"], data["inputs"], data["shards"], data["complete"],
+                    float(data.get("seconds", 0.0)), data.get("lid_unsupported", False))
 
 
 def prepared_shards(directory: str | Path) -> list[Path]:
