@@ -17,7 +17,9 @@ Encoders are loaded once per (name, device) and kept for the next call.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import numbers
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -30,10 +32,11 @@ from bitextmine.evaluate.bucc import IdSentences, check_gold_ids, evaluate_bucc_
 from bitextmine.evaluate.tatoeba import evaluate_aligned
 from bitextmine.filter import FilterConfig, PairFilter
 from bitextmine.io.pairs import Pair
+from bitextmine.languages import language_key
 from bitextmine.mine import MineConfig, check_k
 from bitextmine.mine.lengths import written_pairs
 from bitextmine.mine.rescore import neighbourhood_means
-from bitextmine.mine.scoring import SCORE_ALIASES, SCORES, margin_scores
+from bitextmine.mine.scoring import SCORE_ALIASES, margin_scores
 from bitextmine.mine.thresholds import select_pairs
 from bitextmine.progress import encode_with_progress
 
@@ -59,7 +62,7 @@ def embed(sentences: Sentences, encoder: str = defaults.ENCODER, lang: str | Non
     so it never scores above 0.
     """
 
-    sentences = _sentences(sentences, "sentences")
+    sentences, lang = _sentences(sentences, "sentences"), _language(lang, "lang")
     model = _encoder(encoder, _device(device)).for_language(lang)
     out = np.zeros((len(sentences), model.dim), dtype=np.float32)
     present = [i for i, s in enumerate(sentences) if s.strip()]
@@ -69,9 +72,26 @@ def embed(sentences: Sentences, encoder: str = defaults.ENCODER, lang: str | Non
 
 
 def _sentences(values, what: str) -> list[str]:
-    if isinstance(values, str) or not all(isinstance(v, str) for v in values):
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise BitextmineError(f"{what}: give a list of sentences (str), not {type(values).__name__}")
+    values = list(values)
+    if not all(isinstance(v, str) for v in values):
         raise BitextmineError(f"{what}: give a list of sentences (str)")
-    return list(values)
+    return values
+
+
+def _language(lang: str | None, what: str) -> str | None:
+    """``lang`` checked as the command line checks it: an unknown code is an error."""
+    if lang is not None:
+        language_key(lang, what)
+    return lang
+
+
+def _same_width(what: str, *arrays: np.ndarray) -> None:
+    widths = sorted({a.shape[1] for a in arrays if a.ndim == 2})
+    if len(widths) > 1:
+        raise BitextmineError(f"{what}: vectors of {' and '.join(map(str, widths))} dimensions: give one "
+                              "encoder's")
 
 
 class _Side:
@@ -119,10 +139,11 @@ def mine(src, tgt, *, encoder: str = defaults.ENCODER, src_lang: str | None = No
     device = _device(device)
     cfg = MineConfig(k=k, score=score, retrieval=retrieval, threshold=threshold, target_precision=target_precision,
                      length_ratio=length_ratio, device=device)
-    a = _Side(src, encoder, src_lang, device, "src", progress)
-    b = _Side(tgt, encoder, tgt_lang, device, "tgt", progress)
+    a = _Side(src, encoder, _language(src_lang, "src_lang"), device, "src", progress)
+    b = _Side(tgt, encoder, _language(tgt_lang, "tgt_lang"), device, "tgt", progress)
     if not len(a.rows) or not len(b.rows):
         raise BitextmineError("no sentence to mine: a side is empty or blank")
+    _same_width("src and tgt", a.vectors, b.vectors)
     if cfg.score != "cosine":
         check_k(cfg.k, {"source": len(a.rows), "target": len(b.rows)})
     selection = select_pairs(a.vectors, b.vectors, cfg, (a.identity, b.identity), device=device, progress=progress)
@@ -157,18 +178,20 @@ def score_pairs(src, tgt, src_pool, tgt_pool, *, encoder: str = defaults.ENCODER
     """
 
     device = _device(device)
+    MineConfig(k=k, score=score)  # k and the score checked as mine checks them
     score = SCORE_ALIASES.get(score, score)
-    if score not in SCORES:
-        raise BitextmineError(f"unknown score {score!r}: use {', '.join(SCORES)} or absolute")
+    src_lang, tgt_lang = _language(src_lang, "src_lang"), _language(tgt_lang, "tgt_lang")
     x = _pair_vectors(src, encoder, src_lang, device, "src", progress)
     y = _pair_vectors(tgt, encoder, tgt_lang, device, "tgt", progress)
     if len(x) != len(y):
         raise BitextmineError(f"src has {len(x)} sentences, tgt {len(y)}: the pairs must be aligned")
+    _same_width("src and tgt", x, y)
     cosine = np.einsum("ij,ij->i", x, y).astype(np.float32)
     if score == "cosine":
         return cosine
     pools = [_Side(pool, encoder, lang, device, what, progress)
              for pool, lang, what in ((src_pool, src_lang, "src_pool"), (tgt_pool, tgt_lang, "tgt_pool"))]
+    _same_width("the pairs and the pools", x, *(pool.vectors for pool in pools))
 
     check_k(k, {"source pool": len(pools[0].rows), "target pool": len(pools[1].rows)})
     src_avg = neighbourhood_means(x, pools[1].vectors, k, device)  # NN_k(x) among the target pool
@@ -178,6 +201,8 @@ def score_pairs(src, tgt, src_pool, tgt_pool, *, encoder: str = defaults.ENCODER
 
 def _pair_vectors(values, encoder: str, lang: str | None, device: str, what: str, progress: bool) -> np.ndarray:
     if isinstance(values, np.ndarray):
+        if values.ndim != 2:
+            raise BitextmineError(f"{what}: an array of vectors must be 2-d (rows, dim), not {values.shape}")
         return np.asarray(values, dtype=np.float32)
     return embed(_sentences(values, what), encoder, lang, device, progress)
 
@@ -199,8 +224,19 @@ def filter_pairs(pairs: Iterable[Sequence], *, src_lang: str | None = None, tgt_
         if isinstance(pair, str) or len(pair) not in (2, 3):
             raise BitextmineError(f"pair {number}: give (src, tgt) or (score, src, tgt), not {pair!r}")
         score, src, tgt = pair if len(pair) == 3 else (None, *pair)
+        if score is not None and (isinstance(score, bool) or not isinstance(score, numbers.Real)):
+            raise BitextmineError(f"pair {number}: the score {score!r} is not a number")
         parsed.append(Pair(None if score is None else float(score), str(src).strip(), str(tgt).strip(), (), number))
-    cfg = FilterConfig(src_lang=src_lang, tgt_lang=tgt_lang, **rules)
+    settings = {f.name: f.default for f in dataclasses.fields(FilterConfig)}
+    for name, value in rules.items():
+        if name not in settings or name in ("src_lang", "tgt_lang"):
+            raise BitextmineError(f"unknown filter setting {name!r}: use "
+                                  f"{', '.join(n for n in settings if n not in ('src_lang', 'tgt_lang'))}")
+        default = settings[name]
+        if isinstance(default, numbers.Real) and not isinstance(default, bool) and (
+                isinstance(value, bool) or not isinstance(value, numbers.Real)):
+            raise BitextmineError(f"{name} must be a number, not {value!r}")
+    cfg = FilterConfig(src_lang=_language(src_lang, "src_lang"), tgt_lang=_language(tgt_lang, "tgt_lang"), **rules)
     verdicts = [reason for _, reason in PairFilter(cfg).run(parsed)]
     return verdicts if reasons else [pair for pair, reason in zip(given, verdicts, strict=True) if reason is None]
 
@@ -213,10 +249,12 @@ def evaluate_tatoeba(src, tgt, *, encoder: str = defaults.ENCODER, src_lang: str
     "xsim_error_tgt2src", "pairs"}``, as ``bitextmine eval tatoeba`` reports them."""
 
     device = _device(device)
-    x = _pair_vectors(src, encoder, src_lang, device, "src", False)
-    y = _pair_vectors(tgt, encoder, tgt_lang, device, "tgt", False)
+    MineConfig(k=k, score=score)  # k and the score checked as mine checks them
+    x = _pair_vectors(src, encoder, _language(src_lang, "src_lang"), device, "src", False)
+    y = _pair_vectors(tgt, encoder, _language(tgt_lang, "tgt_lang"), device, "tgt", False)
     if len(x) != len(y) or not len(x):
         raise BitextmineError(f"src has {len(x)} rows, tgt {len(y)}: give aligned, non-empty sets")
+    _same_width("src and tgt", x, y)
     metrics = evaluate_aligned(x, y, "t", score, device, k)
     return {**{key.removeprefix("t_"): value for key, value in metrics.items()}, "pairs": len(x)}
 
@@ -238,7 +276,12 @@ def evaluate_bucc(src, tgt, gold: Iterable[tuple[str, str]], *, encoder: str = d
         items = list(values.items()) if isinstance(values, dict) else [tuple(v) for v in values]
         if any(len(item) != 2 for item in items):
             raise BitextmineError(f"{what}: give {{id: sentence}} or (id, sentence) pairs")
+        if not items:
+            raise BitextmineError(f"{what}: no sentence to mine")
         sides.append(IdSentences([str(i) for i, _ in items], [str(t).strip() for _, t in items]))
+    gold = [tuple(pair) for pair in gold]
+    if any(len(pair) != 2 for pair in gold):
+        raise BitextmineError("gold: give (src_id, tgt_id) pairs")
     gold_lines = {(str(a), str(b)): n for n, (a, b) in enumerate(gold, 1)}
     check_gold_ids(gold_lines, sides[0], sides[1], ("src", "tgt", "gold"))
     cfg = MineConfig(k=k, score=score, retrieval=retrieval, threshold=threshold, device=device)

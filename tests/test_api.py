@@ -132,3 +132,30 @@ def test_evaluate_on_arrays_gives_shares(pools):
         api.evaluate_tatoeba(x[:40], y[:39], device="cpu")
     with pytest.raises(BitextmineError, match="give a list of sentences"):
         api.embed("one string, not a list")
+
+
+def test_wrong_arguments_are_bitextmine_errors_saying_which(pools):
+    """What a Python caller gets wrong is a BitextmineError naming it, never a bare TypeError."""
+    from bitextmine import api
+    from bitextmine.errors import BitextmineError
+
+    x, y, _ = pools
+    narrow = np.ascontiguousarray(y[:, :16])
+    cases = [
+        (lambda: api.mine(x, y, k=2.5), "k must be an integer, not 2.5"),
+        (lambda: api.mine(x, y, threshold="0.1"), "threshold must be a number, not '0.1'"),
+        (lambda: api.mine(x, narrow), "vectors of 16 and"),
+        (lambda: api.mine(x, y, src_lang="xx"), "src_lang: unknown language 'xx'"),
+        (lambda: api.score_pairs(x, y, x, y, k=0), "k must be at least 1"),
+        (lambda: api.score_pairs(x[:100], narrow, x, y), "vectors of 16 and"),
+        (lambda: api.filter_pairs([("a", "b")], foo=1), "unknown filter setting 'foo'"),
+        (lambda: api.filter_pairs([("a", "b")], max_ratio="x"), "max_ratio must be a number"),
+        (lambda: api.filter_pairs([("x", "a", "b")]), "pair 1: the score 'x' is not a number"),
+        (lambda: api.evaluate_tatoeba(x, y, score="foo"), "unknown score 'foo'"),
+        (lambda: api.evaluate_bucc({}, {}, []), "src: no sentence to mine"),
+        (lambda: api.evaluate_bucc({"a": "x"}, {"b": "y"}, [("a", "b", "c")]), "gold: give (src_id, tgt_id) pairs"),
+        (lambda: api.embed(None), "sentences: give a list of sentences (str), not NoneType"),
+    ]
+    for call, message in cases:
+        with pytest.raises(BitextmineError, match=re.escape(message)):
+            call()

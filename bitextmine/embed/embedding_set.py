@@ -8,6 +8,7 @@ positive score and later stages can drop it (``row_is_blank``).
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
@@ -143,6 +144,11 @@ class EmbeddingSet:
             if entry.text_file_sha256 is not None and file_sha256(text) != entry.text_file_sha256:
                 raise BitextmineError("checksum mismatch: the kept text is damaged or was changed", path=text)
             return read_shard(str(text), errors="replace").lines
+        # the text the set was made from, outside it by nature: read only when it is the same
+        # regular file by its size first (a manifest edited to name another file is not opened)
+        if not os.path.isfile(entry.source) or os.path.getsize(entry.source) != entry.source_size:
+            raise BitextmineError("the text changed since it was embedded (or is gone); embed it again",
+                                  path=entry.source)
         shard = read_shard(entry.source, errors="replace")
         if shard.source_sha256 != entry.source_sha256:
             raise BitextmineError("the text changed since it was embedded; embed it again", path=entry.source)

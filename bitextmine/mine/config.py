@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 from bitextmine import defaults
@@ -36,6 +37,14 @@ class MineConfig:
         object.__setattr__(self, "score", score)
         if self.retrieval not in RETRIEVALS:
             raise BitextmineError(f"unknown retrieval {self.retrieval!r}: use one of {', '.join(RETRIEVALS)}")
+        for name in ("k", "top_n", "nprobe", "block_rows"):  # Python callers: an int, not 4.0 or "4"
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, numbers.Integral) or isinstance(value, bool)):
+                raise BitextmineError(f"{name} must be an integer, not {value!r}")
+        for name in ("threshold", "target_precision", "length_ratio"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, numbers.Real) or isinstance(value, bool)):
+                raise BitextmineError(f"{name} must be a number, not {value!r}")
         if self.k < 1:
             raise BitextmineError("k must be at least 1")
         if self.top_n is not None and self.top_n < 0:
