@@ -27,7 +27,7 @@ def ignore_interrupts() -> None:
 
 
 @contextlib.contextmanager
-def children_ignore_interrupts() -> Iterator[None]:
+def interrupts_blocked_for_children() -> Iterator[None]:
     """SIGINT blocked while inside: processes started there (such as submitit's local
     controllers, which this code does not start itself) inherit it blocked and never see
     Ctrl-C, so whoever started them must stop them (SIGTERM); a Ctrl-C meanwhile reaches this

@@ -61,7 +61,8 @@ def _open_set(out_dir: Path, encoder: Encoder, cfg: EmbedConfig, sources: list[s
         differs.append(f"dtype {existing.dtype} vs {defaults.EMBEDDING_DTYPE}")
     if not differs:
         if cfg.overwrite:  # the set becomes this run's: shards of other inputs go
-            _drop_shards(existing, [e for e in existing.shards if e.source not in _sources_keys(sources)])
+            given = _sources_keys(sources)
+            _drop_shards(existing, [e for e in existing.shards if e.source not in given])
         return existing
     if not cfg.overwrite:
         raise BitextmineError("holds an embedding set made differently (" + "; ".join(differs)
@@ -104,7 +105,8 @@ def _check_output_holds_this_set(out_dir: Path, sources: list[str], overwrite: b
                                   "to write the set there", path=out_dir)
         return
     existing = EmbeddingSet.load(out_dir)  # a damaged manifest fails now too
-    others = [e.source for e in existing.shards if e.source not in _sources_keys(sources)]
+    given = _sources_keys(sources)
+    others = [e.source for e in existing.shards if e.source not in given]
     if others:
         raise BitextmineError(f"holds an embedding set of other inputs ({printable(others[0])}"
                               f"{f' and {len(others) - 1} more' if len(others) > 1 else ''}); name them "

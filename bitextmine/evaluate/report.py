@@ -22,16 +22,15 @@ import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
 
 import numpy as np
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict
 
 from bitextmine import __version__
 from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import is_regular_output, refuse_overwriting_inputs, write_bytes, write_text
 from bitextmine.io.pairs import read_pairs
-from bitextmine.io.validate import Float, Int, Model, parse
+from bitextmine.io.validate import Count, Float, Int, Model, parse
 from bitextmine.mine.output import SIDECAR_SUFFIX, check_sidecar, read_sidecar
 
 BANDS = 5
@@ -68,7 +67,7 @@ class _LengthAgreement(Model):
 
 class _Histogram(Model):
     model_config = ConfigDict(extra="allow", frozen=True)
-    counts: list[Annotated[Int, Field(ge=0, le=2**53)]] = []
+    counts: list[Count] = []
     edges: list[Float] = []
 
 

@@ -10,7 +10,17 @@ import types
 import typing
 from typing import Annotated, Any
 
-from pydantic import AllowInfNan, BaseModel, ConfigDict, Strict, StrictBool, StrictInt, StrictStr, ValidationError
+from pydantic import (
+    AllowInfNan,
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
 
 from bitextmine.errors import BitextmineError
 
@@ -18,6 +28,7 @@ Int = StrictInt
 Bool = StrictBool
 Str = StrictStr
 Float = Annotated[float, Strict(), AllowInfNan(False)]  # an int is accepted; a bool, a string or NaN is not
+Count = Annotated[StrictInt, Field(ge=0, le=2**53)]  # lines, documents, pairs: more is a damaged file
 
 
 class Model(BaseModel):

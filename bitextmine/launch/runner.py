@@ -30,7 +30,7 @@ from pathlib import Path
 
 from bitextmine import defaults
 from bitextmine.choices import LAUNCHERS, STAGES
-from bitextmine.devices import children_ignore_interrupts
+from bitextmine.devices import interrupts_blocked_for_children
 from bitextmine.errors import BitextmineError, Terminated
 from bitextmine.io.atomic import prepare_output_dir, refuse_overwriting_inputs, save_json
 from bitextmine.io.lock import output_lock
@@ -255,7 +255,7 @@ class Launcher:
                     else:
                         threads = local_threads(resources.cpus, min(wave_size, stage_tasks))
                         # the controllers, stopped by _stop, must not print tracebacks on Ctrl-C
-                        with children_ignore_interrupts():
+                        with interrupts_blocked_for_children():
                             jobs = [executor.submit(_run_task, t, threads, True) for t in wave]
                 failures += self._outcomes(wave, jobs, on_done)
             except BaseException:  # Ctrl-C or SIGTERM: the workers stop with us

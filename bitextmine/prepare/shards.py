@@ -32,7 +32,7 @@ from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import save_json, write_error
 from bitextmine.io.paths import plain_file_name
 from bitextmine.io.provenance import SIDECAR_SUFFIX, Origin
-from bitextmine.io.validate import Bool, Float, Int, Model, Str, parse
+from bitextmine.io.validate import Bool, Count, Float, Model, Str, parse
 
 MANIFEST_NAME = "prepare.json"
 DEDUP_NAME = "dedup.sqlite"
@@ -173,11 +173,7 @@ class Manifest:
         return [self.directory / s["file"] for s in self.shards]
 
 
-Count = Annotated[Int, Field(ge=0, le=2**53)]  # a count of lines or documents; more is a damaged file
-
-
 class _CountsRecord(Model):
-    model_config = ConfigDict(extra="forbid", frozen=True)
     sentences: Count = 0
     kept: Count = 0
     rejected: dict[Str, Count] = {}
