@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -389,3 +390,18 @@ def test_a_json_output_that_is_a_directory_is_refused_before_any_work(cli, tmp_p
     data.mkdir()  # no files: the work would fail on them, after the --json check
     result = cli(*[str(data) if a == "TATOEBA" else a for a in args], "--json", tmp_path)
     assert one_error_line(result) == f"bitextmine: error: {tmp_path}: is a directory: --json writes a file"
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path):
+    """`bitextmine mine ... -o - | head -1`: the process ends on SIGPIPE, without a traceback."""
+    x = clustered_vectors(3000, dim=32, seed=3)
+    make_embedding_set(tmp_path / "a", x, [f"source sentence number {i}" for i in range(3000)])
+    make_embedding_set(tmp_path / "b", x, [f"target sentence number {i}" for i in range(3000)])
+    process = subprocess.Popen([sys.executable, "-m", "bitextmine", "mine", "--src", str(tmp_path / "a"), "--tgt",
+                                str(tmp_path / "b"), "--threshold", "-10", "-o", "-", "-q"], cwd=REPO,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert process.stdout.readline().count(b"\t") == 2
+    process.stdout.close()  # 3,000 pairs do not fit the pipe: the next writes find no reader
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) == -signal.SIGPIPE and stderr == "", stderr

@@ -89,10 +89,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None, _de
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``bitextmine ARGV``; return the exit status."""
-    # `bitextmine mine ... | head` should end quietly, not with a BrokenPipeError
-    if hasattr(signal, "SIGPIPE"):
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    """Run ``bitextmine ARGV``; return the exit status (the process's signals left as they are)."""
     try:
         with warnings.catch_warnings():  # --strict turns ours into errors for this command only
             warnings.simplefilter("always", BitextmineWarning)
@@ -119,4 +116,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry_point() -> None:
+    # `bitextmine mine ... | head` should end quietly, not with a BrokenPipeError; set here, for
+    # the process, not in main(): a caller running main() in-process (tests) keeps Python's own
+    # SIGPIPE handling, without which a write to a dead worker's pipe would kill it
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.exit(main())
