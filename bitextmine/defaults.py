@@ -52,11 +52,9 @@ MAX_TOKENS = 256
 EMBEDDING_DTYPE = "float16"  # halves disk and memory; retrieval quality is unchanged
 TEXT_ERRORS = "strict"  # how invalid UTF-8 is handled: strict (an error) or replace
 
-# Matmul precision of the forward pass: auto = bf16 on CPUs with native bf16 matmuls
-# (AMX / AVX512-BF16), fp16 on CUDA, fp32 elsewhere. Accumulation is always fp32.
+# Matmuls: auto = bf16 on CPUs with native bf16 ones (AMX / AVX512-BF16), fp16 on CUDA, else fp32
 PRECISION = "auto"
-# Sentences tokenized, sorted by length and embedded together: sorting within a chunk is
-# enough to avoid padding, and it bounds memory for shards of any length.
+# Sentences sorted by length and embedded a chunk at a time: no padding, and bounded memory
 EMBED_SORT_CHUNK_LINES = 100_000
 # Sentences encoded per progress update (eval, score-pairs, calibrate): small enough for
 # a live bar on two CPU cores, large enough that length-sorted batching loses nothing.
@@ -207,6 +205,9 @@ ESTIMATE_MOSTLY_TRANSLATED = 0.5  # share of rows the decoy finds translated whe
 ESTIMATE_NO_TRANSLATIONS = 3  # fewer on either side: the pools share no translations, nothing is kept
 HISTOGRAM_BINS = 100  # the sidecar's histogram of every pair score before the threshold
 SEED_DUPLICATE_COSINE = 0.99  # a calibration seed this close to a pool sentence is that sentence
+CALIBRATE_PLANTED_SHARE = 0.4  # of the seeds planted as pairs; the rest as orphans (their source only)
+CALIBRATE_MIN_SEEDS = 20  # fewer cannot estimate the rates G and R at all (a few hundred are enough)
+CALIBRATIONS_AGREE = 0.05  # precision points within which the seeds' and the no-gold estimates agree
 SIDECAR_CURVE_POINTS = 80  # points of the precision estimate kept in the sidecar
 # Kept pairs 1.5x off their typical length ratio (or 3 robust deviations, where wider) and by 20
 # characters are dropped as partly parallel (mine/lengths.py; RESULTS.md, "Length agreement").
@@ -214,8 +215,7 @@ MINE_LENGTH_RATIO = 1.5
 MINE_LENGTH_SPREAD = 3.0
 MINE_LENGTH_SLACK = 20  # characters, a CJK character counting three (filter.text.text_length)
 MINE_LENGTH_MIN_PAIRS = 20  # fewer pairs kept: their typical ratio is not known, none dropped
-# Exact kNN works on blocks of this many query and database rows: the similarity block
-# (rows x rows fp32) bounds memory whatever the corpus size.
+# Exact kNN's blocks of query and database rows: the (rows x rows fp32) block bounds memory
 KNN_BLOCK_ROWS = 8192
 # On a GPU, tiles as large as free memory allows up to this many rows a side (65,536^2 fp16
 # is 8.6 GB): per-tile launches and merges, not the products, bound small tiles there.

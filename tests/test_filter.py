@@ -262,6 +262,12 @@ def test_boilerplate_and_duplicates():
     boiler = [Pair(1.1, "Klicken Sie hier, um sich anzumelden.", p.tgt) for p in pairs[:12]]
     reasons, _ = judge(boiler + pairs, **only("boilerplate"))
     assert reasons[:12] == ["boilerplate"] * 12 and reasons[12:].count(None) == 200
+    # each side counts its own texts: a text seen 6 times as a source and 6 times as a target
+    # is not seen 10 times on a side
+    both_sides = [Pair(1.0, "Startseite", f"Home page {i}") for i in range(6)]
+    both_sides += [Pair(1.0, f"Seite {i}", "Startseite") for i in range(6)]
+    reasons, _ = judge(both_sides + pairs, **only("boilerplate"))
+    assert reasons.count(None) == 212
 
     duplicated = pairs + [Pair(1.0, p.src.upper(), p.tgt) for p in pairs[:50]]
     reasons, _ = judge(duplicated, **only("dedup"))

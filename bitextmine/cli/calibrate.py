@@ -13,7 +13,6 @@ from bitextmine.cli.logs import setup_logging
 from bitextmine.cli.options import (
     MarginAlias,
     Quiet,
-    Strict,
     check_json_output,
     command,
     device_option,
@@ -24,6 +23,7 @@ from bitextmine.cli.options import (
     retrieval_option,
     score_of,
     score_option,
+    strict_option,
     target_precision_option,
 )
 from bitextmine.errors import warn
@@ -57,7 +57,7 @@ def calibrate(
     json_out: json_option("The whole curve as JSON (- for standard output).") = None,
     device: device_option() = defaults.DEVICE,
     quiet: Quiet = False,
-    strict: Strict = False,
+    strict: strict_option("the threshold's fallbacks: an estimate not to be trusted") = False,
 ) -> None:
     """Estimate precision and recall at each threshold for these pools; recommend one.
 

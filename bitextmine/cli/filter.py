@@ -9,12 +9,12 @@ import typer
 from bitextmine.cli.logs import setup_logging
 from bitextmine.cli.options import (
     Quiet,
-    Strict,
     command,
     json_option,
     json_to_stdout,
     named,
     output_option,
+    strict_option,
     usage_error,
     with_filter_options,
 )
@@ -39,7 +39,7 @@ def filter_command(
                                                 help="Write each rejected pair with its reason (first column).")]
     = None,
     quiet: Quiet = False,
-    strict: Strict = False,
+    strict: strict_option("languages that look swapped, ...") = False,
     filter_cfg=None,
 ) -> None:
     """Filter mined pairs: length, ratio, language, copies, numbers, URLs, junk, duplicates.

@@ -27,8 +27,8 @@ def index(
     output: output_option("Index directory to write.", metavar="DIR"),
     index_type: Annotated[str, typer.Option(
         "--type", metavar="FACTORY",
-        help="auto (by database size: Flat up to 10k rows, then IVFn,PQ64x4fs) or a FAISS factory string "
-             "such as IVF4096,PQ64x4fs.")] = defaults.INDEX_TYPE,
+        help="auto (by database size: Flat up to 10k rows, then IVFn,PQmx4fs, one code per 8 dimensions) or a "
+             "FAISS factory string such as IVF4096,PQ64x4fs.")] = defaults.INDEX_TYPE,
     nprobe: Annotated[int, typer.Option(metavar="N", min=1, help="IVF lists searched per query (recorded, used "
                                                                  "by mine).")] = defaults.NPROBE,
     train_sample: Annotated[int | None, typer.Option(

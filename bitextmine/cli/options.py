@@ -209,9 +209,11 @@ def _strict(value: bool) -> bool:
     return value
 
 
-Strict = Annotated[bool, typer.Option(
-    "--strict", callback=_strict,
-    help="Treat a warning about the input (languages that look swapped, ...) as an error: exit 1, write nothing.")]
+def strict_option(warnings_of: str):
+    """--strict, its help naming the warnings this command gives (``warnings_of``)."""
+    return Annotated[bool, typer.Option(
+        "--strict", callback=_strict,
+        help=f"Treat a warning about the input ({warnings_of}) as an error: exit 1, write nothing.")]
 JSON_HELP = "Write the results as JSON to FILE (- for standard output)."
 
 

@@ -37,7 +37,9 @@ Examples:
 Add languages the default encoder does not know (LASER3-style distillation:
 the student keeps the teacher's space, so its sets mine against the default
 encoder's). Pairs are English<TAB>X; files of languages the teacher knows
-(train.eng-deu.tsv) guard them. Options given explicitly win over the recipe:
+(train.eng-deu.tsv) are left out, the teacher serving them (with
+--no-route-known they guard its space). Options given explicitly win over the
+recipe:
 
 \b
     bitextmine train x/*.tsv -o ckpt/x --recipe add-language --max-minutes 30""")

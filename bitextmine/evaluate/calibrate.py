@@ -2,8 +2,8 @@
 
 Two modes:
 
-**Seeds** (``calibrate_with_seeds``): a few hundred known translation pairs. Half of
-them are planted in the pools as pairs, the other half as orphans (the source side
+**Seeds** (``calibrate_with_seeds``): a few hundred known translation pairs. Two in five
+of them are planted in the pools as pairs, the others as orphans (the source side
 only). Mining the augmented pools with no threshold gives, at each threshold t:
 
 - R(t): the share of planted pairs mined correctly with score >= t (recall);
@@ -57,9 +57,6 @@ from bitextmine.mine.thresholds import (
     pick_threshold,
 )
 
-PLANTED_SHARE = 0.4  # of the seeds planted as pairs; the rest are planted as orphans
-MIN_SEEDS = 20  # fewer cannot estimate the rates G and R at all (a few hundred are enough)
-
 
 @dataclass
 class Calibration:
@@ -98,15 +95,15 @@ class Calibration:
         other = self.no_gold
         if other is not None and self.recommended is not None and other.recommended is not None:
             at_other = float(np.interp(other.recommended, self.thresholds, self.precision))
-            if abs(at_other - (other.recommended_precision or 0)) > CALIBRATIONS_AGREE:
+            if abs(at_other - (other.recommended_precision or 0)) > defaults.CALIBRATIONS_AGREE:
                 out.append(f"note: the seeds and the no-gold estimate disagree: at {other.recommended:g} the seeds "
                            f"measure precision {at_other:.2f}, the no-gold estimate {other.recommended_precision:.2f}. "
                            "Seeds unlike the pools (shorter, another domain) move the seed curve; translations "
                            "whose gaps overlap the others' (a weak encoder) move the no-gold one")
             else:
-                out.append(f"note: the seeds and the no-gold estimate agree within {100 * CALIBRATIONS_AGREE:g} "
-                           f"points at {other.recommended:g} (no gold: {other.recommended_precision:.2f}, seeds: "
-                           f"{at_other:.2f})")
+                agree = 100 * defaults.CALIBRATIONS_AGREE
+                out.append(f"note: the seeds and the no-gold estimate agree within {agree:g} points at "
+                           f"{other.recommended:g} (no gold: {other.recommended_precision:.2f}, seeds: {at_other:.2f})")
         return out
 
     def to_dict(self) -> dict:
@@ -123,7 +120,6 @@ class Calibration:
         return out
 
 
-CALIBRATIONS_AGREE = 0.05  # precision points within which the seed and no-gold estimates agree
 
 
 def threshold_grid(scores: np.ndarray, points: int = 200) -> np.ndarray:
@@ -172,7 +168,7 @@ def _plant_and_measure(x_pool, y_pool, seed_src: np.ndarray, seed_tgt: np.ndarra
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(seed_src))
     # orphans carry the false-pair rate, which decides precision: give them more seeds
-    split = int(round(PLANTED_SHARE * len(order)))
+    split = int(round(defaults.CALIBRATE_PLANTED_SHARE * len(order)))
     planted, orphans = order[:split], order[split:]
     x = np.concatenate([x_pool, seed_src[planted].astype(np.float16), seed_src[orphans].astype(np.float16)])
     y = np.concatenate([y_pool, seed_tgt[planted].astype(np.float16)])
@@ -249,9 +245,9 @@ def calibrate_sets(src: list, tgt: list, cfg: MineConfig, seeds: str | None = No
     """Calibrate the pools of two embedding-set lists for ``cfg.target_precision``.
 
     Each distinct sentence is one row of its pool, as `mine` sees them. Without ``seeds``,
-    `mine`'s estimate and threshold; with ``seeds`` (a pairs file of at least ``MIN_SEEDS``
-    known translations, embedded with the sets' own encoder) the seed method, with the
-    no-gold calibration beside it (``Calibration.no_gold``) for comparison.
+    `mine`'s estimate and threshold; with ``seeds`` (a pairs file of at least
+    ``defaults.CALIBRATE_MIN_SEEDS`` known translations, embedded with the sets' own encoder)
+    the seed method, with the no-gold calibration beside it (``Calibration.no_gold``) for comparison.
     """
     from bitextmine.devices import resolve_device
     from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
@@ -277,12 +273,13 @@ def calibrate_sets(src: list, tgt: list, cfg: MineConfig, seeds: str | None = No
 
 
 def _read_seeds(seeds: str) -> list:
-    """The seed pairs of a pairs file: at least ``MIN_SEEDS``, neither side empty."""
+    """The seed pairs of a pairs file: at least ``defaults.CALIBRATE_MIN_SEEDS``, neither side empty."""
     from bitextmine.io.pairs import read_pairs
 
     pairs = read_pairs(seeds, allow_empty_side=False)
-    if len(pairs) < MIN_SEEDS:
-        raise BitextmineError(f"only {len(pairs)} seed pairs: give a few hundred (at least {MIN_SEEDS})", path=seeds)
+    if len(pairs) < defaults.CALIBRATE_MIN_SEEDS:
+        raise BitextmineError(f"only {len(pairs)} seed pairs: give a few hundred "
+                              f"(at least {defaults.CALIBRATE_MIN_SEEDS})", path=seeds)
     return pairs
 
 

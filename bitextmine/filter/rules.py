@@ -7,7 +7,6 @@ import multiprocessing
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from itertools import chain
 
 from bitextmine import defaults
 from bitextmine.choices import RULES
@@ -29,7 +28,7 @@ class PairFilter:
         self._seen_pairs: set[tuple[str, str]] = set()
         self._seen_src: set[str] = set()
         self._seen_tgt: set[str] = set()
-        self._boilerplate: set[str] = set()
+        self._boilerplate: tuple[set[str], set[str]] = (set(), set())
         self._dedup = cfg.active("dedup")
         self._languages = None
         if cfg.active("lid"):
@@ -43,9 +42,14 @@ class PairFilter:
         self._checks = [(rule, methods[rule]) for rule in RULES if rule in methods and cfg.active(rule)]
 
     def _count_boilerplate(self, normalised: Iterable[tuple[str, str]]) -> None:
-        """Texts that occur at least ``boilerplate`` times on one side."""
-        counts = Counter(chain.from_iterable(normalised))
-        self._boilerplate = {t for t, c in counts.items() if c >= self.cfg.boilerplate and t}
+        """Texts that occur at least ``boilerplate`` times on their side (a source text and the
+        same text as a target count apart: a copy pair is not boilerplate twice over)."""
+        src_counts, tgt_counts = Counter(), Counter()
+        for norm_src, norm_tgt in normalised:
+            src_counts[norm_src] += 1
+            tgt_counts[norm_tgt] += 1
+        self._boilerplate = tuple({t for t, c in counts.items() if c >= self.cfg.boilerplate and t}
+                                  for counts in (src_counts, tgt_counts))
 
     def _pair_rules(self, pair: Pair, norm_src: str, norm_tgt: str) -> str | None:
         for rule, fails in self._checks:
@@ -56,7 +60,7 @@ class PairFilter:
     def _finish(self, norm_src: str, norm_tgt: str, languages_match: bool | None) -> str | None:
         """The boilerplate rule, language ID's verdict, then dedup against the kept pairs; a
         pair that passes is kept and claims its sentences."""
-        if norm_src in self._boilerplate or norm_tgt in self._boilerplate:
+        if norm_src in self._boilerplate[0] or norm_tgt in self._boilerplate[1]:
             return "boilerplate"
         if self._languages is not None:
             self.report.lid_unsupported += self._languages.unsupported_sides

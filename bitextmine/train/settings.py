@@ -13,7 +13,7 @@ from bitextmine import defaults as D
 from bitextmine.choices import Amp, Choice, LrSchedule, Pooling, Preset, Recipe, StudentSides
 
 # the panels of `train --help`, in order
-PANELS = {"data": "Data", "model": "Model", "objective": "Objective", "optimiser": "Optimiser", "recipe": "Recipe",
+PANELS = {"data": "Data", "model": "Model", "objective": "Objective", "optimiser": "Optimizer", "recipe": "Recipe",
           "run": "Run"}
 
 
@@ -141,7 +141,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("amp", str, D.TRAIN_AMP, "optimiser", "auto (bf16 on GPU and on CPUs with native bf16) or off.",
             choices=Amp),
     # the run
-    Setting("seed", int, D.SEED, "run", "Seed of initialisation, data order and dev split.", metavar="N"),
+    Setting("seed", int, D.SEED, "run", "Seed of initialization, data order and dev split.", metavar="N"),
     Setting("dev_size", int, D.TRAIN_DEV_SIZE, "data", "Size of the default dev slice.", metavar="N", least=2),
     Setting("dev_per_language", int, D.TRAIN_DEV_PER_LANGUAGE, "data", "Dev slice of N pairs from each training "
             "file instead (0: one --dev-size slice).", metavar="N", least=0),
