@@ -22,8 +22,11 @@ def available_cpus() -> int:
 
 def ignore_interrupts() -> None:
     """A worker process's first step: Ctrl-C reaches the whole process group, and the parent
-    ends its workers itself, so a worker must not print a KeyboardInterrupt traceback of its own."""
+    ends its workers itself, so a worker must not print a KeyboardInterrupt traceback of its own;
+    SIGTERM (which the parent turns into a clean exit, and a pool sends to stop its workers)
+    ends a worker at once, as by default."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @contextlib.contextmanager

@@ -256,6 +256,18 @@ def test_non_finite_numbers_are_refused(cli, tmp_path, value):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("value", ["-1", "0.5", "nan"])
+def test_a_length_ratio_under_one_is_a_usage_error(cli, tmp_path, value):
+    assert_usage_error(cli("mine", "--src", "a", "--tgt", "b", "-o", tmp_path / "out", "--length-ratio", value),
+                       "--length-ratio", "0 (off) or at least 1")
+    assert_usage_error(cli("eval", "bucc", "a", "b", "c", "--length-ratio", value), "--length-ratio")
+
+
+def test_a_seed_is_not_negative(cli, tmp_path):
+    assert_usage_error(cli("calibrate", "--src", "a", "--tgt", "b", "--seed", "-5"), "--seed")
+    assert_usage_error(cli("index", "a", "-o", tmp_path / "i", "--seed", "-1"), "--seed")
+
+
 def test_the_library_configs_refuse_non_finite_numbers_too():
     from bitextmine.errors import BitextmineError
     from bitextmine.filter import FilterConfig

@@ -328,6 +328,27 @@ def test_bad_input_is_one_line_and_writes_nothing_of_it_then_the_run_resumes(cli
     assert not (out / "dedup.sqlite").exists()
 
 
+def test_prepare_writes_into_its_own_folder_only_and_checks_its_shards_before_calling_them_done(cli, tmp_path):
+    text = tmp_path / "de.txt"
+    text.write_text("".join(f"{s}\n" for s in GERMAN[:4]), encoding="utf-8")
+    other = tmp_path / "emb"
+    make_embedding_set(other, [[1.0, 0.0]] * 2, ["a", "b"], shard="x")
+    refused = cli("prepare", text, "-o", other, "--lang", "de", "-q")
+    assert refused.exit_code == 1 and "holds files but no prepared sentences (manifest.json, x.npy, x.txt)" in \
+        refused.stderr
+    assert sorted(p.name for p in other.iterdir()) == ["manifest.json", "x.npy", "x.txt"]
+
+    out = tmp_path / "out"
+    assert cli("prepare", text, "-o", out, "--lang", "de", "-q").exit_code == 0
+    shard = out / "de.0000.txt"
+    kept = shard.read_bytes()
+    shard.write_text("something else\n", encoding="utf-8")
+    changed = cli("prepare", text, "-o", out, "--lang", "de", "-q")
+    assert changed.exit_code == 1 and "de.0000.txt: changed since it was prepared" in changed.stderr
+    assert cli("prepare", text, "-o", out, "--lang", "de", "-q", "--overwrite").exit_code == 0
+    assert shard.read_bytes() == kept
+
+
 def test_a_killed_run_resumes_to_the_same_output(tmp_path, monkeypatch):
     """Stopped after its first shard, a run resumes from the manifest: the documents of the recorded
     shards are not judged again, the sentences they hold are still duplicates."""

@@ -154,6 +154,69 @@ def test_an_output_that_is_an_input_is_refused_before_any_work(cli, sets, tmp_pa
     assert_unchanged(before, tmp_path)
 
 
+def test_json_never_replaces_what_the_command_reads(cli, sets, tmp_path):
+    """--json is an output like -o: not an embedding set's text, not the sidecar report reads
+    by default, not prepare's input or shard; refused before any work."""
+    import dataclasses
+
+    from bitextmine.embed.embedding_set import EmbeddingSet
+
+    emb_set = EmbeddingSet.load(sets[0])  # its text moved out of the set, as `embed` leaves it
+    text = tmp_path / "de.txt"
+    (sets[0] / "de.txt").rename(text)
+    emb_set.shards = [dataclasses.replace(emb_set.shards[0], source=str(text))]
+    emb_set.save()
+    assert cli(*mine_args(sets, "-o", tmp_path / "pairs.tsv")).exit_code == 0
+    before = snapshot(tmp_path)
+    one_line_error(cli("calibrate", "--src", sets[0], "--tgt", sets[1], "-k", "2", "-q", "--json", text),
+                   "de.txt", "input")
+    one_line_error(cli("score-pairs", tmp_path / "pairs.tsv", "--src", sets[0], "--tgt", sets[1], "-o",
+                       tmp_path / "rescored.tsv", "-q", "--json", text), "de.txt", "input")
+    one_line_error(cli("report", tmp_path / "pairs.tsv", "-o", tmp_path / "pairs.tsv.json"), "is also an input")
+    one_line_error(cli("report", tmp_path / "pairs.tsv", "-o", tmp_path / "r.html", "--json",
+                       tmp_path / "pairs.tsv.json"), "is also an input")
+    assert_unchanged(before, tmp_path)
+
+    lines = tmp_path / "lines.txt"
+    lines.write_text("Ein ganz gewöhnlicher Satz.\nNoch ein Satz hier.\n", encoding="utf-8")
+    one_line_error(cli("prepare", lines, "--lang", "de", "-o", tmp_path / "prep", "-q", "--json", lines), "input")
+    one_line_error(cli("prepare", lines, "--lang", "de", "-o", tmp_path / "prep", "-q", "--json",
+                       tmp_path / "prep" / "lines.0000.txt"), "input")
+    assert lines.read_text(encoding="utf-8").startswith("Ein ganz")
+
+
+def test_json_into_a_place_that_cannot_be_written_fails_before_any_work(cli, sets, tmp_path):
+    pairs = _pairs(cli, sets, tmp_path)
+    before = snapshot(tmp_path)
+    one_line_error(cli("score-pairs", pairs, "--src", sets[0], "--tgt", sets[1], "-o", tmp_path / "out.tsv", "-q",
+                       "--json", tmp_path / "nowhere" / "x.json"), "nowhere", "directory does not exist")
+    one_line_error(cli("calibrate", "--src", sets[0], "--tgt", sets[1], "-q", "--json",
+                       tmp_path / "nowhere" / "c.json"), "directory does not exist")
+    assert_unchanged(before, tmp_path)
+    # a folder the command itself creates is fine
+    result = cli("report", pairs, "-o", tmp_path / "page" / "r.html", "--json", tmp_path / "page" / "r.json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads((tmp_path / "page" / "r.json").read_text())["written"]
+
+
+def _pairs(cli, sets, tmp_path) -> Path:
+    assert cli(*mine_args(sets, "-o", tmp_path / "pairs.tsv")).exit_code == 0
+    return tmp_path / "pairs.tsv"
+
+
+def test_a_second_output_into_standard_output_is_a_usage_error(cli, sets, tmp_path):
+    """/dev/stdout and a file stdout is redirected to are standard output as much as - is."""
+    pairs = _pairs(cli, sets, tmp_path)
+    with open(tmp_path / "captured", "w") as out:
+        done = subprocess.run([sys.executable, "-m", "bitextmine", *map(str, mine_args(sets, "-o", "-", "--json",
+                                                                                       "/dev/stdout"))],
+                              cwd=REPO, stdout=out, stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 2 and "--json" in done.stderr and "Traceback" not in done.stderr
+    assert (tmp_path / "captured").read_text() == ""
+    rejects = cli("filter", pairs, "-o", "-", "--rejects", "-", "-q")
+    assert rejects.exit_code == 2 and "--rejects" in rejects.stderr
+
+
 def test_output_under_a_regular_file_is_one_line(cli, sets, tmp_path):
     blocker = tmp_path / "file.txt"
     blocker.write_text("a file\n")
@@ -189,6 +252,42 @@ def test_permission_denied_is_one_line(sets, tmp_path):
 
 
 # --- damaged inputs -----------------------------------------------------------------------
+
+def test_pipes_are_read_where_a_file_is_read_once(cli, sets, tmp_path):
+    """A FIFO (what <(...) gives) is read as it comes, like -; a directory is named as one."""
+    pairs = _pairs(cli, sets, tmp_path)
+    fifo = tmp_path / "pairs.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(pairs.read_bytes()))
+    writer.start()
+    result = cli("filter", fifo, "-o", tmp_path / "kept.tsv", "--skip", "boilerplate", "-q")
+    writer.join(timeout=30)
+    assert result.exit_code == 0, result.stderr
+    assert read_lines(tmp_path / "kept.tsv") and "Satz Nummer" in (tmp_path / "kept.tsv").read_text()
+    one_line_error(cli("filter", tmp_path, "-o", "-", "-q"), "is a directory")
+
+
+def test_calibrate_refuses_the_k_that_mine_refuses(cli, sets):
+    for verb, output in (("calibrate", []), ("mine", ["-o", "-"])):
+        command = [verb, "--src", sets[0], "--tgt", sets[1], *output]
+        one_line_error(cli(*command, "-k", "60", "-q"), "-k 60 needs more than 60 distinct sentences")
+
+
+def test_eval_refuses_sets_of_one_name_and_ids_given_twice(cli, tmp_path):
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "t.de").write_text("Hallo.\nWie geht es?\n", encoding="utf-8")
+        (tmp_path / folder / "t.en").write_text("Hello.\nHow are you?\n", encoding="utf-8")
+    one_line_error(cli("eval", "tatoeba", *(tmp_path / f / n for f in "ab" for n in ("t.de", "t.en")), "-q"),
+                   "two sets are named 't.de'")
+    src = tmp_path / "b.de"
+    src.write_text("d1\tHallo.\nd2\tWie geht es?\nd1\tNoch einmal.\n", encoding="utf-8")
+    (tmp_path / "b.en").write_text("e1\tHello.\ne2\tHow are you?\n", encoding="utf-8")
+    (tmp_path / "b.gold").write_text("d1\te1\n", encoding="utf-8")
+    one_line_error(cli("eval", "bucc", src, tmp_path / "b.en", tmp_path / "b.gold", "-q"),
+                   "b.de:3:", "'d1' given twice (also on line 1)")
+
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncated", "not gzip"])
@@ -446,6 +545,24 @@ def lock_held_by_another_process(path, directory: bool):
     finally:
         holder.kill()  # SIGKILL: no chance to clean up, and still no stale lock
         holder.wait()
+
+
+@pytest.mark.slow
+def test_sigterm_ends_a_command_as_ctrl_c_does(tmp_path):
+    """timeout, Slurm and Kubernetes stop a command with SIGTERM: its temporary files and
+    locks go, it says so in one line and exits 143."""
+    text = tmp_path / "de.txt"
+    text.write_text("".join(f"Satz Nummer {i} über etwas ganz anderes.\n" for i in range(60_000)), encoding="utf-8")
+    out = tmp_path / "set"
+    embed = subprocess.Popen([sys.executable, "-m", "bitextmine", "embed", str(text), "-o", str(out), "-q"], cwd=REPO,
+                             stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: (out / ".bitextmine.lock").exists() or embed.poll() is not None)
+    time.sleep(1.0)  # into the embedding
+    embed.send_signal(signal.SIGTERM)
+    _, err = embed.communicate(timeout=120)
+    assert embed.returncode == 143, err
+    assert err.strip().splitlines() == ["bitextmine: terminated"]
+    assert not out.exists() or not [p for p in out.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_a_second_writer_fails_at_once_and_a_killed_one_leaves_no_stale_lock(cli, sets, tmp_path):

@@ -35,7 +35,7 @@ from bitextmine.cli import (
 )
 from bitextmine.cli.logs import setup_logging
 from bitextmine.cli.options import Group, Interrupted
-from bitextmine.errors import BitextmineError, BitextmineWarning, printable
+from bitextmine.errors import BitextmineError, BitextmineWarning, Terminated, printable
 
 app = typer.Typer(
     name="bitextmine",
@@ -110,9 +110,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bitextmine: error: {where}{(e.strerror or str(e)).lower()}", file=sys.stderr)
         return 1
     except (Interrupted, KeyboardInterrupt) as e:
-        print("bitextmine: interrupted", file=sys.stderr)
-        return Interrupted.of(e).status
+        status = Interrupted.of(e).status
+        print(f"bitextmine: {'terminated' if status == 128 + signal.SIGTERM else 'interrupted'}", file=sys.stderr)
+        return status
     return 0
+
+
+def _terminated(signum, frame):
+    raise Terminated
 
 
 def entry_point() -> None:
@@ -121,4 +126,8 @@ def entry_point() -> None:
     # SIGPIPE handling, without which a write to a dead worker's pipe would kill it
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    # SIGTERM (timeout, Slurm, Kubernetes) ends a command as Ctrl-C does: its temporary files
+    # and locks go, status 143; where it was inherited as ignored, it stays so
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminated)
     sys.exit(main())

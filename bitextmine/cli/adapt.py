@@ -123,7 +123,7 @@ def adapt(
         help=f"Held-out estimated F1 a trained round must add over the starting encoder to be kept; negative: "
              f"how much it may lose (head: {HEAD['min_keep_gain']:g}, network: {NETWORK['min_keep_gain']:g}, a "
              f"student's network: {STUDENT['min_keep_gain']:g}).")] = None,
-    seed: Annotated[int, typer.Option(metavar="N", help="Seed of the batches and samples.")] = D.seed,
+    seed: Annotated[int, typer.Option(metavar="N", min=0, help="Seed of the batches and samples.")] = D.seed,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in OUTPUT.")] = False,
     device: device_option() = D.device,
     json_out: json_option("The rounds (pairs, change, estimated F1, minutes), the best round and why the loop "

@@ -53,7 +53,7 @@ def calibrate(
     score: score_option() = Score(defaults.SCORE),
     margin: MarginAlias = None,
     retrieval: retrieval_option() = Retrieval(defaults.RETRIEVAL),
-    seed: Annotated[int, typer.Option(metavar="N", help="Seed of the split of the seed pairs.")] = defaults.SEED,
+    seed: Annotated[int, typer.Option(metavar="N", min=0, help="Seed of the split of the seed pairs.")] = defaults.SEED,
     json_out: json_option("The whole curve as JSON (- for standard output).") = None,
     device: device_option() = defaults.DEVICE,
     quiet: Quiet = False,

@@ -23,6 +23,7 @@ from bitextmine.cli.options import (
     json_to_stdout,
     k_option,
     language_code,
+    length_ratio_value,
     print_table,
     retrieval_option,
     score_of,
@@ -121,8 +122,9 @@ def bucc(
         metavar="X", callback=finite, show_default=False,
         help="Threshold to report (default: the one `mine` chooses).")] = None,
     length_ratio: Annotated[float, typer.Option(
-        metavar="X", help="At the threshold, drop the pairs whose lengths disagree, as `mine --length-ratio` "
-                          "does (0: none).")] = defaults.MINE_LENGTH_RATIO,
+        metavar="X", callback=length_ratio_value,
+        help="At the threshold, drop the pairs whose lengths disagree, as `mine --length-ratio` does "
+             "(0: none).")] = defaults.MINE_LENGTH_RATIO,
     device: device_option() = defaults.DEVICE,
     json_out: json_option() = None,
     quiet: Quiet = False,

@@ -15,6 +15,7 @@ from bitextmine.cli.options import (
     named,
     output_option,
     strict_option,
+    to_stdout,
     usage_error,
     with_filter_options,
 )
@@ -50,7 +51,9 @@ def filter_command(
     from bitextmine.filter.run import filter_file
 
     json_out = json_out or report
-    if output == "-" and json_to_stdout(json_out):
+    if to_stdout(output) and json_to_stdout(json_out):
         raise usage_error("the pairs already go to standard output: give --json a file", "--json")
+    if to_stdout(output) and to_stdout(rejects):
+        raise usage_error("the pairs already go to standard output: give --rejects a file", "--rejects")
     setup_logging(quiet)
     filter_file(input, filter_cfg, output, json_out, rejects)

@@ -34,7 +34,7 @@ def index(
     train_sample: Annotated[int | None, typer.Option(
         metavar="N", min=1, show_default=False,
         help=f"Training vectors (default: {defaults.TRAIN_SAMPLES_PER_LIST} per IVF list).")] = None,
-    seed: Annotated[int, typer.Option(metavar="N", help="Seed of the training sample.")] = defaults.SEED,
+    seed: Annotated[int, typer.Option(metavar="N", min=0, help="Seed of the training sample.")] = defaults.SEED,
     trained_from: Annotated[Path | None, typer.Option(
         metavar="DIR", show_default=False,
         help="Reuse the training of this index (fill only), so that the results can be merged.")] = None,

@@ -20,6 +20,7 @@ from bitextmine.cli.options import (
     json_option,
     json_to_stdout,
     k_option,
+    length_ratio_value,
     named,
     output_option,
     retrieval_option,
@@ -27,6 +28,7 @@ from bitextmine.cli.options import (
     score_option,
     strict_option,
     target_precision_option,
+    to_stdout,
     usage_error,
     with_filter_options,
 )
@@ -69,7 +71,7 @@ def mine(
     top_n: Annotated[int | None, typer.Option(metavar="N", min=0, rich_help_panel=SEARCH, show_default=False,
                                               help="Keep only the N best pairs.")] = None,
     length_ratio: Annotated[float, typer.Option(
-        metavar="X", rich_help_panel=SEARCH,
+        metavar="X", callback=length_ratio_value, rich_help_panel=SEARCH,
         help="Drop kept pairs whose length ratio is more than X times off the ratio typical of the kept pairs "
              f"(and by more than {defaults.MINE_LENGTH_SLACK} characters): a margin cannot tell a translation "
              "from a partly parallel pair, such as a headline and the sentence that expands it. 0 keeps "
@@ -114,8 +116,10 @@ def mine(
     json_out = json_out or meta
     if rejects is not None and not filter_pairs:
         raise usage_error("--rejects needs --filter", "--rejects")
-    if output == "-" and json_to_stdout(json_out):
+    if to_stdout(output) and json_to_stdout(json_out):
         raise usage_error("the pairs already go to standard output: give --json a file", "--json")
+    if to_stdout(output) and to_stdout(rejects):
+        raise usage_error("the pairs already go to standard output: give --rejects a file", "--rejects")
     setup_logging(quiet)
     cfg = MineConfig(k=k, score=score_of(score, margin), retrieval=retrieval.value, threshold=threshold,
                      top_n=top_n, nprobe=nprobe, device=device, target_precision=target_precision,

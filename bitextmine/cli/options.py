@@ -11,6 +11,7 @@ import copy
 import functools
 import inspect
 import math
+import os
 import signal
 import sys
 from pathlib import Path
@@ -117,6 +118,13 @@ def command(app: typer.Typer, name: str | None = None, help_panel: str | None = 
 def finite(value: float | None) -> float | None:
     if value is not None and not math.isfinite(value):
         raise typer.BadParameter(f"{value} is not a finite number")
+    return value
+
+
+def length_ratio_value(value: float) -> float:
+    """--length-ratio: 0 (off) or a ratio of at least 1 (as ``MineConfig`` checks), as a usage error."""
+    if not (value == 0 or value >= 1):
+        raise typer.BadParameter(f"must be 0 (off) or at least 1, not {value}")
     return value
 
 
@@ -339,20 +347,56 @@ def with_filter_options(func):
 
 # --- writing results -----------------------------------------------------------------------
 
-def check_json_output(json_out: str | None, inputs: list, outputs: list = ()) -> None:
+def check_json_output(json_out: str | None, inputs: list, outputs: list = (), created: list = ()) -> None:
     """``--json FILE`` checked before any work: neither an input nor inside one (an artifact
-    directory the command reads or writes counts as one), nor another of its outputs."""
+    directory the command reads or writes counts as one, and an embedding set's text files
+    too), nor another of its outputs, and its place writable (or made by the command: it
+    creates its outputs, the paths given that do not exist yet and ``created``)."""
     if json_out is not None:
         from bitextmine.errors import BitextmineError
-        from bitextmine.io.atomic import refuse_overwriting_inputs
+        from bitextmine.io.atomic import check_writable, refuse_overwriting_inputs
 
         if json_out != "-" and Path(json_out).is_dir():
             raise BitextmineError("is a directory: --json writes a file", path=json_out)
-        refuse_overwriting_inputs([json_out, *outputs], [str(i) for i in inputs if i is not None])
+        given = [str(i) for i in inputs if i is not None]
+        refuse_overwriting_inputs([json_out, *outputs], [*given, *_embedded_texts(given)])
+        made = [*created, *(o for o in outputs if o and o != "-"), *(i for i in given if not os.path.exists(i))]
+        check_writable(json_out, created=made)
+
+
+def _embedded_texts(inputs: list[str]) -> list[str]:
+    """The text files behind the embedding sets among ``inputs`` (read when pairs are written)."""
+    from bitextmine.embed.embedding_set import EmbeddingSet
+    from bitextmine.errors import BitextmineError
+
+    texts = []
+    for path in inputs:
+        if os.path.isdir(path) and EmbeddingSet.exists(path):
+            try:
+                texts += [s.source for s in EmbeddingSet.load(path).shards if s.source != "-"]
+            except BitextmineError:
+                pass  # the command itself says what is wrong with the set
+    return texts
+
+
+def to_stdout(path: str | None) -> bool:
+    """``-``, or a name of the file standard output is (/dev/stdout, /dev/fd/1, a file that
+    stdout is redirected to): what is written there lands in the same stream."""
+    if path is None:
+        return False
+    if path == "-":
+        return True
+    if os.path.realpath(path) == os.devnull:  # what goes there mixes with nothing
+        return False
+    try:
+        return os.path.samestat(os.stat(path), os.fstat(sys.stdout.fileno()))
+    except (OSError, ValueError, AttributeError):  # no such file; stdout closed or not a file
+        return False
 
 
 def json_to_stdout(*paths: str | None) -> bool:
-    return any(path == "-" for path in paths)
+    return any(to_stdout(path) for path in paths)
+
 
 
 def print_table(header: list[str], rows: list[list[Any]], title: str | None = None, err: bool = False) -> None:

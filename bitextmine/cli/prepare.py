@@ -9,7 +9,16 @@ import typer
 from bitextmine import defaults
 from bitextmine.choices import InputErrors, InputFormat, PrepareRule, TextDocuments
 from bitextmine.cli.logs import setup_logging
-from bitextmine.cli.options import Quiet, command, finite, json_option, language_code, output_option, usage_error
+from bitextmine.cli.options import (
+    Quiet,
+    check_json_output,
+    command,
+    finite,
+    json_option,
+    language_code,
+    output_option,
+    usage_error,
+)
 
 app = typer.Typer()
 INPUT = "Input"
@@ -99,7 +108,9 @@ def prepare(
                             skip=tuple(rule.value for rule in skip or ()), shard_lines=shard_lines, workers=workers)
     except BitextmineError as e:
         raise usage_error(e.message) from None
-    report = prepare_inputs(expand_shards(inputs, verb="prepare"), output, cfg, overwrite=overwrite, progress=not quiet)
+    shards = expand_shards(inputs, verb="prepare")
+    check_json_output(json_out, [*shards, output])
+    report = prepare_inputs(shards, output, cfg, overwrite=overwrite, progress=not quiet)
     if json_out:
         write_json(json_out, report)
     dropped = {rule: n for rule, n in report["rejected"].items() if n}

@@ -14,6 +14,7 @@ from bitextmine.cli.options import (
     json_option,
     json_to_stdout,
     output_option,
+    to_stdout,
     usage_error,
 )
 from bitextmine.io.atomic import write_json
@@ -46,11 +47,11 @@ def report(
     """
     import logging
 
-    from bitextmine.evaluate.report import make_report
+    from bitextmine.evaluate.report import make_report, sidecar_read
 
-    if output == "-" and json_to_stdout(json_out):
+    if to_stdout(output) and json_to_stdout(json_out):
         raise usage_error("the page already goes to standard output: give --json a file", "--json")
-    check_json_output(json_out, [mined, meta, filter_report, calibration], [output])
+    check_json_output(json_out, [mined, sidecar_read(mined, meta), filter_report, calibration], [output])
     setup_logging(quiet)
     written, counts = make_report(mined, output, meta, filter_report, calibration)
     logging.getLogger("bitextmine").info("wrote %s", ", ".join(str(p) for p in written))

@@ -22,6 +22,7 @@ from bitextmine.cli.options import (
     output_option,
     score_of,
     score_option,
+    to_stdout,
     usage_error,
 )
 from bitextmine.io.atomic import write_json
@@ -69,7 +70,7 @@ def score_pairs_command(
     for name, given in (("--src", src), ("--tgt", tgt)):
         if not given:
             raise usage_error(f"give the {name[2:]} pool: {name} SET", name)
-    if output == "-" and json_to_stdout(json_out):
+    if to_stdout(output) and json_to_stdout(json_out):
         raise usage_error("the pairs already go to standard output: give --json a file", "--json")
     check_json_output(json_out, [pairs, *src, *tgt], [output])
     setup_logging(quiet)

@@ -126,6 +126,19 @@ class EmbeddingCorpus:
                                                                            strict=True)]
 
 
+def check_compatible(src: EmbeddingCorpus, tgt: EmbeddingCorpus) -> None:
+    """Two sides whose cosines mean something together: one encoder's space, one width."""
+    a, b = src.encoder, tgt.encoder
+    if a.dim != b.dim:
+        raise BitextmineError(f"source vectors have {a.dim} dimensions, target vectors {b.dim}: "
+                              f"they come from different encoders ({a.name}, {b.name})", path=tgt.sets[0].path)
+    if a.space() != b.space():
+        raise BitextmineError(
+            f"source and target come from different encoders ({a.name} {a.weights_sha256[:12]}, "
+            f"{b.name} {b.weights_sha256[:12]}); their cosines mean nothing together. Embed both sides with "
+            "one encoder, or with a student checkpoint declared compatible with it", path=tgt.sets[0].path)
+
+
 class SelectedRows:
     """Chosen rows of a corpus, indexable like one array but never loaded whole.
 

@@ -15,6 +15,7 @@ from bitextmine.evaluate.metrics import best_threshold, bucc_metrics, signature
 from bitextmine.io.text import read_shard
 from bitextmine.languages import language_suffix
 from bitextmine.mine.lengths import written_pairs
+from bitextmine.mine.sentences import check_k
 from bitextmine.mine.thresholds import mine_and_choose
 from bitextmine.progress import encode_with_progress
 
@@ -31,12 +32,16 @@ def read_id_sentences(path: str | Path) -> IdSentences:
     """``id<TAB>sentence`` per line (the BUCC 2018 format)."""
     shard = read_shard(str(path))
     ids, texts = [], []
+    seen: dict[str, int] = {}
     for number, line in enumerate(shard.lines, 1):
         if not line.strip():
             continue
         key, sep, text = line.partition("\t")
         if not sep:
             raise BitextmineError("expected id<TAB>sentence", path=path, line=number)
+        if key in seen:  # the gold names sentences by id: two of one id make the scores ambiguous
+            raise BitextmineError(f"id {key!r} given twice (also on line {seen[key]})", path=path, line=number)
+        seen[key] = number
         ids.append(key)
         texts.append(text.strip())
     return IdSentences(ids, texts)
@@ -110,9 +115,11 @@ def evaluate_bucc_sentences(src_s: IdSentences, tgt_s: IdSentences, gold_pairs: 
                             progress: bool = False) -> dict:
     """``evaluate_bucc_files`` on sentences and gold already read; ``langs`` route each side."""
 
+    src_unique, tgt_unique = list(dict.fromkeys(src_s.texts)), list(dict.fromkeys(tgt_s.texts))
+    if cfg.score != "cosine":  # as `mine` refuses it
+        check_k(cfg.k, {"source": len(src_unique), "target": len(tgt_unique)})
     cfg = replace(cfg, device=resolve_device(cfg.device))
     encoder = load_encoder(encoder_name, device=cfg.device)
-    src_unique, tgt_unique = list(dict.fromkeys(src_s.texts)), list(dict.fromkeys(tgt_s.texts))
     src_encoder, tgt_encoder = encoder.for_language(langs[0]), encoder.for_language(langs[1])
     x = encode_with_progress(src_encoder, src_unique, "encode src", progress)
     y = encode_with_progress(tgt_encoder, tgt_unique, "encode tgt", progress)

@@ -251,13 +251,15 @@ def calibrate_sets(src: list, tgt: list, cfg: MineConfig, seeds: str | None = No
     """
     from bitextmine.devices import resolve_device
     from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
-    from bitextmine.mine import check_compatible, unique_sentences
+    from bitextmine.mine import check_compatible, check_k, unique_sentences
 
     check_target_precision(cfg.target_precision)
     device = resolve_device(cfg.device)
     src_corpus, tgt_corpus = EmbeddingCorpus.load(src), EmbeddingCorpus.load(tgt)
     check_compatible(src_corpus, tgt_corpus)
     src_side, tgt_side = unique_sentences(src_corpus), unique_sentences(tgt_corpus)
+    if cfg.score != "cosine":  # as `mine` refuses it, so that calibrate never recommends what mine refuses
+        check_k(cfg.k, {"source": len(src_side), "target": len(tgt_side)}, src_corpus.sets[0].path)
     x, y = SelectedRows(src_corpus, src_side.rows), SelectedRows(tgt_corpus, tgt_side.rows)
     identities = (src_corpus.encoder, tgt_corpus.encoder)
     known = _read_seeds(seeds) if seeds is not None else None  # a bad seeds file fails before any search

@@ -111,13 +111,22 @@ def _scored_pairs(mined: str):
     return pairs
 
 
+def sidecar_read(mined: str, meta: str | None = None) -> str | None:
+    """The mining sidecar the report reads: ``meta`` where given, else ``PAIRS.json`` where
+    the pairs are a regular file that has one."""
+    if meta:
+        return meta
+    default = mined + SIDECAR_SUFFIX
+    return default if mined != "-" and is_regular_output(mined) and Path(default).is_file() else None
+
+
 def load_inputs(mined: str, meta: str | None = None, filter_report: str | None = None) -> ReportInputs:
     """The pairs, the mining sidecar (checked against the pairs) and the filter counts."""
 
     pairs = _scored_pairs(mined)
-    meta_path = meta if meta else mined + SIDECAR_SUFFIX
+    meta_path = sidecar_read(mined, meta)
     params = None
-    if meta or (mined != "-" and is_regular_output(mined) and Path(meta_path).is_file()):
+    if meta_path is not None:
         params = read_sidecar(meta_path)
         parse(_Sidecar, params, meta_path, "a mining sidecar")
         if mined != "-":
@@ -160,7 +169,7 @@ def make_report(mined: str, output: str | Path, meta: str | None = None, filter_
 
     pngs = [] if str(output) == "-" else [Path(output).with_name(f"{Path(output).stem}.{n}")
                                           for n in (*FIGURES, ESTIMATE_FIGURE)]
-    refuse_overwriting_inputs([output, *pngs], [mined, meta, filter_report, calibration])
+    refuse_overwriting_inputs([output, *pngs], [mined, sidecar_read(mined, meta), filter_report, calibration])
     inputs, curve = load_inputs(mined, meta, filter_report), load_calibration(calibration)
     return write_report(inputs, output, calibration=curve), report_counts(inputs, curve)
 

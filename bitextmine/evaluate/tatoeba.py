@@ -76,10 +76,19 @@ def evaluate_aligned_files(sets: list[tuple[str, Path, Path]], encoder_name: str
     (``NAME_p@1_mean``, ``NAME_pairs``, ...), ``primary_metric`` and ``signature``.
     """
 
-    for _, src, tgt in sets:
-        for path in (src, tgt):
-            if not Path(path).is_file():
-                raise BitextmineError("no such file", path=path)
+    given = [str(path) for _, src, tgt in sets for path in (src, tgt)]
+    for path in given:  # checked before the encoder loads: a pipe or - is read when its turn comes
+        if path != "-" and not Path(path).exists():
+            raise BitextmineError("no such file", path=path)
+        if Path(path).is_dir():
+            raise BitextmineError("is a directory: give a file", path=path)
+    if given.count("-") > 1:
+        raise BitextmineError("standard input (-) can be read once: give one file as -")
+    names = [name for name, _, _ in sets]
+    if len(set(names)) < len(names):
+        twice = next(n for n in names if names.count(n) > 1)
+        raise BitextmineError(f"two sets are named {twice!r} (a set is named by its source file): their "
+                              "results would overwrite each other; give files of different names")
     cfg = replace(cfg, device=resolve_device(cfg.device))
     encoder = load_encoder(encoder_name, device=cfg.device)
     metrics: dict[str, float] = {}

@@ -288,6 +288,27 @@ def prepare_output_dir(path: str | Path) -> bool:
     return True
 
 
+def check_writable(path: str | Path, created: Iterable[str | Path] = ()) -> None:
+    """Refuse, before any work, a regular output whose place cannot be written: a missing
+    directory (unless the command creates it, making a path of ``created`` inside it), a
+    read-only one. Probed as ``atomic_path`` writes: a temporary file made and removed."""
+    if output_kind(path) != "replace":
+        return
+    parent = _replaced_path(path).parent
+    if not parent.is_dir():
+        if any(_within(os.path.realpath(c), os.path.realpath(parent)) for c in created):
+            return
+        raise write_error(OSError(errno.ENOENT, "no such directory"), path)
+    probe = parent / f".{Path(path).name}.{os.getpid()}.probe.tmp"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        probe.unlink()
+    except FileExistsError:
+        pass  # a probe of ours left by a killed process: the place was writable then
+    except OSError as e:
+        raise write_error(e, path) from None
+
+
 def _within(inner: str, outer: str) -> bool:
     return inner == outer or inner.startswith(outer.rstrip(os.sep) + os.sep)
 

@@ -236,13 +236,19 @@ def _decode(data: bytes, path: str, errors: str, replace_option: str | None) -> 
 
 
 def _read_lines(path: str, errors: str, replace_option: str | None = None) -> tuple[list[str], int, str]:
-    """(lines, stored size, SHA-256 of the stored bytes) of a text file or stdin."""
+    """(lines, stored size, SHA-256 of the stored bytes) of a text file, stdin or a pipe."""
     if errors not in TEXT_ERROR_MODES:
         raise BitextmineError(f"unknown --errors mode {errors!r}: use strict or replace")
-    if path != STDIN and not os.path.isfile(path):
+    if path != STDIN and os.path.isdir(path):
+        raise BitextmineError("is a directory: give a file", path=path)
+    if path != STDIN and not os.path.exists(path):
         raise BitextmineError("no such file", path=path)
-    if path == STDIN:
-        data = sys.stdin.buffer.read()
+    if path == STDIN or not os.path.isfile(path):  # stdin, a FIFO, <(...): read once, as it comes
+        if path == STDIN:
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as stream:
+                data = stream.read()
         size, digest = len(data), hashlib.sha256(data).hexdigest()
         kind = compression_of(data[:8])
         if kind is not None:  # `cat x.gz | bitextmine embed -`: decompressed, not taken for text
@@ -277,8 +283,8 @@ def read_shard(path: str, errors: str = "strict", replace_option: str | None = N
     """
     lines, size, digest = _read_lines(path, errors, replace_option)
     if not lines:
-        raise BitextmineError("empty file: a shard needs at least one line", path=path)
+        raise BitextmineError("empty file: it needs at least one line", path=path)
     blank = [not line.strip() for line in lines]
     if all(blank):
-        raise BitextmineError("only blank lines: nothing to embed", path=path)
+        raise BitextmineError("only blank lines: nothing to read", path=path)
     return Shard(source=path, lines=lines, blank=blank, source_size=size, source_sha256=digest)

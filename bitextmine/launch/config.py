@@ -115,7 +115,7 @@ class IndexStage(Model):
     type: Str = defaults.INDEX_TYPE
     nprobe: Positive = defaults.NPROBE
     train_sample: Positive | None = None
-    seed: Int = defaults.SEED
+    seed: NonNegative = defaults.SEED
     device: Literal[INDEX_DEVICES] = defaults.DEVICE
     max_rows: Positive = defaults.INDEX_MAX_ROWS  # rows per index: a larger language is split into several
     exact: Bool = False  # skip FAISS, search the vectors exactly (fine for small corpora)

@@ -8,8 +8,9 @@ selection in ``scoring``, the threshold in ``thresholds``, the exact margins of 
 through indexes and the scores of given pairs in ``rescore``, files in ``output``.
 """
 
+from bitextmine.embed.corpus import check_compatible
 from bitextmine.mine.config import MineConfig
-from bitextmine.mine.corpora import MinedPairs, check_compatible, mine_corpora, write_pairs
+from bitextmine.mine.corpora import MinedPairs, mine_corpora, write_pairs
 from bitextmine.mine.sentences import UniqueSentences, check_k, line_digests, unique_sentences
 from bitextmine.mine.vectors import mine_vectors
 

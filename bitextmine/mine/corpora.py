@@ -18,7 +18,7 @@ import numpy as np
 
 from bitextmine import __version__, defaults
 from bitextmine.devices import resolve_device
-from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows, release_mapped
+from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows, check_compatible, release_mapped
 from bitextmine.errors import BitextmineError, warn
 from bitextmine.index import load_index
 from bitextmine.io.atomic import atomic_text_writer
@@ -92,18 +92,6 @@ class MinedPairs:
     def as_filter_pairs(self, with_ids: bool = False) -> list[Pair]:
         return [Pair(float(self.scores[i]), self.src_text[i].replace("\t", " "), self.tgt_text[i].replace("\t", " "),
                      self.extra_columns(i, with_ids)) for i in range(len(self))]
-
-
-def check_compatible(src: EmbeddingCorpus, tgt: EmbeddingCorpus) -> None:
-    a, b = src.encoder, tgt.encoder
-    if a.dim != b.dim:
-        raise BitextmineError(f"source vectors have {a.dim} dimensions, target vectors {b.dim}: "
-                              f"they come from different encoders ({a.name}, {b.name})", path=tgt.sets[0].path)
-    if a.space() != b.space():
-        raise BitextmineError(
-            f"source and target come from different encoders ({a.name} {a.weights_sha256[:12]}, "
-            f"{b.name} {b.weights_sha256[:12]}); their cosines mean nothing together. Embed both sides with "
-            "one encoder, or with a student checkpoint declared compatible with it", path=tgt.sets[0].path)
 
 
 def _lengths_agreeing(pairs, src_text: list[str], tgt_text: list[str], cfg: MineConfig,

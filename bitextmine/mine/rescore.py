@@ -20,7 +20,7 @@ import numpy as np
 
 from bitextmine import defaults
 from bitextmine.devices import resolve_device
-from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows, release_mapped
+from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows, check_compatible, release_mapped
 from bitextmine.encoders import load_encoder
 from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import atomic_text_writer, refuse_overwriting_inputs
@@ -137,8 +137,7 @@ def score_bitext_file(pairs_file: str, src_corpus: EmbeddingCorpus, tgt_corpus: 
     """
 
     pairs = read_pairs(pairs_file, allow_empty_side=False)
-    if src_corpus.encoder.space() != tgt_corpus.encoder.space():
-        raise BitextmineError("the two pools were embedded with different encoders", path=tgt_corpus.sets[0].path)
+    check_compatible(src_corpus, tgt_corpus)
     counts = {"pairs": len(pairs), "src_in_pool": 0, "tgt_in_pool": 0}
     if not pairs:
         return [], counts

@@ -131,12 +131,22 @@ def _manifest_for(output: Path, inputs: list[str], cfg: PrepareConfig, overwrite
     fresh = Manifest(output, cfg.to_dict(), [{**identity, "done": False} for identity in identities])
     old = load_manifest(output)
     if old is None:
+        others = sorted(p.name for p in output.iterdir()
+                        if not p.name.startswith(".") and p.name not in (DEDUP_NAME, f"{DEDUP_NAME}-journal"))
+        if others and not overwrite:  # another tool's folder, an embedding set: never mixed with shards
+            raise BitextmineError(f"holds files but no prepared sentences ({', '.join(others[:3])}"
+                                  f"{', ...' if len(others) > 3 else ''}); use another -o, or --overwrite to "
+                                  "write the shards there", path=output)
         return fresh
     same = old.config == fresh.config and [{k: r[k] for k in ("path", "size", "mtime_ns")} for r in old.inputs] \
         == identities
-    if same:
+    changed = old.changed_shard() if same else None
+    if same and changed is None:
         return old
     if not overwrite:
+        if changed is not None:
+            raise BitextmineError("changed since it was prepared (or is gone); give --overwrite to prepare "
+                                  "again", path=changed)
         raise BitextmineError("holds sentences prepared from other inputs or settings; give --overwrite to "
                               "replace them, or another directory", path=output)
     for path in [*old.shard_files(), *(output / s["provenance"] for s in old.shards), output / DEDUP_NAME,

@@ -32,6 +32,7 @@ from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import save_json, write_error
 from bitextmine.io.paths import plain_file_name
 from bitextmine.io.provenance import SIDECAR_SUFFIX, Origin
+from bitextmine.io.text import file_sha256
 from bitextmine.io.validate import Bool, Count, Float, Model, Str, parse
 
 MANIFEST_NAME = "prepare.json"
@@ -171,6 +172,16 @@ class Manifest:
 
     def shard_files(self) -> list[Path]:
         return [self.directory / s["file"] for s in self.shards]
+
+    def changed_shard(self) -> Path | None:
+        """The first shard (or provenance file) written that is gone or no longer what was written."""
+        for shard in self.shards:
+            for name, digest in ((shard["file"], shard.get("sha256")), (shard["provenance"],
+                                                                        shard.get("provenance_sha256"))):
+                path = self.directory / name
+                if not path.is_file() or (digest is not None and file_sha256(path) != digest):
+                    return path
+        return None
 
 
 class _CountsRecord(Model):

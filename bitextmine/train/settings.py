@@ -141,7 +141,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("amp", str, D.TRAIN_AMP, "optimiser", "auto (bf16 on GPU and on CPUs with native bf16) or off.",
             choices=Amp),
     # the run
-    Setting("seed", int, D.SEED, "run", "Seed of initialization, data order and dev split.", metavar="N"),
+    Setting("seed", int, D.SEED, "run", "Seed of initialization, data order and dev split.", metavar="N", least=0),
     Setting("dev_size", int, D.TRAIN_DEV_SIZE, "data", "Size of the default dev slice.", metavar="N", least=2),
     Setting("dev_per_language", int, D.TRAIN_DEV_PER_LANGUAGE, "data", "Dev slice of N pairs from each training "
             "file instead (0: one --dev-size slice).", metavar="N", least=0),
