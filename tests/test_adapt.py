@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import shutil
 
 import numpy as np
 import pytest
@@ -483,6 +485,54 @@ def test_a_student_is_refused_where_both_languages_are_its_teachers(routing_stud
 
 # --- the command ------------------------------------------------------------------------------------
 
+@pytest.mark.slow
+def test_a_damaged_state_is_one_line_on_resume(tiny_run, tmp_path):
+    copy, _ = copied_run(tiny_run[0], tmp_path)
+    for name, content in (("round-001.json", "{bad"), ("round-001.json", "{}"), ("round-001.npz", "truncated")):
+        (copy / "state" / name).write_text(content)
+        with pytest.raises(BitextmineError, match=f"{name}: damaged adapt state"):
+            adapt_examples(copy, AdaptConfig(rounds=2, **TINY), resume=True)
+        shutil.copy(tiny_run[0] / "state" / name, copy / "state" / name)
+
+
+def test_adapt_writes_into_an_empty_folder_or_its_own_run_only(cli, tmp_path):
+    """Refused before any work: a folder of other files (a checkpoint), the checkpoint adapted
+    from, a replay file that cannot be read; a bad --trainable is a usage error."""
+    pools = ["--src", EXAMPLES / "de.txt", "--tgt", EXAMPLES / "en.txt", "-q"]
+    other = tmp_path / "ckpt"
+    other.mkdir()
+    (other / "config.json").write_text("{}")
+    result = cli("adapt", *pools, "-o", other)
+    assert result.exit_code == 1 and "holds files but no adapt run (config.json)" in result.stderr
+    result = cli("adapt", *pools, "-o", tmp_path / "new", "--replay", tmp_path / "missing.tsv")
+    assert result.exit_code == 1 and "missing.tsv: no such file" in result.stderr
+    assert not (tmp_path / "new").exists()
+    assert cli("adapt", *pools, "-o", tmp_path / "new", "--trainable", "all").exit_code == 2
+
+
+def test_the_checkpoint_adapted_from_is_never_the_output(tmp_path):
+    from bitextmine.adapt.pools import check_not_the_encoder
+
+    for out in (tmp_path / "ckpt", tmp_path / "ckpt" / "inside", tmp_path):
+        with pytest.raises(BitextmineError, match="overlaps the checkpoint adapted from"):
+            check_not_the_encoder(f"ckpt:{tmp_path / 'ckpt'}", out)
+    check_not_the_encoder(f"ckpt:{tmp_path / 'ckpt'}", tmp_path / "ckpt2")
+    check_not_the_encoder("usem3", tmp_path)
+
+
+def test_checkpoint_weights_are_as_readable_as_the_other_files(tmp_path):
+    import torch
+
+    from bitextmine.encoders.checkpoint import save_tensors
+
+    previous = os.umask(0o022)
+    try:
+        save_tensors({"w": torch.zeros(2)}, tmp_path / "model.safetensors")
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "model.safetensors").stat().st_mode & 0o777 == 0o644
+
+
 def test_the_command_reports_bad_input_in_one_line(cli, tmp_path):
     result = cli("adapt", "--src", tmp_path / "missing.txt", "--tgt", EXAMPLES / "en.txt", "-o", tmp_path / "o")
     assert result.exit_code == 1
@@ -536,6 +586,11 @@ adapt: {{enabled: true, trainable: head, rounds: 1, steps: 3, batch_size: 64, ha
     again = cli("run", config, "--launcher", "inline", "-q")
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert again.exit_code == 0 and all(s["ran"] == 0 for s in summary["stages"])
+    # other adapt settings: the task runs again, its old run cleared, not refused as a --resume of another
+    changed = cli("run", config, "--launcher", "inline", "-q", "--set", "adapt.steps=4")
+    assert changed.exit_code == 0, changed.stderr
+    record = json.loads((adapted / "encoder" / "config.json").read_text())["adapt"]
+    assert record["settings"]["steps"] == 4
 
 
 def test_the_held_out_share_grows_where_round_0_counts_few_translations():

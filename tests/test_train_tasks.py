@@ -71,9 +71,13 @@ def test_bad_task_values_from_the_cli_are_one_line_errors_before_any_work(cli, t
     triples = nli_triples(pairs)
     nli = write_tsv(tmp_path / "nli.tsv", triples.src, triples.tgt, triples.negative)
     two = write_tsv(tmp_path / "pairs.tsv", pairs.src, pairs.tgt)
+    for args, message in (([two, "--task", "para=x.tsv"], "--task para=x.tsv: unknown task 'para'"),
+                          ([two, "--task", f"nli={nli}:heavy"], "bad weight 'heavy'"), ([], "no training data")):
+        result = cli("train", *args, "-o", tmp_path / "ckpt", *TINY_CLI, "--max-steps", "2")
+        assert result.exit_code == 2 and "Traceback" not in result.stderr, (args, result.stderr)  # usage errors
+        assert message in " ".join(result.stderr.replace("│", " ").split()), result.stderr
+        assert not (tmp_path / "ckpt").exists()
     cases = [
-        ([two, "--task", "para=x.tsv"], "--task para=x.tsv: unknown task 'para'"),
-        ([two, "--task", f"nli={nli}:heavy"], "bad weight 'heavy'"),
         ([nli], f"{nli}:1: 3 columns: NLI triples, not translation pairs (give them as --task nli=FILE)"),
         (["--task", f"nli={two}"], f"{two}:1: 2 columns: translation pairs, not NLI triples"),
         ([two, "--task", f"nli={nli},{tmp_path / 'missing.tsv'}"], "missing.tsv: no such file (--task nli)"),

@@ -44,7 +44,7 @@ from bitextmine import defaults
 from bitextmine.adapt.config import AdaptConfig
 from bitextmine.adapt.model import AdaptedEncoder, check_adaptable
 from bitextmine.adapt.objective import PairObjective, RoundPairs, Side, hard_negatives
-from bitextmine.adapt.pools import Pool, read_pool
+from bitextmine.adapt.pools import Pool, check_not_the_encoder, check_replay_files, read_pool
 from bitextmine.adapt.rounds import STATE, AdaptState, RoundRecord, claimed_output
 from bitextmine.adapt.sides import embed_side, make_side, replay_sides
 from bitextmine.errors import BitextmineError
@@ -67,18 +67,22 @@ STOPS = {"rounds": "the rounds asked for are done",
 
 def adapt(src: str | list[str], tgt: str | list[str], encoder: str, out_dir: str | Path,
           cfg: AdaptConfig = AdaptConfig(), resume: bool = False, progress: bool = True,
-          started: float | None = None, mine=None) -> dict:
+          started: float | None = None, mine=None, restart_on_change: bool = False) -> dict:
     """Adapt ``encoder`` to the pools ``src`` and ``tgt`` (text files or embedding sets); the
     round of best estimated F1 ends up in ``out_dir`` as a checkpoint. ``resume``: continue
     the run ``out_dir`` holds. ``started``: ``time.monotonic()`` when the command began, from
     which ``cfg.max_minutes`` counts (default: now). ``mine``: the ``MineConfig`` the pools
-    will be mined with afterwards, for ``pools_threshold`` (default: mine's own, at ``cfg.k``)."""
+    will be mined with afterwards, for ``pools_threshold`` (default: mine's own, at ``cfg.k``).
+    ``restart_on_change``: with ``resume``, a run of other settings or pools in ``out_dir`` is
+    cleared and adapted again (a pipeline's task) rather than refused."""
     from bitextmine.devices import resolve_device
 
     started = time.monotonic() if started is None else started
     device = resolve_device(cfg.device)
     check_adaptable(encoder)  # before the pools are read: a wrong encoder fails at once
+    check_not_the_encoder(encoder, out_dir)
     cfg = cfg.for_encoder(encoder)
+    check_replay_files(cfg.replay)  # before any work: a bad file found after round 0 would leave a run behind
     pools = read_pool(src), read_pool(tgt)
     check_pools(pools, cfg.k)
     if cfg.trainable == "network":
@@ -91,7 +95,7 @@ def adapt(src: str | list[str], tgt: str | list[str], encoder: str, out_dir: str
            "pools": [{"sources": p.sources, "sentences": len(p), "sha256": p.digest()} for p in pools],
            "settings": cfg.run_signature()}
     with claimed_output(Path(out_dir)) as state:
-        if not state.check_run(run, resume):
+        if not state.check_run(run, resume, restart_on_change):
             state.start(run)
         return _adapt(model, pools, state, cfg, started, progress, mine)
 
@@ -142,7 +146,7 @@ def _adapt(model: AdaptedEncoder, pools: tuple[Pool, Pool], state: AdaptState, c
                "minutes": round((time.monotonic() - started) / 60, 2)}
     model.write(state.out_dir, {**summary, "encoder": model.spec, "pools": [p.sources for p in pools]})
     log.info("kept round %d (held-out estimated F1 by round: %s); stopped: %s", best.round,
-             ", ".join("n/a" if f is None else f"{100 * f:.1f}" for f in scores), stop)
+             ", ".join("n/a" if f is None else f"{100 * f:.1f}" for f in scores), summary["stopped_because"])
     return {**summary, "records": [r.__dict__ for r in records]}
 
 

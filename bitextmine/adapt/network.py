@@ -225,6 +225,9 @@ def train_network_round(model: NetworkAdaptedEncoder, pools: tuple[Pool, Pool], 
     result = train(round_data(pools, previous, cfg, number), out,
                    round_config(model, pools, cfg, number, budget, candidates), resume=resume, progress=progress,
                    started=started)
+    if result["stopped"] == "time_budget":  # as the head's rounds say it
+        log.warning("round %d: the time limit cut its training short at step %d of %d", number, result["steps"],
+                    cfg.steps)
     embedder = load_encoder(f"ckpt:{out}", device=model.device)
     began = time.monotonic()
     model.pool_vectors = {

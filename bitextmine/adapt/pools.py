@@ -10,6 +10,7 @@ the encoder being trained, so the set's vectors are not used.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,3 +76,22 @@ def read_pool(paths: str | list[str]) -> Pool:
 
 
 __all__ = ["Pool", "read_pool", "texts_digest"]
+
+
+def check_replay_files(paths) -> None:
+    """Every ``--replay`` file read as a file of pairs, before any work: a missing or malformed
+    one found only when a round trains would leave a run behind that cannot be continued."""
+    from bitextmine.train.data import read_tsv_pairs
+
+    for path in paths:
+        read_tsv_pairs(str(path))
+
+
+def check_not_the_encoder(encoder: str, out_dir) -> None:
+    """``-o`` neither the checkpoint adapted from nor a folder holding it: it would be written over."""
+    if not encoder.startswith("ckpt:"):
+        return
+    start, out = os.path.realpath(encoder[len("ckpt:"):]), os.path.realpath(out_dir)
+    if start == out or start.startswith(out.rstrip(os.sep) + os.sep) or out.startswith(start.rstrip(os.sep) + os.sep):
+        raise BitextmineError(f"overlaps the checkpoint adapted from ({encoder}): write the adapted encoder "
+                              "elsewhere", path=out_dir)

@@ -20,6 +20,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import shutil
+import zipfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -109,26 +111,55 @@ class AdaptState:
         """The finished rounds, 0, 1, ... up to the first one missing a file."""
         done = []
         while all(self._path(len(done), s).is_file() for s in (".json", ".npz", ".safetensors")):
-            data = json.loads(self._path(len(done), ".json").read_text(encoding="utf-8"))
-            data["held_out_sentences"] = tuple(data.get("held_out_sentences", (0, 0)))
-            done.append(RoundRecord(**data))
+            path = self._path(len(done), ".json")
+            data = _read_state(path)
+            try:
+                data["held_out_sentences"] = tuple(data.get("held_out_sentences", (0, 0)))
+                done.append(RoundRecord(**data))
+            except (TypeError, ValueError) as e:
+                raise _damaged(path, e) from None
         return done
 
-    def check_run(self, run: dict, resume: bool) -> bool:
-        """Whether a run in ``out_dir`` is continued; refuses to mix two runs."""
+    def check_run(self, run: dict, resume: bool, restart_on_change: bool = False) -> bool:
+        """Whether a run in ``out_dir`` is continued; refuses to mix two runs, or with
+        ``restart_on_change`` (a pipeline's task, whose settings or pools changed) clears the old
+        one. A folder of other files is refused, so that a checkpoint (the encoder adapted
+        from, say) is never written over."""
         saved = self.state / RUN
         if not saved.is_file():
+            others = sorted(p.name for p in self.out_dir.iterdir() if not p.name.startswith("."))
+            if others:
+                raise BitextmineError(f"holds files but no adapt run ({', '.join(others[:3])}"
+                                      f"{', ...' if len(others) > 3 else ''}): give an empty or new -o",
+                                      path=self.out_dir)
+            if resume and not restart_on_change:
+                log.warning("%s: no adapt run to resume: starting one", self.out_dir)
             return False
         if not resume:
             raise BitextmineError("already holds an adapt run: use --resume to continue it, or another -o",
                                   path=self.out_dir)
-        before = json.loads(saved.read_text(encoding="utf-8"))
+        before = _read_state(saved)
         run = json.loads(json.dumps(run))  # as it was saved: tuples are lists
         if before != run:
             changed = sorted(k for k in {*before, *run} if before.get(k) != run.get(k))
+            if restart_on_change:
+                log.info("%s: encoder, pools or settings changed (%s): adapting again", self.out_dir,
+                         ", ".join(changed))
+                self.clear()
+                return False
             raise BitextmineError(f"--resume with different encoder, pools or settings ({', '.join(changed)})",
                                   path=self.out_dir)
         return True
+
+    def clear(self) -> None:
+        """Everything a run left in ``out_dir`` (the folder is this run's: it held its run.json)."""
+        for path in self.out_dir.iterdir():
+            if path.name.startswith("."):
+                continue  # the lock held now
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
 
     def start(self, run: dict) -> None:
         self.state.mkdir(parents=True, exist_ok=True)
@@ -156,13 +187,32 @@ class AdaptState:
             tmp.write_text("".join(lines), encoding="utf-8")
 
     def pairs(self, number: int) -> dict[str, np.ndarray]:
-        with np.load(self._path(number, ".npz"), allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
+        path = self._path(number, ".npz")
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                return {k: z[k] for k in z.files}
+        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+            raise _damaged(path, e) from None
 
     def head(self, number: int) -> dict[str, torch.Tensor]:
         from bitextmine.encoders.checkpoint import load_tensors
 
         return load_tensors(self._path(number, ".safetensors"))
+
+
+def _damaged(path: Path, error: BaseException) -> BitextmineError:
+    return BitextmineError(f"damaged adapt state ({error}); remove the folder's state/ to adapt again from the "
+                           "start", path=path)
+
+
+def _read_state(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as e:
+        raise _damaged(path, e) from None
+    if not isinstance(data, dict):
+        raise _damaged(path, "not a JSON object")
+    return data
 
 
 @contextlib.contextmanager

@@ -21,8 +21,9 @@ from bitextmine.cli.options import (
     output_option,
     print_table,
     target_precision_option,
+    usage_error,
 )
-from bitextmine.errors import printable
+from bitextmine.errors import BitextmineError, printable
 from bitextmine.io.atomic import write_json
 
 app = typer.Typer()
@@ -153,12 +154,16 @@ def adapt(
 
     setup_logging(quiet)
     check_json_output(json_out, [*src, *tgt, *(replay or ()), output])
-    cfg = AdaptConfig(rounds=rounds, max_minutes=max_minutes, target_precision=target_precision, src_lang=src_lang,
-                      tgt_lang=tgt_lang, filter=not no_filter, trainable=trainable, steps=steps, batch_size=batch_size,
-                      hard_negatives=hard_negatives, pool_negatives=pool_negatives,
-                      pool_hard_negatives=pool_hard_negatives, lr=lr, anchor_weight=anchor_weight,
-                      replay=tuple(replay or ()), bundled_replay=bundled_replay, replay_pairs=replay_pairs,
-                      held_out=held_out, min_keep_gain=min_keep_gain, seed=seed, device=device)
+    try:  # settings that do not go together are usage errors
+        cfg = AdaptConfig(rounds=rounds, max_minutes=max_minutes, target_precision=target_precision,
+                          src_lang=src_lang, tgt_lang=tgt_lang, filter=not no_filter, trainable=trainable, steps=steps,
+                          batch_size=batch_size,
+                          hard_negatives=hard_negatives, pool_negatives=pool_negatives,
+                          pool_hard_negatives=pool_hard_negatives, lr=lr, anchor_weight=anchor_weight,
+                          replay=tuple(replay or ()), bundled_replay=bundled_replay, replay_pairs=replay_pairs,
+                          held_out=held_out, min_keep_gain=min_keep_gain, seed=seed, device=device)
+    except BitextmineError as e:
+        raise usage_error(e.message) from None
     result = run_adapt(src, tgt, encoder, output, cfg, resume=resume, progress=not quiet, started=started)
     aside = json_to_stdout(json_out)
 

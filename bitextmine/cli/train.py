@@ -81,7 +81,10 @@ def train(
     from bitextmine.train.tasks import read_tasks, task_specs
 
     setup_logging(quiet)
-    specs = task_specs(data or [], task or [])
+    try:  # a task option that cannot be read, or no data at all, is a usage error
+        specs = task_specs(data or [], task or [])
+    except BitextmineError as e:
+        raise usage_error(e.message, "--task") from None
     check_json_output(json_out, [*(p for s in specs for given in s.files for p in given.split(",")), dev,
                                  settings["spm_model"], output])
     recipe = settings.pop("recipe")

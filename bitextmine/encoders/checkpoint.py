@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import re
 import shutil
 from collections.abc import Callable
@@ -48,7 +49,7 @@ from bitextmine.encoders.transformer import TransformerConfig, TransformerSenten
 from bitextmine.encoders.usem3 import EMB_DIM, USEm3Encoder, USEm3Network, packed_tokens
 from bitextmine.encoders.vocabulary import append_piece_rows
 from bitextmine.errors import BitextmineError
-from bitextmine.io.atomic import atomic_path, save_json
+from bitextmine.io.atomic import atomic_path, new_file_mode, save_json
 from bitextmine.io.paths import confined, plain_file_name
 from bitextmine.io.text import file_sha256
 from bitextmine.io.validate import Float, Int, Model, Str, parse
@@ -76,6 +77,7 @@ def save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict | 
         except SafetensorError as e:  # safetensors reports a full disk as its own error
             reason = "no space left on the device" if "No space left" in str(e) else str(e).splitlines()[0]
             raise BitextmineError(f"cannot write: {reason}", path=path) from None
+        os.chmod(tmp, new_file_mode())  # safetensors makes its files private (0600); a checkpoint is shared
 
 
 def load_tensors(path: Path) -> dict[str, torch.Tensor]:

@@ -119,6 +119,13 @@ def _replaced_path(path: str | Path) -> Path:
 
 # --- writing ----------------------------------------------------------------------------
 
+def new_file_mode() -> int:
+    """The mode a new file gets under the process's umask (0644 under the usual 022)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it over ``path`` on success.

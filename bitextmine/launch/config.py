@@ -403,6 +403,13 @@ def load_config(path: str | Path, settings: Sequence[str] = ()) -> PipelineConfi
     output = (Path(raw.output) if os.path.isabs(raw.output) else base / raw.output).resolve()
     replay = tuple(_replay_file(p, base, path) for p in raw.adapt.replay)
     adapt = raw.adapt.model_copy(update={"replay": replay})
+    if adapt.enabled:  # before anything runs, not when the adapt task starts after the mining
+        from bitextmine.adapt.model import check_adaptable
+
+        try:
+            check_adaptable(encoder)
+        except BitextmineError as e:
+            raise BitextmineError(f"adapt.enabled: {e.message}", path=path) from None
     return PipelineConfig(output=output, languages=languages, pairs=tuple(raw.pairs), encoder=encoder,
                           prepare=raw.prepare, embed=raw.embed, index=raw.index, mine=raw.mine, adapt=adapt,
                           filter=raw.filter,

@@ -366,7 +366,7 @@ def run_adapt(src: list[str], tgt: list[str], output: str, encoder: str, src_lan
     out = Path(output)
     mine_cfg = MineConfig(**mine)
     result = adapt(src, tgt, encoder, out / "encoder", AdaptConfig(**settings, src_lang=src_lang, tgt_lang=tgt_lang),
-                   resume=True, progress=False, mine=mine_cfg)
+                   resume=True, progress=False, mine=mine_cfg, restart_on_change=True)
     if result["pools_threshold"]:  # a trained round: mine's own estimate would be self-scored on these pools
         mine_cfg = dataclasses.replace(mine_cfg, threshold=result["pools_threshold"]["threshold"])
     adapted = f"ckpt:{out / 'encoder'}"

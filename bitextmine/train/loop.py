@@ -113,7 +113,7 @@ def _train(tasks: list[TrainingTask], dev: ParallelData, out_dir: Path, cfg: Tra
                 checkpoints.record_step(state, tasks[task].name, loss)
                 bar.update(1)
                 bar.set_postfix(task=tasks[task].name, loss=f"{loss:.3f}", pairs_s=f"{meter.pairs_per_second():.0f}",
-                                dev=f"{state.best_dev:.1f}")
+                                dev=f"{state.best_dev:.1f}" if state.best_dev >= 0 else "-")  # -1: none yet
 
                 # evaluate on schedule and before stopping (not on Ctrl-C: stop at once)
                 out_of_time = deadline.exhausted()
@@ -128,7 +128,7 @@ def _train(tasks: list[TrainingTask], dev: ParallelData, out_dir: Path, cfg: Tra
                         checkpoints.save_state(state, meter)
         checkpoints.finish(state, meter)  # the state; and the latest weights if never evaluated
     if stop == "interrupted":
-        raise KeyboardInterrupt
+        raise interrupts.stop_exception()
     return {"steps": state.step, "best_dev_p@1": state.best_dev, "stopped": stop,
             "seconds": round(state.seconds, 1), "history": state.history}
 

@@ -30,7 +30,7 @@ from pydantic import Field
 from bitextmine import __version__
 from bitextmine.encoders.base import Encoder
 from bitextmine.encoders.checkpoint import CONFIG, load_tensors, save_tensors, write_model
-from bitextmine.errors import BitextmineError
+from bitextmine.errors import BitextmineError, Terminated
 from bitextmine.io.atomic import atomic_path, prepare_output_dir, remove_stale_temporaries, save_json
 from bitextmine.io.lock import output_lock
 from bitextmine.io.validate import Float, Int, Model, parse
@@ -209,7 +209,8 @@ class Checkpoints:
         state = RunState(**saved["run"])
         if self.writer:
             cut_log(self.out_dir, state.step)
-        log.info("resuming at step %d (best dev P@1 %.2f)", state.step, state.best_dev)
+        log.info("resuming at step %d (best dev P@1 %s)", state.step,
+                 f"{state.best_dev:.2f}" if state.best_dev >= 0 else "not measured yet")
         return state
 
     def record_step(self, state: RunState, task: str, loss: float) -> None:
@@ -282,35 +283,47 @@ class Checkpoints:
 
 
 class Interrupts:
-    """Ctrl-C (SIGINT) during training, acted on where the run can be saved whole.
+    """Ctrl-C (SIGINT) or SIGTERM during training, acted on where the run can be saved whole.
 
-    A Ctrl-C is remembered (``requested``) and the loop stops after the step in progress;
+    A stop is remembered (``requested``) and the loop stops after the step in progress;
     inside ``immediate()`` (the long preparation, with nothing half done to lose) it
-    raises KeyboardInterrupt at once, as it would without this handler.
+    raises at once, as it would without this handler. SIGTERM is taken over only from a
+    process that stops on it (the command line's, a local task's), never where submitit
+    keeps it for Slurm's preemption.
     """
 
     def __init__(self):
         self.requested = False
+        self.signal = signal.SIGINT
         self._immediate = False
 
     def __enter__(self) -> Interrupts:
-        self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+        self._previous = {signal.SIGINT: signal.signal(signal.SIGINT, self._on_signal)}
+        term = signal.getsignal(signal.SIGTERM)
+        if term is not signal.SIG_IGN and not getattr(term, "__module__", "").startswith("submitit"):
+            self._previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, self._on_signal)
         return self
 
     def __exit__(self, *exc) -> None:
-        signal.signal(signal.SIGINT, self._previous)
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
 
-    def _on_sigint(self, signum, frame) -> None:
+    def stop_exception(self) -> KeyboardInterrupt:
+        """What a stop raises: Ctrl-C's KeyboardInterrupt, or ``Terminated`` (exit 143)."""
+        return Terminated() if self.signal == signal.SIGTERM else KeyboardInterrupt()
+
+    def _on_signal(self, signum, frame) -> None:
         if not self.requested:
-            log.warning("interrupted: stopping after this step")
+            log.warning("%s: stopping after this step", "terminated" if signum == signal.SIGTERM else "interrupted")
         self.requested = True
+        self.signal = signum
         if self._immediate:
-            raise KeyboardInterrupt
+            raise self.stop_exception()
 
     @contextlib.contextmanager
     def immediate(self) -> Iterator[None]:
         if self.requested:
-            raise KeyboardInterrupt
+            raise self.stop_exception()
         self._immediate = True
         try:
             yield

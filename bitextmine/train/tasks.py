@@ -113,8 +113,9 @@ def read_tasks(specs: list[TaskSpec]) -> list[TrainingTask]:
     for spec in specs:
         for path in (p for given in spec.files for p in given.split(",")):  # SRC,TGT: two aligned files
             if not Path(path).is_file():
-                raise BitextmineError(f"no such file (--task {spec.name})" if spec.name != "translation"
-                                      else "no such file", path=path)
+                what = "is a directory: give a file" if Path(path).is_dir() else "no such file"
+                raise BitextmineError(f"{what} (--task {spec.name})" if spec.name != "translation" else what,
+                                      path=path)
     return [TrainingTask(spec.name, read_task_files(spec.name, spec.files), spec.weight, spec.files)
             for spec in specs]
 
