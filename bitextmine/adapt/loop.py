@@ -44,7 +44,7 @@ from bitextmine import defaults
 from bitextmine.adapt.config import AdaptConfig
 from bitextmine.adapt.model import AdaptedEncoder, check_adaptable
 from bitextmine.adapt.objective import PairObjective, RoundPairs, Side, hard_negatives
-from bitextmine.adapt.pools import Pool, check_not_the_encoder, check_replay_files, read_pool
+from bitextmine.adapt.pools import Pool, check_not_the_encoder, check_replay_files, read_pools
 from bitextmine.adapt.rounds import STATE, AdaptState, RoundRecord, claimed_output
 from bitextmine.adapt.sides import embed_side, make_side, replay_sides
 from bitextmine.errors import BitextmineError
@@ -83,7 +83,7 @@ def adapt(src: str | list[str], tgt: str | list[str], encoder: str, out_dir: str
     check_not_the_encoder(encoder, out_dir)
     cfg = cfg.for_encoder(encoder)
     check_replay_files(cfg.replay)  # before any work: a bad file found after round 0 would leave a run behind
-    pools = read_pool(src), read_pool(tgt)
+    pools = read_pools(src, tgt)
     check_pools(pools, cfg.k)
     if cfg.trainable == "network":
         from bitextmine.adapt.network import NetworkAdaptedEncoder

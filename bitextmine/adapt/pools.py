@@ -58,6 +58,14 @@ def _lines_of(path: str) -> list[str]:
     return read_shard(path).lines
 
 
+def read_pools(src: str | list[str], tgt: str | list[str]) -> tuple[Pool, Pool]:
+    """Both pools; standard input (``-``) can be read for one of them only."""
+    given = [str(p) for side in (src, tgt) for p in ([side] if isinstance(side, str | Path) else side)]
+    if given.count("-") > 1:
+        raise BitextmineError("standard input (-) can be read once: give the other pool as a file")
+    return read_pool(src), read_pool(tgt)
+
+
 def read_pool(paths: str | list[str]) -> Pool:
     """A pool from text files or embedding sets; an error when it holds fewer than two sentences."""
     sources = [paths] if isinstance(paths, str) else list(paths)
