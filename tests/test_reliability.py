@@ -267,6 +267,11 @@ def test_pipes_are_read_where_a_file_is_read_once(cli, sets, tmp_path):
     one_line_error(cli("filter", tmp_path, "-o", "-", "-q"), "is a directory")
 
 
+def test_a_set_given_twice_for_one_side_is_refused(cli, sets):
+    one_line_error(cli("mine", "--src", sets[0], "--src", sets[0], "--tgt", sets[1], "-o", "-", "-q"),
+                   "given twice for one side")
+
+
 def test_calibrate_refuses_the_k_that_mine_refuses(cli, sets):
     for verb, output in (("calibrate", []), ("mine", ["-o", "-"])):
         command = [verb, "--src", sets[0], "--tgt", sets[1], *output]

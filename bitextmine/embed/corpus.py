@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import mmap
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -54,6 +55,13 @@ class EmbeddingCorpus:
 
     @classmethod
     def load(cls, paths: list[str | Path], verify: bool = True) -> EmbeddingCorpus:
+        """The sets of one side, in order; a set given twice is refused (its rows would count twice)."""
+        seen: dict[str, str | Path] = {}
+        for path in paths:
+            real = os.path.realpath(path)
+            if real in seen:
+                raise BitextmineError(f"given twice for one side (also as {seen[real]})", path=path)
+            seen[real] = path
         return cls([EmbeddingSet.load(p, verify=verify) for p in paths])
 
     @property

@@ -28,7 +28,7 @@ from pydantic import ConfigDict
 
 from bitextmine import __version__
 from bitextmine.errors import BitextmineError
-from bitextmine.io.atomic import is_regular_output, refuse_overwriting_inputs, write_bytes, write_text
+from bitextmine.io.atomic import is_regular_output, refuse_overwriting_inputs, write_bytes, write_error, write_text
 from bitextmine.io.pairs import read_pairs
 from bitextmine.io.validate import Count, Float, Int, Model, parse
 from bitextmine.mine.output import SIDECAR_SUFFIX, check_sidecar, read_sidecar
@@ -361,7 +361,10 @@ def write_report(inputs: ReportInputs, output: str | Path, title: str = "bitextm
     output = Path(output)
     created = [p for p in [output.parent, *output.parent.parents] if not p.exists()]
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            output.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise write_error(e, output.parent) from None
         written = []
         for name, data in pngs.items():
             png = output.with_name(f"{output.stem}.{name}")
