@@ -27,7 +27,7 @@ import numpy as np
 from bitextmine import defaults
 from bitextmine.devices import resolve_device
 from bitextmine.encoders import load_encoder
-from bitextmine.errors import BitextmineError
+from bitextmine.errors import BitextmineError, warn
 from bitextmine.evaluate.bucc import IdSentences, check_gold_ids, evaluate_bucc_sentences
 from bitextmine.evaluate.tatoeba import evaluate_aligned
 from bitextmine.filter import FilterConfig, PairFilter
@@ -77,12 +77,19 @@ def _sentences(values, what: str) -> list[str]:
     values = list(values)
     if not all(isinstance(v, str) for v in values):
         raise BitextmineError(f"{what}: give a list of sentences (str)")
+    for number, value in enumerate(values):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (text decoded with errors="surrogateescape")
+            raise BitextmineError(f"{what}: sentence {number} is not valid Unicode (a lone surrogate)") from None
     return values
 
 
 def _language(lang: str | None, what: str) -> str | None:
     """``lang`` checked as the command line checks it: an unknown code is an error."""
     if lang is not None:
+        if not isinstance(lang, str):
+            raise BitextmineError(f"{what}: give an ISO 639 code (str), not {lang!r}")
         language_key(lang, what)
     return lang
 
@@ -94,17 +101,37 @@ def _same_width(what: str, *arrays: np.ndarray) -> None:
                               "encoder's")
 
 
+def _vectors(values, what: str) -> np.ndarray | None:
+    """An array of vectors, checked: 2-d, finite, each row of norm 1 (or 0: a blank sentence),
+    as ``embed`` makes them; None where ``values`` are sentences (an array of strings too)."""
+    if not isinstance(values, np.ndarray) or values.dtype.kind in "USO":
+        return None
+    if values.ndim != 2:
+        raise BitextmineError(f"{what}: an array of vectors must be 2-d (rows, dim), not {values.shape}")
+    vectors = np.asarray(values, dtype=np.float32)
+    bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1))
+    if len(bad):
+        raise BitextmineError(f"{what}: row {int(bad[0])} is not finite (nan or inf)")
+    norms = np.linalg.norm(vectors, axis=1)
+    off = np.flatnonzero((norms > 0) & (np.abs(norms - 1) > defaults.VECTOR_NORM_TOLERANCE))
+    if len(off):  # cosines and margins assume unit rows: other norms give wrong scores, silently
+        raise BitextmineError(f"{what}: row {int(off[0])} has norm {norms[off[0]]:.3g}: give rows of norm 1, as "
+                              "embed makes them (x / np.linalg.norm(x, axis=1, keepdims=True)); zero rows are "
+                              "blank sentences")
+    return vectors
+
+
 class _Side:
     """One side of ``mine`` or ``score_pairs``: distinct non-blank rows (what the CLI searches),
     the row of the input each stands for, and the encoder identity that made them."""
 
     def __init__(self, values, encoder: str, lang: str | None, device: str, what: str, progress: bool):
-        if isinstance(values, np.ndarray):
+        vectors = _vectors(values, what)
+        if vectors is not None:
             self.texts = self.distinct = None
-            vectors = np.asarray(values, dtype=np.float32)
-            if vectors.ndim != 2:
-                raise BitextmineError(f"{what}: an array of vectors must be 2-d (rows, dim), not {vectors.shape}")
-            self.rows = np.flatnonzero(np.abs(vectors).sum(axis=1) > 0)  # zero rows are blank lines
+            rows = np.flatnonzero(np.abs(vectors).sum(axis=1) > 0)  # zero rows are blank lines
+            _, first = np.unique(vectors[rows], axis=0, return_index=True)  # identical rows searched once
+            self.rows = rows[np.sort(first)]
             self.vectors = vectors[self.rows]
             self.identity = _encoder(encoder, device).for_language(lang).identity
             return
@@ -147,6 +174,8 @@ def mine(src, tgt, *, encoder: str = defaults.ENCODER, src_lang: str | None = No
     if cfg.score != "cosine":
         check_k(cfg.k, {"source": len(a.rows), "target": len(b.rows)})
     selection = select_pairs(a.vectors, b.vectors, cfg, (a.identity, b.identity), device=device, progress=progress)
+    if selection.choice.warning:  # as `bitextmine mine` warns (``--strict``: warnings.simplefilter("error"))
+        warn(selection.choice.warning)
     found = selection.pairs
     lengths = None
     if a.distinct is not None and b.distinct is not None:
@@ -181,8 +210,8 @@ def score_pairs(src, tgt, src_pool, tgt_pool, *, encoder: str = defaults.ENCODER
     MineConfig(k=k, score=score)  # k and the score checked as mine checks them
     score = SCORE_ALIASES.get(score, score)
     src_lang, tgt_lang = _language(src_lang, "src_lang"), _language(tgt_lang, "tgt_lang")
-    x = _pair_vectors(src, encoder, src_lang, device, "src", progress)
-    y = _pair_vectors(tgt, encoder, tgt_lang, device, "tgt", progress)
+    x = _pair_vectors(src, encoder, src_lang, device, "src", progress, blank_ok=False)
+    y = _pair_vectors(tgt, encoder, tgt_lang, device, "tgt", progress, blank_ok=False)
     if len(x) != len(y):
         raise BitextmineError(f"src has {len(x)} sentences, tgt {len(y)}: the pairs must be aligned")
     _same_width("src and tgt", x, y)
@@ -199,12 +228,16 @@ def score_pairs(src, tgt, src_pool, tgt_pool, *, encoder: str = defaults.ENCODER
     return margin_scores(cosine, src_avg, tgt_avg, score)
 
 
-def _pair_vectors(values, encoder: str, lang: str | None, device: str, what: str, progress: bool) -> np.ndarray:
-    if isinstance(values, np.ndarray):
-        if values.ndim != 2:
-            raise BitextmineError(f"{what}: an array of vectors must be 2-d (rows, dim), not {values.shape}")
-        return np.asarray(values, dtype=np.float32)
-    return embed(_sentences(values, what), encoder, lang, device, progress)
+def _pair_vectors(values, encoder: str, lang: str | None, device: str, what: str, progress: bool,
+                  blank_ok: bool = True) -> np.ndarray:
+    vectors = _vectors(values, what)
+    if vectors is not None:
+        return vectors
+    sentences = _sentences(values, what)
+    blank = next((i for i, s in enumerate(sentences) if not s.strip()), None)
+    if not blank_ok and blank is not None:
+        raise BitextmineError(f"{what}: sentence {blank} is blank: a pair needs two sides")
+    return embed(sentences, encoder, lang, device, progress)
 
 
 def filter_pairs(pairs: Iterable[Sequence], *, src_lang: str | None = None, tgt_lang: str | None = None,
@@ -218,27 +251,32 @@ def filter_pairs(pairs: Iterable[Sequence], *, src_lang: str | None = None, tgt_
     failed (None: kept) instead.
     """
 
+    if pairs is None or isinstance(pairs, (str, bytes)) or not isinstance(pairs, Iterable):
+        raise BitextmineError(f"pairs: give a list of (src, tgt) or (score, src, tgt), not {type(pairs).__name__}")
     given = list(pairs)
-    parsed = []
-    for number, pair in enumerate(given, 1):
-        if isinstance(pair, str) or len(pair) not in (2, 3):
-            raise BitextmineError(f"pair {number}: give (src, tgt) or (score, src, tgt), not {pair!r}")
-        score, src, tgt = pair if len(pair) == 3 else (None, *pair)
-        if score is not None and (isinstance(score, bool) or not isinstance(score, numbers.Real)):
-            raise BitextmineError(f"pair {number}: the score {score!r} is not a number")
-        parsed.append(Pair(None if score is None else float(score), str(src).strip(), str(tgt).strip(), (), number))
-    settings = {f.name: f.default for f in dataclasses.fields(FilterConfig)}
-    for name, value in rules.items():
-        if name not in settings or name in ("src_lang", "tgt_lang"):
-            raise BitextmineError(f"unknown filter setting {name!r}: use "
-                                  f"{', '.join(n for n in settings if n not in ('src_lang', 'tgt_lang'))}")
-        default = settings[name]
-        if isinstance(default, numbers.Real) and not isinstance(default, bool) and (
-                isinstance(value, bool) or not isinstance(value, numbers.Real)):
-            raise BitextmineError(f"{name} must be a number, not {value!r}")
+    parsed = [_filter_pair(pair, number) for number, pair in enumerate(given, 1)]
+    settings = [f.name for f in dataclasses.fields(FilterConfig) if f.name not in ("src_lang", "tgt_lang")]
+    for name in rules:
+        if name not in settings:
+            raise BitextmineError(f"unknown filter setting {name!r}: use {', '.join(settings)}")
     cfg = FilterConfig(src_lang=_language(src_lang, "src_lang"), tgt_lang=_language(tgt_lang, "tgt_lang"), **rules)
     verdicts = [reason for _, reason in PairFilter(cfg).run(parsed)]
     return verdicts if reasons else [pair for pair, reason in zip(given, verdicts, strict=True) if reason is None]
+
+
+def _filter_pair(pair, number: int) -> Pair:
+    """A pair of ``filter_pairs``: a tuple, or a pair of ``mine`` (its score and texts)."""
+    if isinstance(pair, dict) and {"src_text", "tgt_text"} <= pair.keys():
+        pair = (pair.get("score"), pair["src_text"], pair["tgt_text"])
+    if isinstance(pair, (str, bytes, dict)) or not isinstance(pair, Sequence) or len(pair) not in (2, 3):
+        raise BitextmineError(f"pair {number}: give (src, tgt) or (score, src, tgt), not {pair!r}")
+    score, src, tgt = pair if len(pair) == 3 else (None, *pair)
+    if score is not None and (isinstance(score, bool) or not isinstance(score, numbers.Real)):
+        raise BitextmineError(f"pair {number}: the score {score!r} is not a number")
+    for side, text in (("src", src), ("tgt", tgt)):
+        if not isinstance(text, str):
+            raise BitextmineError(f"pair {number}: {side} is not a sentence (str) but {type(text).__name__}")
+    return Pair(None if score is None else float(score), src.strip(), tgt.strip(), (), number)
 
 
 def evaluate_tatoeba(src, tgt, *, encoder: str = defaults.ENCODER, src_lang: str | None = None,
@@ -255,6 +293,8 @@ def evaluate_tatoeba(src, tgt, *, encoder: str = defaults.ENCODER, src_lang: str
     if len(x) != len(y) or not len(x):
         raise BitextmineError(f"src has {len(x)} rows, tgt {len(y)}: give aligned, non-empty sets")
     _same_width("src and tgt", x, y)
+    if SCORE_ALIASES.get(score, score) != "cosine":
+        check_k(k, {"source": len(x), "target": len(y)})
     metrics = evaluate_aligned(x, y, "t", score, device, k)
     return {**{key.removeprefix("t_"): value for key, value in metrics.items()}, "pairs": len(x)}
 
@@ -278,14 +318,21 @@ def evaluate_bucc(src, tgt, gold: Iterable[tuple[str, str]], *, encoder: str = d
             raise BitextmineError(f"{what}: give {{id: sentence}} or (id, sentence) pairs")
         if not items:
             raise BitextmineError(f"{what}: no sentence to mine")
-        sides.append(IdSentences([str(i) for i, _ in items], [str(t).strip() for _, t in items]))
+        ids = [str(i) for i, _ in items]
+        twice = next((i for i in ids if ids.count(i) > 1), None) if len(set(ids)) < len(ids) else None
+        if twice is not None:
+            raise BitextmineError(f"{what}: id {twice!r} given twice")
+        if not all(isinstance(t, str) for _, t in items):
+            raise BitextmineError(f"{what}: give each id a sentence (str)")
+        sides.append(IdSentences(ids, [t.strip() for _, t in items]))
     gold = [tuple(pair) for pair in gold]
     if any(len(pair) != 2 for pair in gold):
         raise BitextmineError("gold: give (src_id, tgt_id) pairs")
     gold_lines = {(str(a), str(b)): n for n, (a, b) in enumerate(gold, 1)}
     check_gold_ids(gold_lines, sides[0], sides[1], ("src", "tgt", "gold"))
     cfg = MineConfig(k=k, score=score, retrieval=retrieval, threshold=threshold, device=device)
-    report = evaluate_bucc_sentences(sides[0], sides[1], set(gold_lines), encoder, cfg, (src_lang, tgt_lang))
+    langs = (_language(src_lang, "src_lang"), _language(tgt_lang, "tgt_lang"))
+    report = evaluate_bucc_sentences(sides[0], sides[1], set(gold_lines), encoder, cfg, langs)
     return {**report["metrics"], "threshold_source": report["threshold_source"]}
 
 

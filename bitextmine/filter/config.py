@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import numbers
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from bitextmine import defaults
@@ -14,6 +16,7 @@ from bitextmine.languages import language_key
 RANGES = {"min_chars": (0, None), "max_chars": (0, None), "min_tokens": (0, None), "max_side_tokens": (0, None),
           "max_ratio": (1.0, None), "min_letters": (0.0, 1.0), "near_copy": (0.0, 1.0), "boilerplate": (1, None),
           "max_score": (None, None)}
+WHOLE_NUMBERS = ("min_chars", "max_chars", "min_tokens", "max_side_tokens", "boilerplate")
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,19 @@ class FilterConfig:
     tgt_lang: str | None = None
 
     def __post_init__(self):
+        if isinstance(self.skip, str):  # one rule's name, not its letters
+            object.__setattr__(self, "skip", (self.skip,))
+        if self.skip is None or not isinstance(self.skip, Iterable):
+            raise BitextmineError(f"skip: give rule names, not {self.skip!r}")
         object.__setattr__(self, "skip", tuple(self.skip))
+        for name in RANGES:  # library callers get the command line's types
+            value, option = getattr(self, name), f"--{name.replace('_', '-')}"
+            if value is None and name == "max_score":
+                continue
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise BitextmineError(f"{option} must be a number, not {value!r}")
+            if name in WHOLE_NUMBERS and not isinstance(value, numbers.Integral):
+                raise BitextmineError(f"{option} must be a whole number, not {value!r}")
         unknown = set(self.skip) - set(RULES)
         if unknown:
             raise BitextmineError(f"unknown filter rule(s) {', '.join(sorted(unknown))}: rules are {', '.join(RULES)}")

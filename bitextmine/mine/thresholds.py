@@ -247,6 +247,9 @@ def choose_threshold(pairs, x, y, cfg, identities, fwd: Neighbours, bwd: Neighbo
                f"{defaults.SAME_TEXT_COSINE:g}): the two sides hold one text, or one language; nothing kept "
                "(--threshold keeps pairs anyway)")
         return ThresholdChoice(float("inf"), "none", f"none: {why}", None, why)
+    if min(len(x), len(y)) < defaults.ESTIMATE_MIN_ROWS:
+        why = f"{min(len(x), len(y))} sentences on a side: too few to estimate a threshold from the pools"
+        return ThresholdChoice(fixed, "fallback", f"{fixed_reason}; {why}", None, why)
     estimate = estimate_without_gold(pairs, x, y, cfg, fwd, bwd, device)
     return choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, cfg.target_f1_tolerance,
                                 cfg.target_headroom)
