@@ -187,16 +187,18 @@ def test_json_never_replaces_what_the_command_reads(cli, sets, tmp_path):
 
 def test_json_into_a_place_that_cannot_be_written_fails_before_any_work(cli, sets, tmp_path):
     pairs = _pairs(cli, sets, tmp_path)
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("a file\n")
     before = snapshot(tmp_path)
     one_line_error(cli("score-pairs", pairs, "--src", sets[0], "--tgt", sets[1], "-o", tmp_path / "out.tsv", "-q",
-                       "--json", tmp_path / "nowhere" / "x.json"), "nowhere", "directory does not exist")
-    one_line_error(cli("calibrate", "--src", sets[0], "--tgt", sets[1], "-q", "--json",
-                       tmp_path / "nowhere" / "c.json"), "directory does not exist")
+                       "--json", blocker / "x.json"), "file.txt/x.json", "cannot write")
+    one_line_error(cli("calibrate", "--src", sets[0], "--tgt", sets[1], "-q", "--json", blocker / "sub" / "c.json"),
+                   "cannot write")
     assert_unchanged(before, tmp_path)
-    # a folder the command itself creates is fine
-    result = cli("report", pairs, "-o", tmp_path / "page" / "r.html", "--json", tmp_path / "page" / "r.json")
+    # a folder that does not exist yet is made
+    result = cli("report", pairs, "-o", tmp_path / "page" / "r.html", "--json", tmp_path / "new" / "r.json")
     assert result.exit_code == 0, result.stderr
-    assert json.loads((tmp_path / "page" / "r.json").read_text())["written"]
+    assert json.loads((tmp_path / "new" / "r.json").read_text())["written"]
 
 
 def _pairs(cli, sets, tmp_path) -> Path:
@@ -771,7 +773,7 @@ def test_stopping_run_stops_its_workers(tmp_path, sig, to_group):
     os.killpg(parent.pid, sig) if to_group else parent.send_signal(sig)
     _, stderr = parent.communicate(timeout=60)
     assert parent.returncode == 128 + sig and "Traceback" not in stderr, stderr
-    assert stderr.strip().splitlines()[-1] == "bitextmine: interrupted"
+    assert stderr.strip().splitlines()[-1] == f"bitextmine: {'terminated' if sig == signal.SIGTERM else 'interrupted'}"
     wait_for(lambda: not find_processes(logs), seconds=10)
     assert not (tmp_path / "out" / ".bitextmine.lock").exists()
 

@@ -347,11 +347,10 @@ def with_filter_options(func):
 
 # --- writing results -----------------------------------------------------------------------
 
-def check_json_output(json_out: str | None, inputs: list, outputs: list = (), created: list = ()) -> None:
+def check_json_output(json_out: str | None, inputs: list, outputs: list = ()) -> None:
     """``--json FILE`` checked before any work: neither an input nor inside one (an artifact
     directory the command reads or writes counts as one, and an embedding set's text files
-    too), nor another of its outputs, and its place writable (or made by the command: it
-    creates its outputs, the paths given that do not exist yet and ``created``)."""
+    too), nor another of its outputs, and its place writable."""
     if json_out is not None:
         from bitextmine.errors import BitextmineError
         from bitextmine.io.atomic import check_writable, refuse_overwriting_inputs
@@ -360,8 +359,7 @@ def check_json_output(json_out: str | None, inputs: list, outputs: list = (), cr
             raise BitextmineError("is a directory: --json writes a file", path=json_out)
         given = [str(i) for i in inputs if i is not None]
         refuse_overwriting_inputs([json_out, *outputs], [*given, *_embedded_texts(given)])
-        made = [*created, *(o for o in outputs if o and o != "-"), *(i for i in given if not os.path.exists(i))]
-        check_writable(json_out, created=made)
+        check_writable(json_out)
 
 
 def _embedded_texts(inputs: list[str]) -> list[str]:

@@ -244,7 +244,13 @@ def _json_text(data: dict) -> str:
 
 
 def write_json(path: str | Path, data: dict) -> None:
-    """JSON to an output named by the user: a file (atomically), a device, or ``-`` (standard output)."""
+    """JSON to an output named by the user: a file (atomically, its folder created), a device,
+    or ``-`` (standard output)."""
+    if is_regular_output(path):
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise write_error(e, path) from None
     write_text(path, _json_text(data))
 
 
@@ -295,18 +301,18 @@ def prepare_output_dir(path: str | Path) -> bool:
     return True
 
 
-def check_writable(path: str | Path, created: Iterable[str | Path] = ()) -> None:
-    """Refuse, before any work, a regular output whose place cannot be written: a missing
-    directory (unless the command creates it, making a path of ``created`` inside it), a
-    read-only one. Probed as ``atomic_path`` writes: a temporary file made and removed."""
+def check_writable(path: str | Path) -> None:
+    """Refuse, before any work, a regular output whose place cannot be written: under a file,
+    on a read-only file system, without permission. A missing folder is fine where its nearest
+    existing one is writable (``write_json`` creates it). Probed as ``atomic_path`` writes: a
+    temporary file made and removed."""
     if output_kind(path) != "replace":
         return
     parent = _replaced_path(path).parent
-    if not parent.is_dir():
-        if any(_within(os.path.realpath(c), os.path.realpath(parent)) for c in created):
-            return
-        raise write_error(OSError(errno.ENOENT, "no such directory"), path)
-    probe = parent / f".{Path(path).name}.{os.getpid()}.probe.tmp"
+    existing = next(p for p in (parent, *parent.parents) if p.exists())
+    if not existing.is_dir():
+        raise write_error(OSError(errno.ENOTDIR, "not a directory"), path)
+    probe = existing / f".{Path(path).name}.{os.getpid()}.probe.tmp"
     try:
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
         probe.unlink()
