@@ -89,3 +89,27 @@ def test_too_few_vectors_for_the_lists_is_one_line_naming_the_embeddings(cli, tm
     assert result.stderr.strip() == (f"bitextmine: error: {tmp_path / 'emb'}: IVF4,Flat needs at least 156 training "
                                      "vectors (4 lists x FAISS's 39), the embeddings have 100; use fewer lists or a "
                                      "Flat index")
+
+
+def test_index_types_faiss_builds_but_cannot_use_or_train_are_one_line(cli, tmp_path):
+    make_embedding_set(tmp_path / "emb", clustered_vectors(300, dim=32))
+    for factory, message in (("IVF0,Flat", "has no lists"), ("IVF2,PQ4x12", "FAISS cannot train IVF2,PQ4x12 on")):
+        result = cli("index", tmp_path / "emb", "--type", factory, "-o", tmp_path / "idx", "-q")
+        assert result.exit_code == 1 and "Traceback" not in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr, result.stderr
+    assert not (tmp_path / "idx").exists()
+
+
+def test_an_index_is_written_into_its_own_folder_and_trained_from_its_own_encoder(cli, tmp_path):
+    vectors = clustered_vectors(600, dim=32)
+    make_embedding_set(tmp_path / "a", vectors[:300])
+    make_embedding_set(tmp_path / "b", vectors[300:], encoder={"name": "other", "version": "1", "dim": 32,
+                                                              "weights_sha256": "o" * 64})
+    result = cli("index", tmp_path / "a", "-o", tmp_path / "b", "-q")  # into an embedding set
+    assert result.exit_code == 1 and "holds files but no index" in result.stderr
+    assert cli("index", tmp_path / "a", "--type", "IVF4,Flat", "-o", tmp_path / "ia", "-q").exit_code == 0
+    assert cli("index", tmp_path / "a", "--type", "IVF4,Flat", "-o", tmp_path / "ia", "-q").exit_code == 0  # again
+    result = cli("index", tmp_path / "b", "--trained-from", tmp_path / "ia", "-o", tmp_path / "ib", "-q")
+    assert result.exit_code == 1 and "trained on vectors of another encoder" in result.stderr
+    usage = cli("index", tmp_path / "a", "--trained-from", tmp_path / "ia", "--type", "Flat", "-o", tmp_path / "x")
+    assert usage.exit_code == 2 and "--trained-from" in usage.stderr

@@ -172,6 +172,11 @@ def test_killed_run_resumes_and_is_byte_identical(tmp_path):
      "resources.embedd: unknown key"),
     ("output: o\nlanguages: {../../escape: DE}\npairs: [[../../escape, ../../escape]]\n",
      "languages.../../escape: the language key '../../escape' must be a plain name"),
+    ("output: o\nlanguages: {de: DE, en: DE}\npairs: [[de, en]]\nencoder: usm3\n", "encoder: unknown encoder 'usm3'"),
+    ("output: o\nlanguages: {de: DE, en: DE}\npairs: [[de, en]]\nindex: {type: Fooo}\n",
+     "index.type: FAISS cannot build index type 'Fooo'"),
+    ("output: o\nlanguages: {de: DE, en: DE}\npairs: [[de, en]]\nindex: {type: 'IVF0,Flat'}\n",
+     "index.type: index type 'IVF0,Flat' has no lists"),
 ])
 def test_bad_configs_fail_before_anything_runs(cli, tmp_path, text, message):
     path = tmp_path / "p.yaml"

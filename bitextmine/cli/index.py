@@ -10,7 +10,7 @@ import typer
 from bitextmine import defaults
 from bitextmine.choices import IndexDevice
 from bitextmine.cli.logs import setup_logging
-from bitextmine.cli.options import Quiet, check_json_output, command, json_option, output_option
+from bitextmine.cli.options import Quiet, check_json_output, command, json_option, output_option, usage_error
 from bitextmine.io.atomic import write_json
 
 app = typer.Typer()
@@ -48,6 +48,10 @@ def index(
 
     from bitextmine.index import IndexConfig, build_index
 
+    if trained_from is not None and (index_type != defaults.INDEX_TYPE or train_sample is not None
+                                     or seed != defaults.SEED):
+        raise usage_error("--trained-from takes the type, training sample and seed of the trained index: give "
+                          "--type, --train-sample and --seed to train one", "--trained-from")
     setup_logging(quiet)
     cfg = IndexConfig(index_type=index_type, nprobe=nprobe, train_sample=train_sample, seed=seed,
                       device=device.value, trained_from=str(trained_from) if trained_from else None)

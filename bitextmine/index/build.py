@@ -14,10 +14,11 @@ import numpy as np
 from bitextmine import __version__, defaults
 from bitextmine.embed.corpus import EmbeddingCorpus, release_pages
 from bitextmine.embed.embedding_set import row_is_blank
+from bitextmine.encoders.base import EncoderIdentity
 from bitextmine.errors import BitextmineError
 from bitextmine.index.config import IndexConfig, choose_index_type, default_train_sample
-from bitextmine.index.faiss_index import ivf_lists, new_index, on_gpu, to_cpu
-from bitextmine.index.files import FORMAT_NAME, FORMAT_VERSION, load_index, save_index
+from bitextmine.index.faiss_index import faiss_words, ivf_lists, new_index, on_gpu, to_cpu
+from bitextmine.index.files import FORMAT_NAME, FORMAT_VERSION, META_FILE, load_index, save_index
 from bitextmine.io.atomic import prepare_output_dir, refuse_overwriting_inputs
 from bitextmine.io.lock import output_lock
 from bitextmine.progress import native_stderr_silenced
@@ -75,6 +76,11 @@ def locked_output(out_dir: str | Path, inputs: list) -> Iterator[None]:
     created = prepare_output_dir(out_dir)
     try:
         with output_lock(out_dir, directory=True):
+            others = sorted(p.name for p in Path(out_dir).iterdir() if not p.name.startswith("."))
+            if others and not (Path(out_dir) / META_FILE).is_file():  # an embedding set, a folder of text...
+                raise BitextmineError(f"holds files but no index ({', '.join(others[:3])}"
+                                      f"{', ...' if len(others) > 3 else ''}): give an empty or new -o, or an "
+                                      "index's own folder to replace it", path=out_dir)
             yield
     except BaseException:
         if created and not any(Path(out_dir).iterdir()):
@@ -95,6 +101,11 @@ def _build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConf
         if trained_meta["dim"] != corpus.dim:
             raise BitextmineError(f"dimension {trained_meta['dim']} differs from the embeddings' {corpus.dim}",
                                   path=cfg.trained_from)
+        trained_by = trained_meta.get("encoder")
+        if isinstance(trained_by, dict) and EncoderIdentity.from_dict(trained_by).space() != corpus.encoder.space():
+            # codebooks of another encoder's space: every search would quietly lose recall
+            raise BitextmineError(f"trained on vectors of another encoder ({trained_by.get('name')}) than the "
+                                  f"embeddings' ({corpus.encoder.name})", path=cfg.trained_from)
         index.reset()
         factory = trained_meta["factory"]
         sample_size = trained_meta["train_sample"]
@@ -116,7 +127,11 @@ def _build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConf
             index = on_gpu(index, cfg.device)
             faiss.omp_set_num_threads(faiss.omp_get_max_threads())
             with native_stderr_silenced(quiet):
-                index.train(sample)
+                try:
+                    index.train(sample)
+                except RuntimeError as e:  # too few vectors for the codebooks, say: deterministic, one line
+                    raise BitextmineError(f"FAISS cannot train {factory} on {sample_size} vectors: "
+                                          f"{faiss_words(e)}", path=emb_dirs[0]) from None
             del sample  # not held while every row is added: the peak is the larger of the two phases
             index = to_cpu(index)
     if ivf_lists(index) is None and not isinstance(index, faiss.IndexIDMap):
@@ -138,7 +153,7 @@ def _build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConf
         "nprobe": cfg.nprobe,
         "candidates": cfg.candidates,
         "train_sample": sample_size,
-        "seed": cfg.seed,
+        "seed": trained_meta.get("seed", cfg.seed) if cfg.trained_from else cfg.seed,
         "trained_sha256": trained,
         "encoder": corpus.encoder.to_dict(),
         "embedding_sets": corpus.describe(),

@@ -20,10 +20,18 @@ def new_index(dim: int, factory: str):
     import faiss  # faiss: 0.27 s, loaded where used (ARCHITECTURE.md, start-up)
 
     try:
-        return faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
+        index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
     except RuntimeError as e:
-        said = re.sub(r"^.*\.cpp:\d+: ", "", str(e).strip().splitlines()[-1])  # its words, not its C++ frames
-        raise BitextmineError(f"FAISS cannot build index type {factory!r} for {dim}-d vectors: {said}") from None
+        raise BitextmineError(f"FAISS cannot build index type {factory!r} for {dim}-d vectors: "
+                              f"{faiss_words(e)}") from None
+    if ivf_lists(index) == 0:  # FAISS builds it, then fails on the first search
+        raise BitextmineError(f"index type {factory!r} has no lists: give IVFn with n >= 1")
+    return index
+
+
+def faiss_words(error: RuntimeError) -> str:
+    """What a FAISS error says, without its C++ frames."""
+    return re.sub(r"^.*\.cpp:\d+: ", "", str(error).strip().splitlines()[-1])
 
 
 def ivf_of(index):

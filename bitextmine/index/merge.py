@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from bitextmine.encoders.base import EncoderIdentity
 from bitextmine.errors import BitextmineError
 from bitextmine.index.build import locked_output
 from bitextmine.index.faiss_index import ivf_of
@@ -38,6 +39,10 @@ def _merge_indexes(index_dirs: list[str | Path], out_dir: str | Path) -> dict:
         if other["trained_sha256"] != meta["trained_sha256"]:
             raise BitextmineError("trained separately from the first index; build the parts with "
                                   f"--trained-from {index_dirs[0]} to merge them", path=directory)
+        spaces = [EncoderIdentity.from_dict(m["encoder"]).space() if isinstance(m.get("encoder"), dict) else None
+                  for m in (meta, other)]
+        if spaces[0] != spaces[1]:  # one index of two encoders' vectors: their cosines mean nothing together
+            raise BitextmineError("holds vectors of another encoder than the first index's", path=directory)
         shared = {s["fingerprint"] for s in sets} & {s["fingerprint"] for s in other["embedding_sets"]}
         if shared:
             raise BitextmineError("holds embeddings another part holds already (the same set indexed twice): each "

@@ -287,6 +287,25 @@ def _expand(patterns: list[str], lang: str, base: Path, path: Path) -> tuple[str
     return tuple(shards)
 
 
+def _check_encoder_and_index(encoder: str, index: IndexStage, path: Path) -> None:
+    """The encoder's kind and an index type FAISS can build, before anything runs (not after
+    hours of embedding); the type is built for the default encoder's width, the one known
+    without loading an encoder."""
+    from bitextmine.encoders import check_encoder_spec
+    from bitextmine.encoders.usem3 import EMB_DIM
+    from bitextmine.index.faiss_index import new_index
+
+    try:
+        check_encoder_spec(encoder)
+    except BitextmineError as e:
+        raise BitextmineError(f"encoder: {e.message}", path=path) from None
+    if encoder == "usem3" and index.type != "auto" and not index.exact:
+        try:
+            new_index(EMB_DIM, index.type)
+        except BitextmineError as e:
+            raise BitextmineError(f"index.type: {e.message}", path=path) from None
+
+
 def _replay_file(given: str, base: Path, path: Path) -> str:
     full = given if os.path.isabs(given) else str(base / given)
     if not os.path.isfile(full):
@@ -403,6 +422,7 @@ def load_config(path: str | Path, settings: Sequence[str] = ()) -> PipelineConfi
     output = (Path(raw.output) if os.path.isabs(raw.output) else base / raw.output).resolve()
     replay = tuple(_replay_file(p, base, path) for p in raw.adapt.replay)
     adapt = raw.adapt.model_copy(update={"replay": replay})
+    _check_encoder_and_index(encoder, raw.index, path)
     if adapt.enabled:  # before anything runs, not when the adapt task starts after the mining
         from bitextmine.adapt.model import check_adaptable
 
