@@ -172,6 +172,7 @@ def test_killed_run_resumes_and_is_byte_identical(tmp_path):
      "resources.embedd: unknown key"),
     ("output: o\nlanguages: {../../escape: DE}\npairs: [[../../escape, ../../escape]]\n",
      "languages.../../escape: the language key '../../escape' must be a plain name"),
+    ("output: o\nlanguages: {de: DE, en: [DE, DE]}\npairs: [[de, en]]\n", "languages.en: "),
     ("output: o\nlanguages: {de: DE, en: DE}\npairs: [[de, en]]\nencoder: usm3\n", "encoder: unknown encoder 'usm3'"),
     ("output: o\nlanguages: {de: DE, en: DE}\npairs: [[de, en]]\nindex: {type: Fooo}\n",
      "index.type: FAISS cannot build index type 'Fooo'"),
@@ -189,6 +190,16 @@ def test_bad_configs_fail_before_anything_runs(cli, tmp_path, text, message):
     assert result.stderr.splitlines()[0].startswith(f"bitextmine: error: {path}:") and message in result.stderr
     assert len(result.stderr.splitlines()) == 1
     assert not (tmp_path / "o").exists() and not (tmp_path.parent / "escape").exists()
+
+
+def test_a_bad_set_is_a_usage_error_naming_it(cli, tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text(f"output: o\nlanguages: {{de: [{EXAMPLES / 'de.txt'}], en: [{EXAMPLES / 'en.txt'}]}}\n"
+                    "pairs: [[de, en]]\n")
+    for setting, message in (("mine.kk=3", "--set mine.kk=3: unknown key"), ("mine.k=0", "--set mine.k=0: Input")):
+        result = cli("run", path, "--set", setting)
+        assert result.exit_code == 2 and message in " ".join(result.stderr.replace("│", " ").split()), result.stderr
+    assert not (tmp_path / "o").exists()
 
 
 def test_every_stage_option_can_be_set_in_the_file(tmp_path):

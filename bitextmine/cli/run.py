@@ -19,8 +19,9 @@ from bitextmine.cli.options import (
     json_option,
     json_to_stdout,
     print_table,
+    usage_error,
 )
-from bitextmine.errors import printable
+from bitextmine.errors import BitextmineError, printable
 from bitextmine.io.atomic import write_json
 
 app = typer.Typer()
@@ -66,11 +67,10 @@ def run(
     whose resources no node of the partition has stops the run before anything is submitted.
     """
     from bitextmine.choices import STAGES
-    from bitextmine.launch.config import load_config
     from bitextmine.launch.runner import final_outputs, run_pipeline
 
     setup_logging(quiet)
-    cfg = load_config(pipeline, settings or ())
+    cfg = _load_config(pipeline, settings)
     check_json_output(json_out, [pipeline, *(s for shards in cfg.languages.values() for s in shards)])
     chosen = {s.value for s in stage} if stage else set(STAGES)
     summaries = run_pipeline(cfg, launcher.value, tuple(s for s in STAGES if s in chosen), progress=not quiet)
@@ -123,14 +123,13 @@ def plan(
     """
     from dataclasses import asdict
 
-    from bitextmine.launch.config import load_config
     from bitextmine.launch.costs import total
     from bitextmine.launch.pipeline import with_prepared_shards
     from bitextmine.launch.plan import estimate
 
     setup_logging(quiet)
     # a pipeline that starts from documents is estimated from its prepared shards
-    cfg = with_prepared_shards(load_config(pipeline, settings or ()))
+    cfg = with_prepared_shards(_load_config(pipeline, settings))
     check_json_output(json_out, [pipeline, *(s for shards in cfg.languages.values() for s in shards)])
     partition = _slurm_partition(cfg) if launcher == Launcher.slurm else None
     estimates, measured = estimate(cfg, device, progress=not quiet, mined_share=mined_share, remeasure=remeasure)
@@ -184,3 +183,15 @@ def _duration(seconds: float) -> str:
     if seconds < 7200:
         return f"{seconds / 60:.1f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def _load_config(pipeline, settings):
+    """The pipeline file with ``--set`` over it; a bad ``--set`` is a usage error (exit 2)."""
+    from bitextmine.launch.config import load_config
+
+    try:
+        return load_config(pipeline, settings or ())
+    except BitextmineError as e:
+        if e.message.startswith("--set "):
+            raise usage_error(e.message, "--set") from None
+        raise

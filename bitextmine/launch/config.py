@@ -284,6 +284,12 @@ def _expand(patterns: list[str], lang: str, base: Path, path: Path) -> tuple[str
             raise BitextmineError(f"languages.{lang}: no such file {pattern}", path=path)
         else:
             shards.append(full)
+    seen: dict[str, str] = {}
+    for shard in shards:  # embedded once each: a shard given twice would be mined twice over
+        real = os.path.realpath(shard)
+        if real in seen:
+            raise BitextmineError(f"languages.{lang}: {shard} given twice (also as {seen[real]})", path=path)
+        seen[real] = shard
     return tuple(shards)
 
 
@@ -393,7 +399,13 @@ def load_config(path: str | Path, settings: Sequence[str] = ()) -> PipelineConfi
     data = _read_yaml(path)
     if settings and isinstance(data, dict):
         data = apply_settings(data, settings)
-    raw = parse(PipelineFile, data, path, "a pipeline file")
+    try:
+        raw = parse(PipelineFile, data, path, "a pipeline file")
+    except BitextmineError as e:  # a value given by --set is named as such, not blamed on the file
+        given = next((s for s in settings if e.message.startswith(s.partition("=")[0].strip() + ":")), None)
+        if given is None:
+            raise
+        raise BitextmineError(f"--set {given}: {e.message.partition(':')[2].strip()}") from None
     base = path.parent
     for lang in raw.languages:  # they name directories and files below output/
         check_name(lang, f"languages.{lang}: the language key", path)
