@@ -223,7 +223,8 @@ def test_an_index_of_another_set_is_refused(cli, tmp_path):
     assert cli("index", tmp_path / "a", "-o", tmp_path / "a.idx", "-q").exit_code == 0
     line = one_error_line(cli("mine", "--src", tmp_path / "a", "--tgt", tmp_path / "b", "-o", tmp_path / "p.tsv",
                               "--src-index", tmp_path / "a.idx", "--tgt-index", tmp_path / "c.idx"))
-    assert "c.idx" in line and "built from other embeddings" in line
+    assert "c.idx: index built from" in line and f"{tmp_path / 'c'}, not from the sets it is given with " \
+        f"({tmp_path / 'b'})" in line
 
 
 def test_an_empty_set_is_refused(cli, tmp_path):

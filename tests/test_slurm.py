@@ -409,9 +409,10 @@ def test_set_changes_the_file_settings_and_is_checked_like_them(tmp_path):
     assert cfg.resources_for("embed").gpus == 0 and cfg.launcher.slurm.partition == "gpu"
     assert cfg.mine.threshold is None and cfg.output == (tmp_path / "elsewhere").resolve()
     assert cfg.resources_for("embed").cpus == yaml.safe_load(config.read_text())["resources"]["embed"]["cpus"]
-    with pytest.raises(BitextmineError, match=f"^{re.escape(str(config))}: resources.embed.gpus: must be an integer"):
+    # a bad value given by --set is named as such, not blamed on the file
+    with pytest.raises(BitextmineError, match=r"^--set resources.embed.gpus=one: must be an integer"):
         load_config(config, ["resources.embed.gpus=one"])
-    with pytest.raises(BitextmineError, match="resources.embed.gpu: unknown key"):
+    with pytest.raises(BitextmineError, match=r"^--set resources.embed.gpu=0: unknown key"):
         load_config(config, ["resources.embed.gpu=0"])
     with pytest.raises(BitextmineError, match=r"^--set mine.k.x=1: mine.k is not a mapping$"):
         load_config(config, ["mine.k.x=1"])

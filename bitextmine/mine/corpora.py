@@ -51,8 +51,9 @@ def _search_indexes(index_dirs: list, corpus: EmbeddingCorpus, side: UniqueSente
         start = fingerprints.index(built_from[0]) if built_from[0] in fingerprints else -1
         if start < 0 or fingerprints[start : start + len(built_from)] != built_from:
             paths = ", ".join(s["path"] for s in meta["embedding_sets"])
-            raise BitextmineError(f"index was built from other embeddings ({paths}); rebuild it with "
-                                  "`bitextmine index` for these", path=index_dir)
+            given = ", ".join(str(s.path) for s in corpus.sets)
+            raise BitextmineError(f"index built from {paths}, not from the sets it is given with ({given}); "
+                                  "rebuild it with `bitextmine index` for these", path=index_dir)
         covered += range(start, start + len(built_from))
         lo, hi = set_offsets[start], set_offsets[start + len(built_from)]
         found = index_knn(index, queries, database, k, nprobe or meta["nprobe"],
