@@ -192,6 +192,24 @@ def test_bad_configs_fail_before_anything_runs(cli, tmp_path, text, message):
     assert not (tmp_path / "o").exists() and not (tmp_path.parent / "escape").exists()
 
 
+@pytest.mark.parametrize("index_type, parts", [("IVF2,Flat", [3]), ("auto", [2, 1])])
+def test_a_tail_too_small_to_train_the_type_given_joins_the_part_before(tmp_path, index_type, parts):
+    from bitextmine.launch.pipeline import embed_dirs, index_parts
+    from tests.conftest import clustered_vectors, make_embedding_set
+
+    shards = []
+    for name, rows in (("a", 150), ("b", 150), ("c", 30)):  # IVF2 trains on 2 x 39 vectors at least
+        shards.append(tmp_path / f"{name}.txt")
+        shards[-1].write_text("x\n" * rows)
+    path = tmp_path / "p.yaml"
+    path.write_text(f"output: {tmp_path / 'out'}\nlanguages: {{de: {[str(p) for p in shards]}, en: [{shards[0]}]}}\n"
+                    f"pairs: [[de, en]]\nindex: {{type: '{index_type}', max_rows: 300}}\n")
+    cfg = load_config(path)
+    for directory, rows in zip(embed_dirs(cfg, "de"), (150, 150, 30), strict=True):
+        make_embedding_set(directory, clustered_vectors(rows, dim=16))
+    assert [len(part) for part in index_parts(cfg, "de")] == parts
+
+
 def test_a_bad_set_is_a_usage_error_naming_it(cli, tmp_path):
     path = tmp_path / "p.yaml"
     path.write_text(f"output: o\nlanguages: {{de: [{EXAMPLES / 'de.txt'}], en: [{EXAMPLES / 'en.txt'}]}}\n"

@@ -194,16 +194,26 @@ def _train_seconds(shape: IndexShape, dim: int, m: Rates) -> float:
     return (kmeans + codebooks) / (m.knn_gflops * 1e9)
 
 
+def _part_rows(rows: int, dim: int, cfg: PipelineConfig) -> list[int]:
+    """The rows of each index part of a language, as ``pipeline.index_parts`` splits it: parts
+    of ``index.max_rows``, the last one with the part before where it is too small to train the
+    type given."""
+    parts = [cfg.index.max_rows] * (rows // cfg.index.max_rows) + ([rows % cfg.index.max_rows] if rows %
+                                                                     cfg.index.max_rows else [])
+    if len(parts) > 1 and cfg.index.type != "auto" and parts[-1] < defaults.FAISS_MIN_POINTS_PER_CENTROID * (
+            index_shape(parts[-1], dim, cfg).lists):
+        tail = parts.pop()
+        parts[-1] += tail
+    return parts
+
+
 def _index_estimate(cfg: PipelineConfig, m: Rates, rows: dict[str, int], launcher: str) -> StageEstimate:
     """One task per language part: read the vectors, train on a sample, assign and encode every row."""
     dim = m.dim
     work, ram, disk = [], 0.0, 0.0
     shapes = set()
     for lang in sorted({x for p in cfg.pairs for x in p}):
-        remaining = rows[lang]
-        while remaining > 0:
-            part = min(remaining, cfg.index.max_rows)
-            remaining -= part
+        for part in _part_rows(rows[lang], dim, cfg):
             shape = index_shape(part, dim, cfg)
             shapes.add(shape.factory)
             add = part * shape.lists * dim * 2 / (m.knn_gflops * 1e9) + part / m.encode_vectors_per_second

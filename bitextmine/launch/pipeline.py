@@ -192,19 +192,34 @@ def embed_tasks(cfg: PipelineConfig) -> list[Task]:
 
 
 def index_parts(cfg: PipelineConfig, lang: str) -> list[list[Path]]:
-    """Consecutive shards grouped into parts of at most ``index.max_rows`` rows."""
+    """Consecutive shards grouped into parts of at most ``index.max_rows`` rows (the last one
+    with the part before where it is too small to train an IVF type given)."""
     from bitextmine.embed.embedding_set import EmbeddingSet  # its stage only (see the imports)
 
     parts: list[list[Path]] = [[]]
-    rows = 0
+    rows = [0]
     for directory in embed_dirs(cfg, lang):
         n = EmbeddingSet.load(directory).total_rows
-        if parts[-1] and rows + n > cfg.index.max_rows:
+        if parts[-1] and rows[-1] + n > cfg.index.max_rows:
             parts.append([])
-            rows = 0
+            rows.append(0)
         parts[-1].append(directory)
-        rows += n
+        rows[-1] += n
+    if len(parts) > 1 and rows[-1] < _training_rows(cfg, parts[0][0]):
+        tail = parts.pop()  # too small to train the type given: indexed with the part before
+        parts[-1] += tail
     return parts
+
+
+def _training_rows(cfg: PipelineConfig, directory: Path) -> int:
+    """The vectors a part needs to train ``index.type`` (``auto`` fits any size: none)."""
+    from bitextmine.embed.embedding_set import EmbeddingSet  # its stage only (see the imports)
+    from bitextmine.index.faiss_index import ivf_lists, new_index  # its stage only (see the imports)
+
+    if cfg.index.type == "auto":
+        return 0
+    lists = ivf_lists(new_index(EmbeddingSet.load(directory).dim, cfg.index.type)) or 0
+    return defaults.FAISS_MIN_POINTS_PER_CENTROID * lists
 
 
 def _set_digests(dirs: list[Path]) -> list[str]:
