@@ -34,6 +34,7 @@ from bitextmine.io.atomic import (
     atomic_path,
     atomic_text_writer,
     prepare_output_dir,
+    refuse_other_files,
     remove_stale_temporaries,
     save_json,
 )
@@ -127,11 +128,7 @@ class AdaptState:
         from, say) is never written over."""
         saved = self.state / RUN
         if not saved.is_file():
-            others = sorted(p.name for p in self.out_dir.iterdir() if not p.name.startswith("."))
-            if others:
-                raise BitextmineError(f"holds files but no adapt run ({', '.join(others[:3])}"
-                                      f"{', ...' if len(others) > 3 else ''}): give an empty or new -o",
-                                      path=self.out_dir)
+            refuse_other_files(self.out_dir, "adapt run", "give an empty or new -o")
             if resume and not restart_on_change:
                 log.warning("%s: no adapt run to resume: starting one", self.out_dir)
             return False

@@ -11,12 +11,10 @@ from bitextmine.cli.options import (
     Quiet,
     command,
     json_option,
-    json_to_stdout,
     named,
     output_option,
+    refuse_second_stdout,
     strict_option,
-    to_stdout,
-    usage_error,
     with_filter_options,
 )
 
@@ -51,9 +49,7 @@ def filter_command(
     from bitextmine.filter.run import filter_file
 
     json_out = json_out or report
-    if to_stdout(output) and json_to_stdout(json_out):
-        raise usage_error("the pairs already go to standard output: give --json a file", "--json")
-    if to_stdout(output) and to_stdout(rejects):
-        raise usage_error("the pairs already go to standard output: give --rejects a file", "--rejects")
+    refuse_second_stdout(output, "the pairs already go", "--json", json_out)
+    refuse_second_stdout(output, "the pairs already go", "--rejects", rejects)
     setup_logging(quiet)
     filter_file(input, filter_cfg, output, json_out, rejects)

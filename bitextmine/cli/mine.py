@@ -18,17 +18,16 @@ from bitextmine.cli.options import (
     device_option,
     finite,
     json_option,
-    json_to_stdout,
     k_option,
     length_ratio_value,
     named,
     output_option,
+    refuse_second_stdout,
     retrieval_option,
     score_of,
     score_option,
     strict_option,
     target_precision_option,
-    to_stdout,
     usage_error,
     with_filter_options,
 )
@@ -116,10 +115,8 @@ def mine(
     json_out = json_out or meta
     if rejects is not None and not filter_pairs:
         raise usage_error("--rejects needs --filter", "--rejects")
-    if to_stdout(output) and json_to_stdout(json_out):
-        raise usage_error("the pairs already go to standard output: give --json a file", "--json")
-    if to_stdout(output) and to_stdout(rejects):
-        raise usage_error("the pairs already go to standard output: give --rejects a file", "--rejects")
+    refuse_second_stdout(output, "the pairs already go", "--json", json_out)
+    refuse_second_stdout(output, "the pairs already go", "--rejects", rejects)
     setup_logging(quiet)
     cfg = MineConfig(k=k, score=score_of(score, margin), retrieval=retrieval.value, threshold=threshold,
                      top_n=top_n, nprobe=nprobe, device=device, target_precision=target_precision,

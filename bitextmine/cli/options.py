@@ -122,9 +122,14 @@ def finite(value: float | None) -> float | None:
 
 
 def length_ratio_value(value: float) -> float:
-    """--length-ratio: 0 (off) or a ratio of at least 1 (as ``MineConfig`` checks), as a usage error."""
-    if not (value == 0 or value >= 1):
-        raise typer.BadParameter(f"must be 0 (off) or at least 1, not {value}")
+    """--length-ratio checked as ``MineConfig`` checks it, as a usage error."""
+    from bitextmine.errors import BitextmineError
+    from bitextmine.mine.config import check_length_ratio
+
+    try:
+        check_length_ratio(value)
+    except BitextmineError as e:
+        raise typer.BadParameter(e.message.removeprefix("--length-ratio ")) from None
     return value
 
 
@@ -395,6 +400,11 @@ def to_stdout(path: str | None) -> bool:
 def json_to_stdout(*paths: str | None) -> bool:
     return any(to_stdout(path) for path in paths)
 
+
+def refuse_second_stdout(output: str, taken: str, option: str, other: str | None) -> None:
+    """A second output (``option``) into the standard output ``output`` already fills: a usage error."""
+    if to_stdout(output) and to_stdout(other):
+        raise usage_error(f"{taken} to standard output: give {option} a file", option)
 
 
 def print_table(header: list[str], rows: list[list[Any]], title: str | None = None, err: bool = False) -> None:

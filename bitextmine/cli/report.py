@@ -12,10 +12,8 @@ from bitextmine.cli.options import (
     check_json_output,
     command,
     json_option,
-    json_to_stdout,
     output_option,
-    to_stdout,
-    usage_error,
+    refuse_second_stdout,
 )
 from bitextmine.io.atomic import write_json
 
@@ -49,8 +47,7 @@ def report(
 
     from bitextmine.evaluate.report import make_report, sidecar_read
 
-    if to_stdout(output) and json_to_stdout(json_out):
-        raise usage_error("the page already goes to standard output: give --json a file", "--json")
+    refuse_second_stdout(output, "the page already goes", "--json", json_out)
     check_json_output(json_out, [mined, sidecar_read(mined, meta), filter_report, calibration], [output])
     setup_logging(quiet)
     written, counts = make_report(mined, output, meta, filter_report, calibration)

@@ -17,12 +17,11 @@ from bitextmine.cli.options import (
     command,
     device_option,
     json_option,
-    json_to_stdout,
     k_option,
     output_option,
+    refuse_second_stdout,
     score_of,
     score_option,
-    to_stdout,
     usage_error,
 )
 from bitextmine.io.atomic import write_json
@@ -70,8 +69,7 @@ def score_pairs_command(
     for name, given in (("--src", src), ("--tgt", tgt)):
         if not given:
             raise usage_error(f"give the {name[2:]} pool: {name} SET", name)
-    if to_stdout(output) and json_to_stdout(json_out):
-        raise usage_error("the pairs already go to standard output: give --json a file", "--json")
+    refuse_second_stdout(output, "the pairs already go", "--json", json_out)
     check_json_output(json_out, [pairs, *src, *tgt], [output])
     setup_logging(quiet)
     cfg = MineConfig(k=k, score=score_of(score, margin), device=device)

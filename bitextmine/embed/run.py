@@ -17,7 +17,12 @@ from bitextmine.embed.shard import embed_shard
 from bitextmine.embed.workers import embed_on_devices
 from bitextmine.encoders import Encoder, load_encoder
 from bitextmine.errors import BitextmineError, printable
-from bitextmine.io.atomic import prepare_output_dir, refuse_overwriting_inputs, remove_stale_temporaries
+from bitextmine.io.atomic import (
+    prepare_output_dir,
+    refuse_other_files,
+    refuse_overwriting_inputs,
+    remove_stale_temporaries,
+)
 from bitextmine.io.lock import output_lock
 from bitextmine.io.text import STDIN, count_lines, file_sha256
 from bitextmine.progress import progress_bar
@@ -98,11 +103,7 @@ def _check_output_holds_this_set(out_dir: Path, sources: list[str], overwrite: b
     if overwrite:
         return
     if not EmbeddingSet.exists(out_dir):
-        others = sorted(p.name for p in out_dir.iterdir() if not p.name.startswith("."))
-        if others:
-            raise BitextmineError(f"holds files but no embedding set ({', '.join(others[:3])}"
-                                  f"{', ...' if len(others) > 3 else ''}); use another -o, or --overwrite "
-                                  "to write the set there", path=out_dir)
+        refuse_other_files(out_dir, "embedding set", "use another -o, or --overwrite to write the set there")
         return
     existing = EmbeddingSet.load(out_dir)  # a damaged manifest fails now too
     given = _sources_keys(sources)

@@ -19,7 +19,7 @@ from bitextmine.errors import BitextmineError
 from bitextmine.index.config import IndexConfig, choose_index_type, default_train_sample
 from bitextmine.index.faiss_index import faiss_words, ivf_lists, new_index, on_gpu, to_cpu
 from bitextmine.index.files import FORMAT_NAME, FORMAT_VERSION, META_FILE, load_index, save_index
-from bitextmine.io.atomic import prepare_output_dir, refuse_overwriting_inputs
+from bitextmine.io.atomic import prepare_output_dir, refuse_other_files, refuse_overwriting_inputs
 from bitextmine.io.lock import output_lock
 from bitextmine.progress import native_stderr_silenced
 
@@ -76,11 +76,8 @@ def locked_output(out_dir: str | Path, inputs: list) -> Iterator[None]:
     created = prepare_output_dir(out_dir)
     try:
         with output_lock(out_dir, directory=True):
-            others = sorted(p.name for p in Path(out_dir).iterdir() if not p.name.startswith("."))
-            if others and not (Path(out_dir) / META_FILE).is_file():  # an embedding set, a folder of text...
-                raise BitextmineError(f"holds files but no index ({', '.join(others[:3])}"
-                                      f"{', ...' if len(others) > 3 else ''}): give an empty or new -o, or an "
-                                      "index's own folder to replace it", path=out_dir)
+            if not (Path(out_dir) / META_FILE).is_file():  # an embedding set, a folder of text...
+                refuse_other_files(out_dir, "index", "give an empty or new -o, or an index's own folder to replace it")
             yield
     except BaseException:
         if created and not any(Path(out_dir).iterdir()):

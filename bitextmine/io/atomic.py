@@ -301,6 +301,15 @@ def prepare_output_dir(path: str | Path) -> bool:
     return True
 
 
+def refuse_other_files(directory: str | Path, holds: str, advice: str, ignore: tuple[str, ...] = ()) -> None:
+    """Refuse a folder that holds files (not hidden ones, not ``ignore``) but no ``holds``: a
+    command writes into an empty folder or its own, never among another tool's files."""
+    others = sorted(p.name for p in Path(directory).iterdir() if not p.name.startswith(".") and p.name not in ignore)
+    if others:
+        listed = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        raise BitextmineError(f"holds files but no {holds} ({listed}); {advice}", path=directory)
+
+
 def check_writable(path: str | Path) -> None:
     """Refuse, before any work, a regular output whose place cannot be written: under a file,
     on a read-only file system, without permission. A missing folder is fine where its nearest

@@ -55,7 +55,12 @@ class MineConfig:
             raise BitextmineError(f"the target's F1 tolerance must be >= 0, not {self.target_f1_tolerance}")
         if not self.target_headroom >= 0:
             raise BitextmineError(f"the target's headroom must be >= 0, not {self.target_headroom}")
-        if not (self.length_ratio == 0 or self.length_ratio >= 1):
-            raise BitextmineError(f"--length-ratio must be 0 (off) or at least 1, not {self.length_ratio}")
+        check_length_ratio(self.length_ratio)
         if self.threshold is not None and not math.isfinite(self.threshold):
             raise BitextmineError(f"--threshold must be a finite number, not {self.threshold}")
+
+
+def check_length_ratio(value: float) -> None:
+    """The length agreement's ratio: 0 (off) or at least 1 (a pair's ratio off the typical one)."""
+    if not (value == 0 or value >= 1):
+        raise BitextmineError(f"--length-ratio must be 0 (off) or at least 1, not {value}")

@@ -24,7 +24,12 @@ from pathlib import Path
 from bitextmine import defaults
 from bitextmine.devices import available_cpus, ignore_interrupts
 from bitextmine.errors import BitextmineError, warn
-from bitextmine.io.atomic import prepare_output_dir, refuse_overwriting_inputs, remove_stale_temporaries
+from bitextmine.io.atomic import (
+    prepare_output_dir,
+    refuse_other_files,
+    refuse_overwriting_inputs,
+    remove_stale_temporaries,
+)
 from bitextmine.io.lock import output_lock
 from bitextmine.io.provenance import Origin
 from bitextmine.prepare.config import PrepareConfig
@@ -131,12 +136,9 @@ def _manifest_for(output: Path, inputs: list[str], cfg: PrepareConfig, overwrite
     fresh = Manifest(output, cfg.to_dict(), [{**identity, "done": False} for identity in identities])
     old = load_manifest(output)
     if old is None:
-        others = sorted(p.name for p in output.iterdir()
-                        if not p.name.startswith(".") and p.name not in (DEDUP_NAME, f"{DEDUP_NAME}-journal"))
-        if others and not overwrite:  # another tool's folder, an embedding set: never mixed with shards
-            raise BitextmineError(f"holds files but no prepared sentences ({', '.join(others[:3])}"
-                                  f"{', ...' if len(others) > 3 else ''}); use another -o, or --overwrite to "
-                                  "write the shards there", path=output)
+        if not overwrite:  # another tool's folder, an embedding set: never mixed with shards
+            refuse_other_files(output, "prepared sentences", "use another -o, or --overwrite to write the shards "
+                               "there", ignore=(DEDUP_NAME, f"{DEDUP_NAME}-journal"))
         return fresh
     same = old.config == fresh.config and [{k: r[k] for k in ("path", "size", "mtime_ns")} for r in old.inputs] \
         == identities
