@@ -64,6 +64,21 @@ def test_a_small_run_inline_writes_every_stage_and_a_rerun_redoes_nothing(cli, t
     assert [s["ran"] for s in json.loads((tmp_path / "run" / "summary.json").read_text())["stages"]] == [0, 0, 0, 0]
 
 
+def test_a_stage_run_alone_names_the_unfinished_stage_it_reads(cli, tmp_path):
+    de, en = split_shards(tmp_path, "de", 8)[:1], split_shards(tmp_path, "en", 8)[:1]
+    config = write_config(tmp_path / "p.yaml", tmp_path / "run", de, en, "index: {type: Flat}")
+    result = cli("run", config, "--launcher", "inline", "-q", "--stage", "mine")
+    assert result.exit_code == 1
+    assert "--stage mine reads the embed stage's output, which is not finished (2 task(s) to run)" in result.stderr
+    result = cli("run", config, "--launcher", "inline", "-q", "--stage", "embed", "--stage", "mine")
+    assert result.exit_code == 1 and "reads the index stage's output" in result.stderr
+    assert not (tmp_path / "run" / "mine").exists()
+    assert cli("run", config, "--launcher", "inline", "-q", "--stage", "index", "--stage", "mine").exit_code == 0
+    result = cli("run", config, "--launcher", "inline", "-q", "--stage", "filter")
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "run" / "pairs" / "de-en.tsv").exists()
+
+
 @pytest.mark.slow
 def test_pipeline_with_the_local_executor_equals_the_commands_by_hand(cli, tmp_path):
     config = write_config(tmp_path / "p.yaml", tmp_path / "run", [EXAMPLES / "de.txt"], [EXAMPLES / "en.txt"])
