@@ -403,9 +403,12 @@ def run_filter(mined: str, output: str, src_lang: str, tgt_lang: str, enabled: b
 
     check_sidecar(mined, read_sidecar(mined + SIDECAR_SUFFIX), mined + SIDECAR_SUFFIX)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
-    report, rejected = output + ".filter.json", (output.removesuffix(".tsv") + ".rejects.tsv") if rejects else None
-    written = [p for p in (output, report, rejected) if p]
-    with output_locks(written):
+    report, rejects_file = output + ".filter.json", output.removesuffix(".tsv") + ".rejects.tsv"
+    rejected = rejects_file if rejects and enabled else None
+    written = [p for p in (output, report if enabled else None, rejected) if p]
+    with output_locks([output, report, rejects_file]):
+        for stale in {report, rejects_file} - set(written):  # a run before with other settings wrote it
+            Path(stale).unlink(missing_ok=True)
         if not enabled:
             with atomic_path(output) as tmp:
                 shutil.copyfile(mined, tmp)
