@@ -21,7 +21,9 @@ def progress_bar(total: int | None, desc: str, unit: str, disable: bool = False)
     """
 
     interactive = sys.stderr.isatty()
-    return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, disable=disable, file=sys.stderr,
+    # scaled (1.2M) where counts are large; small counts as they are (2/2, not 2.00/2.00)
+    scaled = total is None or total >= 10_000
+    return tqdm(total=total, desc=desc, unit=unit, unit_scale=scaled, disable=disable, file=sys.stderr,
                 mininterval=0.5 if interactive else 30, dynamic_ncols=interactive, leave=True)
 
 
