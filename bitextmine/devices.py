@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 from collections.abc import Iterator
 
 from bitextmine.choices import PRECISIONS
@@ -20,13 +21,30 @@ def available_cpus() -> int:
     return os.cpu_count() or 1
 
 
-def ignore_interrupts() -> None:
+def ignore_interrupts(parent: int | None = None) -> None:
     """A worker process's first step: Ctrl-C reaches the whole process group, and the parent
     ends its workers itself, so a worker must not print a KeyboardInterrupt traceback of its own;
     SIGTERM (which the parent turns into a clean exit, and a pool sends to stop its workers)
-    ends a worker at once, as by default."""
+    ends a worker at once, as by default. Given the parent's pid, the worker also dies with it:
+    a parent killed outright (SIGKILL, out of memory) would otherwise leave workers waiting
+    for work forever, holding the output's lock they inherited."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if parent is not None:
+        _die_with_parent(parent)
+
+
+def _die_with_parent(parent: int) -> None:
+    if sys.platform.startswith("linux"):
+        import ctypes  # Linux's prctl: no portable way, and elsewhere the workers are left as before
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the request took hold
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 @contextlib.contextmanager

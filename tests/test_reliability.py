@@ -572,6 +572,29 @@ def test_sigterm_ends_a_command_as_ctrl_c_does(tmp_path):
     assert not out.exists() or not [p for p in out.iterdir() if p.name.endswith(".tmp")]
 
 
+@pytest.mark.slow
+def test_workers_of_a_killed_command_die_with_it_and_leave_no_lock(tmp_path):
+    """Forked workers share the output's lock: a parent killed outright (SIGKILL, out of
+    memory) must take them with it, or the next run is refused for good."""
+    text = tmp_path / "de.txt"
+    text.write_text("".join(f"Der {i}. Satz handelt von etwas ganz anderem als der davor.\n" for i in range(200_000)),
+                    encoding="utf-8")
+    out = tmp_path / "prepared"
+    args = [sys.executable, "-m", "bitextmine", "prepare", str(text), "-o", str(out), "--lang", "de",
+            "--workers", "2", "-q"]
+    prepare = subprocess.Popen(args, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: (out / ".bitextmine.lock").exists() or prepare.poll() is not None)
+    time.sleep(2.0)  # the workers are judging
+    children = [int(p) for p in subprocess.run(["pgrep", "-P", str(prepare.pid)], capture_output=True,
+                                                text=True).stdout.split()]
+    prepare.kill()
+    prepare.wait()
+    assert children, "prepare had no workers when killed"
+    wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in children))
+    rerun = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+
+
 def test_a_second_writer_fails_at_once_and_a_killed_one_leaves_no_stale_lock(cli, sets, tmp_path):
     out = tmp_path / "pairs.tsv"
     with lock_held_by_another_process(out, directory=False) as holder:

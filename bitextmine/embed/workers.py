@@ -23,8 +23,8 @@ from bitextmine.errors import BitextmineError
 POLL_SECONDS = 2.0
 
 
-def _worker(device: str, out_dir: str, cfg, todo, results, threads: int) -> None:
-    ignore_interrupts()
+def _worker(device: str, out_dir: str, cfg, todo, results, threads: int, parent: int) -> None:
+    ignore_interrupts(parent)
     try:
         import torch  # torch: 2.5 s, in the worker process (ARCHITECTURE.md, start-up)
 
@@ -54,7 +54,8 @@ def embed_on_devices(tasks, out_dir: Path, cfg, devices: list[str],
     for _ in devices:
         todo.put(None)
     threads = max(1, (os.cpu_count() or 1) // len(devices))
-    workers = [ctx.Process(target=_worker, args=(d, str(out_dir), cfg, todo, results, threads), daemon=True)
+    parent = os.getpid()
+    workers = [ctx.Process(target=_worker, args=(d, str(out_dir), cfg, todo, results, threads, parent), daemon=True)
                for d in devices]
     for w in workers:
         w.start()

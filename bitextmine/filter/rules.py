@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import os
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -192,7 +193,8 @@ class PairFilter:
                 # Python 3.12+ warns about fork in a threaded process (numpy's BLAS threads):
                 # the workers use none of them, and BLAS libraries reset their pools on fork
                 warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
-                with multiprocessing.get_context("fork").Pool(workers, initializer=ignore_interrupts) as pool:
+                with multiprocessing.get_context("fork").Pool(workers, initializer=ignore_interrupts,
+                                                                  initargs=(os.getpid(),)) as pool:
                     parts = pool.map(_judge_forked_chunk, range(0, len(pairs), chunk))
         finally:
             _FORKED = None

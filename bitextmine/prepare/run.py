@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import time
 import warnings
 from collections import deque
@@ -98,7 +99,8 @@ class Judges:
         self._pool = None
         if self.workers > 1:
             self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
-                                             initializer=ignore_interrupts)
+                                             initializer=ignore_interrupts,
+                                             initargs=(os.getpid(),))
 
     def judged(self, batches: Iterator[Batch]) -> Iterator[tuple[Batch, JudgedBatch]]:
         if self._pool is None:
