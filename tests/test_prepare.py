@@ -6,6 +6,7 @@ import gzip
 import io
 import json
 import lzma
+import shutil
 from pathlib import Path
 
 import pytest
@@ -318,14 +319,48 @@ def test_bad_input_is_one_line_and_writes_nothing_of_it_then_the_run_resumes(cli
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith("dedup.sqlite")) == [
         "a.0000.prov.tsv", "a.0000.txt", "prepare.json"]
     assert not json.loads((out / "prepare.json").read_text())["complete"]
+    written = (out / "a.0000.txt").stat().st_mtime_ns
+    skipped = tmp_path / "skipped"
+    shutil.copytree(out, skipped)
+    # fixed: the input not yet begun is read as it is now, the first input's shard kept
     write_jsonl(bad, [{"text": f"{GERMAN[0]} {GERMAN[3]}"}, {"text": GERMAN[5]}, {"text": GERMAN[4]}])
-    assert cli("prepare", good, bad, "-o", out, "--lang", "de", "-q", "--workers", "1").exit_code == 1  # changed
-    assert cli("prepare", good, bad, "-o", out, "--lang", "de", "-q", "--workers", "1", "--overwrite").exit_code == 0
+    assert cli("prepare", good, bad, "-o", out, "--lang", "de", "-q", "--workers", "1").exit_code == 0
+    assert (out / "a.0000.txt").stat().st_mtime_ns == written
     clean = tmp_path / "clean"
     assert cli("prepare", good, bad, "-o", clean, "--lang", "de", "-q").exit_code == 0
     assert shard_rows(out) == shard_rows(clean)
     assert [t for t, _ in shard_rows(out)] == [*GERMAN[:4], GERMAN[5], GERMAN[4]]
     assert not (out / "dedup.sqlite").exists()
+    # or left out, as the message says: --errors skip continues a strict run
+    write_jsonl(bad, [{"text": f"{GERMAN[0]} {GERMAN[3]}"}, '{"text": broken', {"text": GERMAN[4]}])
+    result = cli("prepare", good, bad, "-o", skipped, "--lang", "de", "-q", "--workers", "1", "--errors", "skip")
+    assert result.exit_code == 0, result.stderr
+    assert [t for t, _ in shard_rows(skipped)] == [*GERMAN[:4], GERMAN[4]]
+    report = json.loads((skipped / "prepare.json").read_text())
+    assert report["config"]["errors"] == "skip" and report["bad_input"] == 1 and report["complete"]
+    # a begun input that changed is not continued
+    (tmp_path / "a.jsonl").write_text((tmp_path / "a.jsonl").read_text() + "\n", encoding="utf-8")
+    write_jsonl(bad, [{"text": GERMAN[4]}])
+    again = cli("prepare", good, bad, "-o", skipped, "--lang", "de", "-q", "--errors", "skip")
+    assert again.exit_code == 1 and "prepared from other inputs or settings" in again.stderr
+
+
+def test_standard_input_given_again_and_a_damaged_manifest_need_overwrite(cli, tmp_path):
+    out = tmp_path / "out"
+    assert cli("prepare", "-", "-o", out, "--lang", "de", "-q", stdin=f"{GERMAN[0]}\n".encode()).exit_code == 0
+    again = cli("prepare", "-", "-o", out, "--lang", "de", "-q", stdin=f"{GERMAN[1]}\n".encode())
+    assert again.exit_code == 1 and "standard input cannot be told apart" in again.stderr
+    assert [t for t, _ in shard_rows(out)] == [GERMAN[0]]
+    assert cli("prepare", "-", "-o", out, "--lang", "de", "-q", "--overwrite",
+               stdin=f"{GERMAN[1]}\n".encode()).exit_code == 0
+    assert [t for t, _ in shard_rows(out)] == [GERMAN[1]]
+    (out / "prepare.json").write_text("{bad", encoding="utf-8")
+    text = tmp_path / "de.txt"
+    text.write_text(f"{GERMAN[2]}\n", encoding="utf-8")
+    damaged = cli("prepare", text, "-o", out, "--lang", "de", "-q")
+    assert damaged.exit_code == 1 and "cannot read the manifest" in damaged.stderr and "--overwrite" in damaged.stderr
+    assert cli("prepare", text, "-o", out, "--lang", "de", "-q", "--overwrite").exit_code == 0
+    assert [t for t, _ in shard_rows(out)] == [GERMAN[2]]
 
 
 def test_prepare_writes_into_its_own_folder_only_and_checks_its_shards_before_calling_them_done(cli, tmp_path):
@@ -507,7 +542,7 @@ def test_the_documents_example_pipeline_runs_from_documents_to_pairs(cli, tmp_pa
     out = tmp_path / "run"
     example = REPO / "examples" / "pipeline-documents.yaml"
     early = cli("run", example, "--launcher", "inline", "-q", "--set", f"output={out}", "--stage", "embed")
-    assert early.exit_code == 1 and "languages.de are documents, not prepared yet" in early.stderr
+    assert early.exit_code == 1 and "--stage embed reads the prepare stage's output, which is not finished" in early.stderr
     result = cli("run", example, "--launcher", "inline", "-q", "--set", f"output={out}")
     assert result.exit_code == 0, result.stderr
     summary = json.loads((out / "summary.json").read_text())

@@ -40,6 +40,7 @@ from bitextmine.prepare.judge import DocumentJudge, JudgedBatch
 from bitextmine.prepare.readers import read_documents
 from bitextmine.prepare.shards import (
     DEDUP_NAME,
+    MANIFEST_NAME,
     Counts,
     Manifest,
     ShardWriter,
@@ -136,14 +137,24 @@ def _manifest_for(output: Path, inputs: list[str], cfg: PrepareConfig, overwrite
     settings is refused, or with ``overwrite`` removed with its files)."""
     identities = [input_identity(path) for path in inputs]
     fresh = Manifest(output, cfg.to_dict(), [{**identity, "done": False} for identity in identities])
-    old = load_manifest(output)
+    try:
+        old = load_manifest(output)
+    except BitextmineError:
+        if not overwrite:
+            raise
+        old = None  # unreadable: its shards unknown, the new manifest lists only what this run writes
+        for path in (output / MANIFEST_NAME, output / DEDUP_NAME, output / f"{DEDUP_NAME}-journal"):
+            path.unlink(missing_ok=True)
     if old is None:
         if not overwrite:  # another tool's folder, an embedding set: never mixed with shards
             refuse_other_files(output, "prepared sentences", "use another -o, or --overwrite to write the shards "
                                "there", ignore=(DEDUP_NAME, f"{DEDUP_NAME}-journal"))
         return fresh
-    same = old.config == fresh.config and [{k: r[k] for k in ("path", "size", "mtime_ns")} for r in old.inputs] \
-        == identities
+    if "-" in inputs and not overwrite:
+        raise BitextmineError("holds sentences prepared before, and standard input cannot be told apart from "
+                              "what was read then; give --overwrite to prepare it again, or another directory",
+                              path=output)
+    same = "-" not in inputs and _continues(old, fresh)
     changed = old.changed_shard() if same else None
     if same and changed is None:
         return old
@@ -157,6 +168,29 @@ def _manifest_for(output: Path, inputs: list[str], cfg: PrepareConfig, overwrite
                  output / f"{DEDUP_NAME}-journal"]:
         path.unlink(missing_ok=True)
     return fresh
+
+
+def _continues(old: Manifest, fresh: Manifest) -> bool:
+    """Whether this run continues ``old`` (updated to this run's settings where they may differ).
+
+    A run stopped by bad input continues with ``--errors skip`` (what it wrote met no bad input
+    under ``strict``), and with an input it had not begun fixed or replaced meanwhile.
+    """
+    settings = dict(old.config)
+    if settings.get("errors") == "strict":
+        settings["errors"] = fresh.config["errors"]
+    if settings != fresh.config or len(old.inputs) != len(fresh.inputs):
+        return False
+    for i, (record, identity) in enumerate(zip(old.inputs, fresh.inputs, strict=True)):
+        if record.get("path") != identity["path"]:
+            return False
+        begun = record.get("done") or old.parts(i)
+        if begun and (record.get("size"), record.get("mtime_ns")) != (identity["size"], identity["mtime_ns"]):
+            return False
+    old.config = fresh.config
+    for record, identity in zip(old.inputs, fresh.inputs, strict=True):
+        record.update(size=identity["size"], mtime_ns=identity["mtime_ns"])
+    return True
 
 
 def prepare_inputs(inputs: list[str], output: str | Path, cfg: PrepareConfig, overwrite: bool = False,
