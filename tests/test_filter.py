@@ -101,6 +101,9 @@ AGREE = [  # clean news pairs, numbers written differently on the two sides
     ("该法律于2019年12月3日生效，3人受伤。", "The law took effect on December 3, 2019; three were hurt (2 seriously)."),
     ("Seis personas resultaron heridas.", "6 people (2 of them children) were injured."),
     ("Estaremos allí a las dos y media con 7 amigos.", "We'll be there at 2:30 with seven friends."),
+    ("नॉर्वे में बस ५० लाख लोग रहते हैं।", "Only 5 million people live in Norway."),
+    ("Schůzka začne v 18 hodin.", "The meeting starts at 6 o'clock."),
+    ("Das kostet 1,000 Euro.", "It costs 1.000 euros."),
 ]
 DISAGREE = [  # numbers that do not match: a wrong pair or a wrong translation
     ("Das Paket kostet 1.500 Euro.", "The package costs 2,500 euros."),
@@ -111,7 +114,17 @@ DISAGREE = [  # numbers that do not match: a wrong pair or a wrong translation
     ("Am 3. Oktober 2019 kamen 120 Gäste.", "On October 3, 2019, 210 guests came."),
     ("El club fue campeón en la temporada 2011-12.", "The club won the title in the 2011-49 season."),
     ("Ganó 2-2 en el minuto 34.", "It won 2-30 in the 34th minute."),
+    ("Kapitel 3.2 erklärt das.", "Chapter 32 explains this."),  # the digits alike, not the numbers
+    ("Er lief in 9,58 Sekunden.", "He ran in 958 seconds."),
 ]
+
+
+def test_urls_in_quotes_or_with_a_closing_slash_are_the_same_address():
+    from bitextmine.filter.text import urls
+
+    assert urls("Mehr unter „https://example.com“ heute.") == urls('More at "https://example.com" today.') \
+        == urls("Mehr unter https://example.com/ heute.") == {"https://example.com"}
+    assert urls("Siehe «www.example.org/a».") == {"www.example.org/a"}
 
 
 def test_numbers_written_differently_agree_and_different_numbers_do_not():

@@ -33,8 +33,8 @@ _AFTER = 16
 # clock times: 15:30, 15.30 (below), 15h30, 15 h 30, 15点30分, 15時30分, with a.m./p.m.
 _CLOCK = re.compile(r"(?<![\d.,])(\d{1,2})\s?(?::|[hH]|点|點|时|時)\s?(\d{2})(?!\d)分?(\s?[ap]\.?\s?m\b\.?)?",
                     re.IGNORECASE)
-_HOUR_WORD = re.compile(r"\s?(?:([ap])\.?\s?m\b|uhr\b|h\b|heures?\b|hrs?\b|horas?\b|hs\b|o'clock|час|ч\b|点|點|時)",
-                        re.IGNORECASE)
+_HOUR_WORD = re.compile(r"\s?(?:([ap])\.?\s?m\b|uhr\b|h\b|heures?\b|hrs?\b|horas?\b|hs\b|hod(?:in[ay]?)?\b|o'clock"
+                        r"|час|ч\b|点|點|時)", re.IGNORECASE)
 _MONTH = ("月", "월")  # 12月, 12월: a month, which the other side may name
 _DATE = re.compile(r"\d{1,2}\.\d{1,2}\.\d{2,4}")  # 3.10.2019: day, month, year
 _SEASON = re.compile(r"\d{4}\s?[-/–]\s?\d{2}")  # a season or fiscal year, the second year cut short
@@ -48,6 +48,8 @@ _SCALES = [  # (pattern, factors): scale words after a number; each factor is a 
     (re.compile(r"\s?(?:trillion|триллион|трлн)", re.IGNORECASE), (10**12,)),
     (re.compile(r"\s?(?:万|萬)"), (10**4,)),
     (re.compile(r"\s?(?:亿|億)"), (10**8,)),
+    (re.compile(r"\s?(?:lakhs?\b|lacs?\b|लाख)", re.IGNORECASE), (10**5,)),
+    (re.compile(r"\s?(?:crores?\b|करोड़|करोड़)", re.IGNORECASE), (10**7,)),
 ]
 
 

@@ -9,7 +9,7 @@ import unicodedata
 
 from bitextmine.filter.numerals import numbers_agree
 
-_URL = re.compile(r"(?:https?://|www\.)[^\s<>\"']+|[\w.+-]+@[\w-]+\.[\w.-]+", re.IGNORECASE)
+_URL = re.compile(r"(?:https?://|www\.)[^\s<>\"'“”„«»‘’‚‹›]+|[\w.+-]+@[\w-]+\.[\w.-]+", re.IGNORECASE)
 _NUMBER = re.compile(r"\d(?:[\d.,'\u00a0\u202f]*\d)?")  # 1,000 / 1.000 / 1 000 (narrow spaces)
 _WORD = re.compile(r"\w+")
 
@@ -40,7 +40,7 @@ def numbers(text: str) -> set[str]:
 def urls(text: str) -> set[str]:
     if "://" not in text and "www." not in text and "@" not in text:
         return set()
-    return {u.rstrip(".,;:!?)").lower() for u in _URL.findall(text)}
+    return {u.rstrip(".,;:!?)").rstrip("/").lower() for u in _URL.findall(text)}  # a closing / is the same address
 
 
 # ASCII characters that are not letters, and ASCII white space, as bytes to delete with
@@ -127,7 +127,4 @@ def same_numbers(src: str, tgt: str) -> bool:
     a, b = _NUMBER.findall(src), _NUMBER.findall(tgt)
     if a == b or not a or not b:  # written alike, or on one side only
         return True
-    a, b = numbers(src), numbers(tgt)
-    if a == b:
-        return True
-    return numbers_agree(src, tgt)
+    return numbers_agree(src, tgt)  # not the digits alone: 3.2 and 32 are two numbers
