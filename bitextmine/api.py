@@ -276,6 +276,10 @@ def _filter_pair(pair, number: int) -> Pair:
     for side, text in (("src", src), ("tgt", tgt)):
         if not isinstance(text, str):
             raise BitextmineError(f"pair {number}: {side} is not a sentence (str) but {type(text).__name__}")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (text decoded with errors="surrogateescape")
+            raise BitextmineError(f"pair {number}: {side} is not valid Unicode (a lone surrogate)") from None
     return Pair(None if score is None else float(score), src.strip(), tgt.strip(), (), number)
 
 

@@ -202,6 +202,8 @@ def test_wrong_arguments_are_bitextmine_errors_saying_which(pools):
         (lambda: api.evaluate_bucc([("a", "x"), ("a", "y")], {"b": "y"}, []), "src: id 'a' given twice"),
         (lambda: api.embed(["Hallo"], lang=123), "lang: give an ISO 639 code (str), not 123"),
         (lambda: api.embed(["a\ud800b"]), "sentence 0 is not valid Unicode"),
+        (lambda: api.filter_pairs([("\ud800 hallo welt", "hello world")], src_lang="de", tgt_lang="en"),
+         "pair 1: src is not valid Unicode"),
         (lambda: api.filter_pairs([("x", "a", "b")]), "pair 1: the score 'x' is not a number"),
         (lambda: api.evaluate_tatoeba(x, y, score="foo"), "unknown score 'foo'"),
         (lambda: api.evaluate_bucc({}, {}, []), "src: no sentence to mine"),

@@ -295,6 +295,8 @@ def test_languages_the_detector_does_not_know_pass_and_are_counted():
     pairs = clean_pairs("deu", 20)
     reasons, report = judge(pairs, **only("lid", src_lang="cor", tgt_lang="en"))  # Cornish: ISO 639, not detected
     assert reasons == [None] * 20 and report.lid_unsupported == 20
+    reasons, report = judge(pairs, **only("lid", src_lang="cor", tgt_lang="cor"))  # pairs counted, not sides
+    assert reasons == [None] * 20 and report.lid_unsupported == 20
 
 
 @pytest.mark.parametrize("value", ["french", "xx", "xx-nonexistent", "", "e", "deutsch"])

@@ -82,7 +82,8 @@ def test_a_stage_run_alone_names_the_unfinished_stage_it_reads(cli, tmp_path):
 def test_filter_settings_changed_leave_no_file_of_the_settings_before(cli, tmp_path):
     de, en = split_shards(tmp_path, "de", 8)[:1], split_shards(tmp_path, "en", 8)[:1]
     pairs = tmp_path / "run" / "pairs"
-    config = write_config(tmp_path / "p.yaml", tmp_path / "run", de, en, "index: {exact: true}\nfilter: {rejects: true}")
+    config = write_config(tmp_path / "p.yaml", tmp_path / "run", de, en,
+                          "index: {exact: true}\nfilter: {rejects: true}")
     assert cli("run", config, "--launcher", "inline", "-q").exit_code == 0
     assert {p.name for p in pairs.iterdir()} >= {"de-en.tsv", "de-en.rejects.tsv", "de-en.tsv.filter.json"}
     write_config(config, tmp_path / "run", de, en, "index: {exact: true}")

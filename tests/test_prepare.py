@@ -542,7 +542,8 @@ def test_the_documents_example_pipeline_runs_from_documents_to_pairs(cli, tmp_pa
     out = tmp_path / "run"
     example = REPO / "examples" / "pipeline-documents.yaml"
     early = cli("run", example, "--launcher", "inline", "-q", "--set", f"output={out}", "--stage", "embed")
-    assert early.exit_code == 1 and "--stage embed reads the prepare stage's output, which is not finished" in early.stderr
+    assert early.exit_code == 1
+    assert "--stage embed reads the prepare stage's output, which is not finished" in early.stderr
     result = cli("run", example, "--launcher", "inline", "-q", "--set", f"output={out}")
     assert result.exit_code == 0, result.stderr
     summary = json.loads((out / "summary.json").read_text())

@@ -299,7 +299,7 @@ _FILTER_OPTIONS = {  # parameter -> (annotated type, default)
     "near_copy": (Annotated[float, typer.Option(metavar="X", min=0.0, max=1.0, rich_help_panel=FILTER_PANEL,
                                                 help="Word overlap (Jaccard) that makes the sides near copies.")],
                   defaults.FILTER_NEAR_COPY_JACCARD),
-    "boilerplate": (Annotated[int, typer.Option(metavar="N", min=1, rich_help_panel=FILTER_PANEL,
+    "boilerplate": (Annotated[int, typer.Option(metavar="N", min=2, rich_help_panel=FILTER_PANEL,
                                                 help="A side seen this many times in the input is boilerplate.")],
                     defaults.FILTER_BOILERPLATE_COUNT),
     "dedup": (Annotated[Dedup, typer.Option(rich_help_panel=FILTER_PANEL,

@@ -14,7 +14,7 @@ from bitextmine.languages import language_key
 
 # the range of each number setting, (least, most) with None for no bound; the command line's limits too
 RANGES = {"min_chars": (0, None), "max_chars": (0, None), "min_tokens": (0, None), "max_side_tokens": (0, None),
-          "max_ratio": (1.0, None), "min_letters": (0.0, 1.0), "near_copy": (0.0, 1.0), "boilerplate": (1, None),
+          "max_ratio": (1.0, None), "min_letters": (0.0, 1.0), "near_copy": (0.0, 1.0), "boilerplate": (2, None),
           "max_score": (None, None)}
 WHOLE_NUMBERS = ("min_chars", "max_chars", "min_tokens", "max_side_tokens", "boilerplate")
 

@@ -17,6 +17,7 @@ batch meet the table in one product. The scores are py3langid's own, which
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
@@ -25,6 +26,9 @@ from functools import lru_cache
 from bitextmine import defaults
 from bitextmine.filter.text import normalise
 from bitextmine.languages import iso_language, key_of, language_key
+
+log = logging.getLogger(__name__)
+_WARNED: set[str] = set()  # languages named in a warning already: once a process, not once a round
 
 _BATCH = 1024  # texts advanced together through the automaton; bounds the padding memory
 _MIN_BATCH = 256  # fewer texts a step would cost more in numpy calls than the padding saves
@@ -219,6 +223,10 @@ class PairLanguages:
                   for option, lang in (("--src-lang", src_lang), ("--tgt-lang", tgt_lang))]
         # a side whose language the detector does not know passes (and is counted)
         self.unsupported_sides = sum(want is not None and want not in known for want in wanted)
+        for lang, want in zip((src_lang, tgt_lang), wanted, strict=True):
+            if want is not None and want not in known and want not in _WARNED:
+                _WARNED.add(want)
+                log.warning("the language detector does not know %s: language ID passes that side", lang)
         self._wanted = [want if want in known else None for want in wanted]
         candidates = (set(defaults.FILTER_LID_CANDIDATES) & known) | {w for w in self._wanted if w}
         self._identifier = LanguageIdentifier(candidates)

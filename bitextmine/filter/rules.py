@@ -64,9 +64,9 @@ class PairFilter:
         if norm_src in self._boilerplate[0] or norm_tgt in self._boilerplate[1]:
             return "boilerplate"
         if self._languages is not None:
-            self.report.lid_unsupported += self._languages.unsupported_sides
             if not languages_match:
                 return "lid"
+            self.report.lid_unsupported += self._languages.unsupported_sides > 0
         if self._dedup:
             if self._seen(norm_src, norm_tgt):
                 return "dedup"
@@ -81,7 +81,8 @@ class PairFilter:
 
     def _length(self, p, ns, nt):
         lo, hi = self.cfg.min_chars, self.cfg.max_chars
-        return not (lo <= len(p.src) <= hi and lo <= len(p.tgt) <= hi)
+        a, b = text_length(p.src), text_length(p.tgt)  # a CJK character counts three, as in the ratio
+        return not (lo <= a <= hi and lo <= b <= hi)
 
     def _tokens(self, p, ns, nt):
         lo, hi = self.cfg.min_tokens, self.cfg.max_side_tokens
