@@ -76,6 +76,14 @@ def write_jsonl(path: Path, records: list) -> Path:
     ("cs", "Platí to pro Zemana i ODS. Přišlo jich padesát.", ["Platí to pro Zemana i ODS.", "Přišlo jich padesát."]),
     # a lone abbreviation cut off by the library is joined to what follows
     ("fr", "M. Dupont est arrivé hier soir.", ["M. Dupont est arrivé hier soir."]),
+    ("fr", "Je pense que M. Dupont est arrivé. Il dort.", ["Je pense que M. Dupont est arrivé.", "Il dort."]),
+    ("hi", "डॉ. आशुतोष कुमार राय ने कहा कि काम पूरा हुआ। वह चले गए।",
+     ["डॉ. आशुतोष कुमार राय ने कहा कि काम पूरा हुआ।", "वह चले गए।"]),
+    # ordinals: before a lower-case word, or after a word that makes the number one
+    ("cs", "Narodil se ze 16. října 1950. Pak odešel.", ["Narodil se ze 16. října 1950.", "Pak odešel."]),
+    ("de", "Er kam im 19. Jahrhundert. Die 2. Bundesliga spielt.", ["Er kam im 19. Jahrhundert.",
+                                                                  "Die 2. Bundesliga spielt."]),
+    ("de", "Er wurde 19. Das war spät.", ["Er wurde 19.", "Das war spät."]),
     # every line is a paragraph of its own
     ("en", "A headline without a stop\nThe story begins here.",
      ["A headline without a stop", "The story begins here."]),

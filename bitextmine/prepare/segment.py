@@ -18,7 +18,9 @@ and no others:
 - words the library lists as abbreviations though they end sentences (German ``mich``, ``mag``,
   English ``May``).
 
-A lone short abbreviation cut off by the library (``M.``, ``Dr.``) is joined to what follows.
+A lone short abbreviation cut off by the library (``M.``, ``Dr.``, ``डॉ.``) is joined to what
+follows, and so is a cut after an ordinal (``ze 16. října``; ``im 19. Jahrhundert``, told by the
+word before the number) or an initial before a capital (``que M. Dupont``).
 """
 
 from __future__ import annotations
@@ -130,8 +132,8 @@ class Segmenter:
         for cut in sorted(cuts) + [len(text)]:
             piece = pending + text[start:cut]
             start = cut
-            if _lone_abbreviation(piece) and cut < len(text):
-                pending = piece  # "M." or "Dr." cut off: it belongs to what follows
+            if cut < len(text) and (_lone_abbreviation(piece) or self._runs_on(piece, text, cut)):
+                pending = piece  # "M.", "Dr.", "im 19." cut off: it belongs to what follows
                 continue
             pending = ""
             pieces.append(piece)
@@ -139,6 +141,23 @@ class Segmenter:
             piece = piece.strip()
             if piece:
                 yield piece
+
+    def _runs_on(self, piece: str, text: str, cut: int) -> bool:
+        """Whether a sentence cut after ``piece`` runs on: after a number and ``.`` (an ordinal)
+        before a lower-case letter ("ze 16. října"), or where the word before the number says
+        it is one ("im 19. Jahrhundert"); after an initial before a capital ("M. Dupont")."""
+        tail = piece.rstrip()
+        if not tail.endswith(".") or len(tail) < 2 or not tail[-2].isalnum():
+            return False
+        ending = _ORDINAL_OR_INITIAL.search(tail[-40:])
+        if ending is None:
+            return False
+        following = text[cut:].lstrip()[:1]
+        if not following.isalpha():
+            return False
+        if ending.group("initial"):
+            return ending.group("initial").isupper() and following.isupper()
+        return following.islower() or ending.group("word").lower() in _BEFORE_ORDINALS.get(self.lang, ())
 
     def _library_cuts(self, text: str) -> Iterator[int]:
         """Where the library ends sentences, read with straight quotes as neutral marks; each cut
@@ -166,8 +185,20 @@ def _place_quote(text: str, cut: int) -> int:
 
 
 _LONE_ABBREVIATION = re.compile(r"\s*[^\W\d_]{1,3}\.\s*")
+# Devanagari's: a letter and a vowel sign is as often a word (हाँ.) as an abbreviation
+_DEVANAGARI_ABBREVIATION = re.compile(r"\s*(?:डॉ|प्रो|श्री|श्रीमती|सुश्री|मि|ई|पू|सं|क्र|कु)\.\s*")
+# a piece's end that a sentence may run on past: "word 19." (an ordinal) or " M." (an initial)
+_ORDINAL_OR_INITIAL = re.compile(r"(?:(?P<word>\w+)\s+\d{1,3}|(?:^|\s)(?P<initial>[^\W\d_]))\.$")
+# words before a number that make it an ordinal in the languages that write one with a period
+_BEFORE_ORDINALS = {
+    "de": frozenset("am im zum vom beim zur ins der die das den dem des seit bis ab vor nach jeden jede "
+                    "jedes ihr ihre ihrem ihren sein seine seinem seinen".split()),
+    "cs": frozenset("ze od do v ve na k ke po před dne až o s se".split()),
+}
 
 
 def _lone_abbreviation(piece: str) -> bool:
     """A piece that is one word of at most three letters and a period (``M.``, ``Dr.``)."""
+    if _DEVANAGARI_ABBREVIATION.fullmatch(piece):  # its vowel signs are not \w in Python
+        return True
     return _LONE_ABBREVIATION.fullmatch(piece) is not None and not piece.strip()[0].islower()
