@@ -95,6 +95,17 @@ def test_shards_with_the_same_name_get_distinct_files(cli, tmp_path):
     assert npy_files(tmp_path / "e") == ["de-2.npy", "de.npy"]
 
 
+def test_refuses_to_add_shards_of_another_precision_to_a_set(cli, tmp_path):
+    (tmp_path / "a.txt").write_text("Ein Satz.\n")
+    (tmp_path / "b.txt").write_text("Noch ein Satz.\n")
+    out = tmp_path / "emb"
+    assert cli("embed", tmp_path / "a.txt", "-o", out, "-q").exit_code == 0
+    result = cli("embed", tmp_path / "a.txt", tmp_path / "b.txt", "-o", out, "-q", "--precision", "fp32")
+    assert result.exit_code == 1 and "precision auto vs fp32" in result.stderr
+    assert npy_files(out) == ["a.npy"]
+    assert cli("embed", tmp_path / "a.txt", tmp_path / "b.txt", "-o", out, "-q").exit_code == 0
+
+
 def test_refuses_a_set_from_another_encoder_unless_overwrite(cli, tmp_path):
     src = tmp_path / "a.txt"
     src.write_text("Ein Satz.\n")

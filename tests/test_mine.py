@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 
+from bitextmine import defaults
 from bitextmine.embed.corpus import EmbeddingCorpus
 from bitextmine.mine import MineConfig, mine_corpora
 from tests.conftest import EXAMPLES, REPO, clustered_vectors, example_like_sets, make_embedding_set, read_lines
@@ -342,6 +343,15 @@ def test_the_default_threshold_keeps_90_percent_precision_near_the_best_f1(n, tr
     best = best_threshold(pairs.score, correct, translations)
     assert choice.source == "adaptive" and precision >= 0.9
     assert 2 * precision * recall / (precision + recall) >= best["f1"] - 0.03
+
+
+def test_pools_too_small_to_estimate_on_take_the_fixed_threshold():
+    from bitextmine.mine.thresholds import mine_and_choose
+
+    x, y = synthetic_pools(defaults.ESTIMATE_MIN_ROWS - 1, defaults.ESTIMATE_MIN_ROWS - 1, seed=3, noise=0.3)
+    pairs, choice = mine_and_choose(x, y, MineConfig(), ())
+    assert choice.source == "fallback" and "too few to estimate" in choice.reason
+    assert (pairs.score >= choice.threshold).sum() == len(x)  # every one a translation, every one kept
 
 
 @pytest.mark.parametrize("retrieval", ["fwd", "bwd", "union"])

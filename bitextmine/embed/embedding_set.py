@@ -50,7 +50,7 @@ class EmbeddingSet:
     encoder: EncoderIdentity
     dtype: str
     max_tokens: int
-    precision: str  # the matmul precision used; for provenance, sets stay comparable across it
+    precision: str  # the matmul precision asked for (one a set: embed refuses to add shards of another)
     shards: list[ShardEntry] = field(default_factory=list)
     normalized: bool = True
 

@@ -64,6 +64,8 @@ def _open_set(out_dir: Path, encoder: Encoder, cfg: EmbedConfig, sources: list[s
         differs.append(f"max_tokens {existing.max_tokens} vs {cfg.max_tokens}")
     if existing.dtype != defaults.EMBEDDING_DTYPE:
         differs.append(f"dtype {existing.dtype} vs {defaults.EMBEDDING_DTYPE}")
+    if existing.precision is not None and existing.precision != cfg.precision:  # one precision a set
+        differs.append(f"precision {existing.precision} vs {cfg.precision}")
     if not differs:
         if cfg.overwrite:  # the set becomes this run's: shards of other inputs go
             given = _sources_keys(sources)
