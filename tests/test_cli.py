@@ -184,7 +184,7 @@ def test_the_library_checks_the_choices_the_parser_offers():
         FilterConfig(skip=("lenght",))
     with pytest.raises(BitextmineError, match=re.escape("--max-ratio must be in [1.0, inf], not 0.5")):
         FilterConfig(max_ratio=0.5)
-    with pytest.raises(BitextmineError, match=re.escape("--boilerplate must be in [1, inf], not 0")):
+    with pytest.raises(BitextmineError, match=re.escape("--boilerplate must be in [2, inf], not 0")):
         FilterConfig(boilerplate=0)
 
 

@@ -368,9 +368,12 @@ def test_mine_with_filter_in_one_pipe(cli, tmp_path):
 
     example_like_sets(tmp_path)  # the real sentences, for language ID
     result = cli("mine", "--src", tmp_path / "de", "--tgt", tmp_path / "en", "-o", tmp_path / "p.tsv", "--filter",
-                 "--src-lang", "de", "--tgt-lang", "en", "--rejects", tmp_path / "r.tsv", "-q")
+                 "--src-lang", "de", "--tgt-lang", "en", "--rejects", tmp_path / "r.tsv", "--min-chars", "25")
     assert result.exit_code == 0, result.stderr
     meta = json.loads((tmp_path / "p.tsv.json").read_text())
+    rejected = meta["pairs"] - meta["filter"]["kept"]
+    assert rejected > 0 and f"{meta['filter']['kept']} pairs at distance >=" in result.stderr  # those written
+    assert f"({meta['pairs']} mined, {rejected} rejected by the filter)" in result.stderr
     assert meta["filter"]["total"] == meta["pairs"]
     assert meta["filter"]["kept"] == len((tmp_path / "p.tsv").read_text().splitlines()) > 200
     assert meta["filter"]["kept"] + sum(meta["filter"]["rejected"].values()) == meta["pairs"]

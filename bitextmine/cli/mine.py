@@ -125,5 +125,7 @@ def mine(
                          filter=filter_cfg if filter_pairs else None, rejects=rejects)
     mined = mine_to_files(src, tgt, cfg, target, src_index=src_index, tgt_index=tgt_index, progress=not quiet)
     threshold = mined.stats["parameters"]["threshold"]
-    logging.getLogger("bitextmine").info("%d pairs at %s >= %s -> %s", len(mined), cfg.score,
-                                         "none" if threshold is None else f"{threshold:g}", output)
+    written = mined.stats.get("output_rows", len(mined))
+    dropped = f" ({len(mined)} mined, {len(mined) - written} rejected by the filter)" if written != len(mined) else ""
+    logging.getLogger("bitextmine").info("%d pairs at %s >= %s -> %s%s", written, cfg.score,
+                                         "none" if threshold is None else f"{threshold:g}", output, dropped)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -77,7 +78,7 @@ def run(
     aside = json_to_stdout(json_out)
     print_table(["stage", "tasks", "ran", "skipped", "seconds", "output"],
                 [[s.stage, s.tasks, s.ran, s.skipped, f"{s.seconds:.1f}",
-                  str(Path(s.outputs[0]).parent) if s.outputs else "-"] for s in summaries], err=aside)
+                  _stage_folder(s.outputs)] for s in summaries], err=aside)
     pairs = {}
     for path in final_outputs(cfg):
         if path.exists():
@@ -175,6 +176,13 @@ def _print_slurm_plan(cfg, estimates, partition, err: bool) -> dict:
         logging.getLogger("bitextmine").warning("%s: %s", cfg.source, problem)
     return {"partition": partition.name, "limits": partition.limits(), "stages": [asdict(s) for s in stages],
             "misfits": [str(p) for p in problems]}
+
+
+def _stage_folder(outputs: list[str]) -> str:
+    """The folder holding a stage's outputs (every language's: ``out/embed``, not ``out/embed/de``)."""
+    if not outputs:
+        return "-"
+    return os.path.commonpath([str(Path(o).parent) for o in outputs])
 
 
 def _duration(seconds: float) -> str:

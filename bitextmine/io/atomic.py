@@ -358,5 +358,5 @@ def refuse_overwriting_inputs(outputs: Iterable[str | Path | None], inputs: Iter
             if real == source:
                 raise BitextmineError(f"is also an input ({given}); write the output elsewhere", path=output)
             if _within(real, source) or _within(source, real):
-                raise BitextmineError(f"overlaps {given}, which this command reads or writes; write it elsewhere",
+                raise BitextmineError(f"overlaps {given}, an input or output of this command; write it elsewhere",
                                       path=output)

@@ -77,7 +77,7 @@ def mine_to_files(src: list[str | Path], tgt: list[str | Path], cfg: MineConfig,
         if target.with_docs:
             mined.src_docs = src_corpus.documents(mined.src_rows)
             mined.tgt_docs = tgt_corpus.documents(mined.tgt_rows)
-        write_mined(mined, target)
+        mined.stats["output_rows"] = write_mined(mined, target)["output_rows"]
     return mined
 
 
