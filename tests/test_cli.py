@@ -341,6 +341,8 @@ def test_pairs_reader_tells_the_layouts_apart(tmp_path):
     assert np.isnan(scored[1].score) and scored[1].src == "42" and scored[1].line == 3
     plain = parse_pairs(["2019\tzweitausendneunzehn", "drei\tthree\tzwei"])  # a number is no score here
     assert [(p.score, p.src, p.extra) for p in plain] == [(None, "2019", ()), (None, "drei", ("zwei",))]
+    words = parse_pairs(["Infinity\tUnendlichkeit\tid1", "Hello world\tBonjour le monde\tid2"])  # words, not scores
+    assert [(p.score, p.src) for p in words] == [(None, "Infinity"), (None, "Hello world")]
     with pytest.raises(BitextmineError, match=":2: expected score"):
         parse_pairs(["1.0\ta\tb", "a\tb"], "f.tsv")
     with pytest.raises(BitextmineError, match=":1: empty side"):

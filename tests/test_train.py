@@ -363,3 +363,15 @@ def test_clip_gradients_counts_sparse_rows_as_their_dense_equivalent():
     torch.testing.assert_close(grads[True][2], grads[False][2])
     total = (grads[False][1].pow(2).sum() + grads[False][2].pow(2).sum()).sqrt()
     assert float(total) <= 0.5 + 1e-4  # clipped to the limit (the bias grad counts too, hence <=)
+
+
+def test_a_vocabulary_is_built_from_fewer_than_a_hundred_sentences(tmp_path):
+    """SentencePiece takes no input_sentence_size of 1-100: a small file must still train."""
+    import sentencepiece
+
+    from bitextmine.train.trainables import build_vocabulary
+
+    words = ["Haus", "Boot", "Katze", "Hund", "Baum", "Stadt", "Fluss", "Berg", "Wald", "Feld"]
+    data = ParallelData([f"Das {w} ist hier." for w in words * 2], [f"The {w.lower()} is here." for w in words * 2])
+    model = build_vocabulary(data, tmp_path, vocab_size=40, seed=0)
+    assert sentencepiece.SentencePieceProcessor(model_file=str(model)).get_piece_size() == 40

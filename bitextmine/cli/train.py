@@ -61,7 +61,8 @@ def train(
         metavar="PAIRS", rich_help_panel=DATA, show_default=False,
         help="Held-out pairs (TSV or SRC,TGT) (default: a seeded slice of the data).")] = None,
     resume: Annotated[bool, typer.Option("--resume", rich_help_panel=RUN,
-                                         help="Continue the run in OUTPUT.")] = False,
+                                         help="Continue the run in OUTPUT (where it holds none, a new run "
+                                              "starts, with a warning: one command serves a requeued job).")] = False,
     json_out: json_option("The run's outcome as JSON: steps, best dev P@1 (a share), why it stopped, seconds "
                           "(- for standard output).", rich_help_panel=RUN) = None,
     quiet: quiet_option(rich_help_panel=RUN) = False,

@@ -13,6 +13,7 @@ sentence cannot be told from a column break, so every line is split on all its t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -35,9 +36,15 @@ class Pair:
 
 def _score(column: str) -> float | None:
     try:
-        return float(column)
+        value = float(column)
     except ValueError:
         return None
+    if not math.isfinite(value) and column.strip().lower() not in _NOT_FINITE:
+        return None  # "Infinity", "NaN" as a word: a sentence, not a score a program wrote
+    return value
+
+
+_NOT_FINITE = ("nan", "inf", "-inf", "+inf")  # as Python and numpy write them
 
 
 def parse_pairs(lines: Iterable[str], path: str = "-", allow_empty_side: bool = True) -> list[Pair]:

@@ -103,6 +103,8 @@ def check_output(out_dir: Path, resume: bool) -> bool:
     resumed = resume and (out_dir / STATE_DIR / "last.json").is_file()
     if (out_dir / CONFIG).exists() and not resumed:
         raise BitextmineError("already holds a checkpoint: use --resume to continue it, or another -o", path=out_dir)
+    if resume and not resumed:  # one command serves a job that may be requeued; a mistyped -o is said
+        log.warning("%s: no run to resume there: a new run starts", out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     return resumed
 

@@ -165,7 +165,7 @@ def build_vocabulary(data: ParallelData, out_dir: Path, vocab_size: int, seed: i
         sentencepiece.SentencePieceTrainer.train(
             sentence_iterator=iter(sentences), model_writer=model, vocab_size=vocab_size, model_type="unigram",
             character_coverage=defaults.TRAIN_SPM_CHARACTER_COVERAGE, num_threads=2, minloglevel=2,
-            input_sentence_size=len(sentences), shuffle_input_sentence=False)
+            input_sentence_size=0, shuffle_input_sentence=False)  # every sentence (0: no cap; it takes none of 1-100)
     except RuntimeError as e:
         raise BitextmineError(f"SentencePiece training failed: {e} (try a smaller --vocab-size)") from None
     target = out_dir / TOKENIZER
