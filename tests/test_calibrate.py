@@ -156,7 +156,7 @@ def test_the_no_gold_estimate_says_when_it_cannot_tell(cli, tmp_path):
     assert result.exit_code == 0 and "recommended threshold (no gold)" in result.stderr
     assert "no translations found" in result.stderr and "none, keep nothing" in result.stderr
     strict = cli("calibrate", "--src", tmp_path / "x", "--tgt", tmp_path / "y", "--device", "cpu", "--strict")
-    assert strict.exit_code == 1
+    assert strict.exit_code == 1 and strict.stdout == ""  # nothing written, not even the table
 
 
 @pytest.mark.parametrize("score", ["cosine", "distance"])

@@ -76,6 +76,11 @@ def calibrate(
     cfg = MineConfig(k=k, score=score_of(score, margin), retrieval=retrieval.value, device=device,
                      target_precision=target_precision)
     result = calibrate_sets(src, tgt, cfg, seeds, seed, progress=not quiet)
+    # said before anything is written: --strict makes a warning an error, with nothing written
+    if result.no_gold is not None and result.no_gold.warning:
+        warn(result.no_gold.warning)
+    if result.warning:
+        warn(result.warning)
     aside = json_to_stdout(json_out)  # the JSON holds stdout: the table goes to stderr too
     # standard output holds the table alone (piped: pure TSV); what is said about it goes to stderr
     typer.echo(f"method: {result.method}  ({cfg.score} score, k={k}, {cfg.retrieval} retrieval)", err=True)
@@ -88,10 +93,6 @@ def calibrate(
         typer.echo(note, err=True)
     for calibration in filter(None, (result.no_gold, result)):
         typer.echo(recommendation_line(calibration, target_precision), err=True)
-    if result.no_gold is not None and result.no_gold.warning:
-        warn(result.no_gold.warning)
-    if result.warning:
-        warn(result.warning)
     if json_out:
         write_json(json_out, {**result.to_dict(), "target_precision": target_precision,
                               "config": {"k": k, "score": cfg.score, "retrieval": cfg.retrieval}})
