@@ -270,7 +270,8 @@ def calibrate_sets(src: list, tgt: list, cfg: MineConfig, seeds: str | None = No
                                      (src_side.texts, tgt_side.texts))
     if seeds is None:
         return no_gold
-    seed_src, seed_tgt = _embed_seeds(known, src_corpus, device, progress)
+    seed_src = _embed_seeds([p.src for p in known], src_corpus, device, progress)
+    seed_tgt = _embed_seeds([p.tgt for p in known], tgt_corpus, device, progress)
     result = calibrate_with_seeds(x, y, seed_src, seed_tgt, cfg, seed, device, progress)
     result.recommend_for(cfg.target_precision, cfg.target_headroom)
     result.no_gold = no_gold
@@ -288,8 +289,9 @@ def _read_seeds(seeds: str) -> list:
     return pairs
 
 
-def _embed_seeds(pairs: list, corpus, device: str, progress: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Both sides of the seed pairs, embedded by the encoder that made ``corpus``."""
+def _embed_seeds(texts: list[str], corpus, device: str, progress: bool) -> np.ndarray:
+    """One side of the seed pairs, embedded by the encoder that made that side's sets (a
+    student's routed language by the teacher, as its pool was)."""
     from bitextmine.encoders import load_encoder
     from bitextmine.progress import encode_with_progress
 
@@ -297,5 +299,4 @@ def _embed_seeds(pairs: list, corpus, device: str, progress: bool) -> tuple[np.n
     if encoder.identity.space() != corpus.encoder.space():
         raise BitextmineError("the encoder found under the sets' encoder name is not the one that made them",
                               path=corpus.sets[0].path)
-    return (encode_with_progress(encoder, [p.src for p in pairs], "encode seeds", progress),
-            encode_with_progress(encoder, [p.tgt for p in pairs], "encode seeds", progress))
+    return encode_with_progress(encoder, texts, "encode seeds", progress)
