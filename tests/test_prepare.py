@@ -353,6 +353,20 @@ def test_bad_input_is_one_line_and_writes_nothing_of_it_then_the_run_resumes(cli
     assert again.exit_code == 1 and "prepared from other inputs or settings" in again.stderr
 
 
+@pytest.mark.parametrize("name, line", [("de.txt.gz", "{}\n"), ("de.jsonl.gz", '{{"text": "{}"}}\n')])
+def test_errors_skip_keeps_what_a_cut_archive_holds_before_the_cut(cli, tmp_path, name, line):
+    text = "".join(line.format(f"Das ist der Satz mit der Nummer {i} und noch etwas mehr.") for i in range(100_000))
+    data = gzip.compress(text.encode())
+    cut = tmp_path / name
+    cut.write_bytes(data[: len(data) // 2])
+    strict = cli("prepare", cut, "-o", tmp_path / "strict", "--lang", "de", "-q")
+    assert strict.exit_code == 1 and "cannot decompress (truncated or damaged file?)" in strict.stderr
+    skipped = cli("prepare", cut, "-o", tmp_path / "skip", "--lang", "de", "-q", "--errors", "skip")
+    assert skipped.exit_code == 0, skipped.stderr
+    report = json.loads((tmp_path / "skip" / "prepare.json").read_text())
+    assert report["bad_input"] == 1 and 20_000 < report["documents"] < 60_000 and report["complete"]
+
+
 def test_standard_input_given_again_and_a_damaged_manifest_need_overwrite(cli, tmp_path):
     out = tmp_path / "out"
     assert cli("prepare", "-", "-o", out, "--lang", "de", "-q", stdin=f"{GERMAN[0]}\n".encode()).exit_code == 0

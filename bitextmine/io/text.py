@@ -160,8 +160,9 @@ def file_sha256(*paths: str | Path) -> str:
     return digest.hexdigest()
 
 
-def _blocks(f, path: str, size: int = 1 << 22):
-    """The decompressed blocks of an open shard; a damaged archive is an error naming it."""
+def _blocks(f, path: str, size: int = 1 << 20):
+    """The decompressed blocks of an open shard; a damaged archive is an error naming it (what a
+    block held before the damage is lost with it: blocks of 1 MB lose little of a cut file)."""
     while True:
         try:
             block = f.read(size)

@@ -62,12 +62,27 @@ def _decoded(raw: bytes, path: str, number: int) -> str:
     return text
 
 
+def _lines(path: str, options: ReadOptions, counts: ReadCounts) -> Iterator[tuple[int, bytes]]:
+    """The lines of a file; a damaged archive ends them (with errors=skip: what came before
+    it is kept, the damage counted as bad input)."""
+    lines = binary_lines(path)
+    while True:
+        try:
+            line = next(lines)
+        except StopIteration:
+            return
+        except BitextmineError as e:
+            _bad(e, options, counts)
+            return
+        yield line
+
+
 def _text_documents(path: str, options: ReadOptions, counts: ReadCounts) -> Iterator[Document]:
     """One document per line, or per paragraph (lines between blank lines, joined by spaces:
     plain text wraps its lines anywhere)."""
     paragraph: list[str] = []
     start, damaged = 0, False
-    for number, raw in binary_lines(path):
+    for number, raw in _lines(path, options, counts):
         try:
             line = _decoded(raw, path, number).rstrip("\r\n")
         except BitextmineError as e:
@@ -92,7 +107,7 @@ def _text_documents(path: str, options: ReadOptions, counts: ReadCounts) -> Iter
 
 
 def _jsonl_documents(path: str, options: ReadOptions, counts: ReadCounts) -> Iterator[Document]:
-    for number, raw in binary_lines(path):
+    for number, raw in _lines(path, options, counts):
         if not raw.strip():
             continue
         try:
