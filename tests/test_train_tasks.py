@@ -78,7 +78,6 @@ def test_bad_task_values_from_the_cli_are_one_line_errors_before_any_work(cli, t
         assert message in " ".join(result.stderr.replace("│", " ").split()), result.stderr
         assert not (tmp_path / "ckpt").exists()
     cases = [
-        ([nli], f"{nli}:1: 3 columns: NLI triples, not translation pairs (give them as --task nli=FILE)"),
         (["--task", f"nli={two}"], f"{two}:1: 2 columns: translation pairs, not NLI triples"),
         ([two, "--task", f"nli={nli},{tmp_path / 'missing.tsv'}"], "missing.tsv: no such file (--task nli)"),
         ([two, "--task", f"nli={nli}", "--recipe", "add-language"], "the add-language recipe trains on translation"),
@@ -89,6 +88,13 @@ def test_bad_task_values_from_the_cli_are_one_line_errors_before_any_work(cli, t
         assert result.stderr.count("\n") == 1 and result.stderr.startswith("bitextmine: error: "), result.stderr
         assert message in result.stderr
         assert not (tmp_path / "ckpt").exists()  # nothing written
+
+
+def test_a_third_column_of_translation_pairs_is_left_aside_with_a_warning(cli, tmp_path, pairs):
+    three = write_tsv(tmp_path / "ids.tsv", pairs.src, pairs.tgt, [f"id{i}" for i in range(len(pairs.src))])
+    result = cli("train", three, "-o", tmp_path / "ckpt", *TINY_CLI, "--max-steps", "2")
+    assert result.exit_code == 0, result.stderr
+    assert "a third column, left aside: the pairs are the first two" in result.stderr
 
 
 def test_the_schedule_follows_the_weights_and_the_seed():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 import re
 from dataclasses import dataclass
@@ -11,6 +12,8 @@ from bitextmine.io.pairs import read_pairs
 from bitextmine.io.paths import data_stem
 from bitextmine.io.text import read_shard
 from bitextmine.languages import find_language_key
+
+log = logging.getLogger(__name__)
 
 JOINED_MIN, JOINED_MAX = 2, 4  # training pairs in a joined pair (``ParallelData.with_joined``)
 
@@ -125,14 +128,19 @@ def language_codes(language: str) -> list[str]:
     return keys
 
 
-def read_tsv_pairs(path: str) -> ParallelData:
-    """``src<TAB>tgt`` per line (or mined ``score<TAB>src<TAB>tgt``); ``anchor<TAB>entailment<TAB>contradiction``
-    for NLI triples."""
+def read_tsv_pairs(path: str, triples: bool | None = None) -> ParallelData:
+    """``src<TAB>tgt`` per line (or mined ``score<TAB>src<TAB>tgt``, further columns kept);
+    ``anchor<TAB>entailment<TAB>contradiction`` for NLI triples. ``triples``: which the file
+    holds, where the task says so; None: three unscored columns are triples."""
 
     pairs = read_pairs(path, allow_empty_side=False)
     if not pairs:
         raise BitextmineError("no pairs in the file", path=path)
-    nli = bool(pairs) and pairs[0].score is None and len(pairs[0].extra) == 1
+    three = pairs[0].score is None and len(pairs[0].extra) == 1
+    if three and triples is False:
+        log.warning("%s: a third column, left aside: the pairs are the first two (NLI triples go as "
+                    "--task nli=FILE)", path)
+    nli = three and triples is not False
     for pair in pairs if nli else ():
         if len(pair.extra) != 1 or not pair.extra[0]:
             raise BitextmineError("expected anchor<TAB>entailment<TAB>contradiction", path=path, line=pair.line)
@@ -150,11 +158,13 @@ def read_aligned_pairs(src_path: str, tgt_path: str) -> ParallelData:
     return ParallelData([s.strip() for s in src], [t.strip() for t in tgt])
 
 
-def read_parallel(paths: list[str]) -> ParallelData:
-    """Each argument is a TSV file, or ``SRC,TGT`` for two aligned files; all concatenated."""
+def read_parallel(paths: list[str], triples: bool | None = None) -> ParallelData:
+    """Each argument is a TSV file, or ``SRC,TGT`` for two aligned files; all concatenated
+    (``triples``: as ``read_tsv_pairs``)."""
     if not paths:
         raise BitextmineError("no training data given")
-    parts = [read_aligned_pairs(*spec.split(",", 1)) if "," in spec else read_tsv_pairs(spec) for spec in paths]
+    parts = [read_aligned_pairs(*spec.split(",", 1)) if "," in spec else read_tsv_pairs(spec, triples)
+             for spec in paths]
     if len({p.negative is None for p in parts}) > 1:
         raise BitextmineError("mix of NLI triples and translation pairs: give the triples as --task nli=FILE")
     for spec, part in zip(paths, parts, strict=True):

@@ -123,10 +123,8 @@ def read_tasks(specs: list[TaskSpec]) -> list[TrainingTask]:
 def read_task_files(name: str, files: tuple[str, ...]) -> ParallelData:
     parts = []
     for spec in files:
-        part = read_parallel([spec])
-        if name == "translation" and part.negative is not None:
-            raise BitextmineError("3 columns: NLI triples, not translation pairs (give them as --task nli=FILE)",
-                                  path=spec, line=1)
+        # the task says what a third column is: a triple's contradiction, or a pair's extra column
+        part = read_parallel([spec], triples={"nli": True, "translation": False}.get(name))
         if name == "nli" and part.negative is None:
             raise BitextmineError("2 columns: translation pairs, not NLI triples (anchor<TAB>entailment<TAB>"
                                   "contradiction); translation pairs are the positional arguments", path=spec, line=1)
