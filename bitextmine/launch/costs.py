@@ -273,9 +273,12 @@ def _mine_estimate(cfg: PipelineConfig, m: Rates, lines: dict[str, list[int]], t
                 mapped_resident_ceiling(rows[x] * dim * 2, defaults.KNN_BLOCK_ROWS * dim * 2) for x in (src, tgt))
         else:
             work.append(_through_indexes(n, rows[tgt], cfg, m) + _through_indexes(mm, rows[src], cfg, m))
-            basis.add(f"through the indexes: coarse assignment, {cfg.mine.nprobe or cfg.index.nprobe} lists "
-                      f"scanned ({m.scan_codes_per_second:.3g} codes/s), {defaults.INDEX_CANDIDATES} candidates "
-                      f"a query re-ranked ({m.rerank_per_second:.3g}/s)")
+            if all(index_shape(min(rows[x], cfg.index.max_rows), dim, cfg).lists for x in (src, tgt)):
+                basis.add(f"through the indexes: coarse assignment, {cfg.mine.nprobe or cfg.index.nprobe} lists "
+                          f"scanned ({m.scan_codes_per_second:.3g} codes/s), {defaults.INDEX_CANDIDATES} candidates "
+                          f"a query re-ranked ({m.rerank_per_second:.3g}/s)")
+            else:  # a side small enough for a Flat index is searched by brute force
+                basis.add(f"through the indexes (Flat where a side is small: every row, {m.knn_gflops:.0f} GFLOP/s)")
             held = max(min(rows[x], cfg.index.max_rows) * (index_shape(min(rows[x], cfg.index.max_rows), dim, cfg)
                                                             .code_bytes + 8) for x in (src, tgt))
             # while re-ranking: a block of queries widened (fp32; its fp16 read and mapped pages are
