@@ -310,6 +310,29 @@ STAGE_TASKS = {"prepare": prepare_tasks, "embed": embed_tasks, "index": index_ta
                "adapt": adapt_tasks, "filter": filter_tasks}
 
 
+def _stage_needs(cfg: PipelineConfig, stage: str) -> tuple[str, ...]:
+    """The stages whose outputs ``stage`` reads, of those this pipeline has."""
+    sentences = ("prepare",) if cfg.prepare.enabled else ()
+    return {"prepare": (), "embed": sentences, "index": ("embed",), "mine": ("embed", "index"),
+            "adapt": sentences, "filter": ("adapt",) if cfg.adapt.enabled else ("mine",)}[stage]
+
+
+def check_needs(cfg: PipelineConfig, stage: str, stages: tuple[str, ...]) -> None:
+    """A stage run alone (``--stage``) needs the stages it reads to have finished: say which
+    has not, rather than fail inside a task on a missing file."""
+    for needed in _stage_needs(cfg, stage):
+        if needed in stages:
+            continue
+        try:
+            unfinished = sum(not t.is_done() for t in STAGE_TASKS[needed](cfg))
+        except BitextmineError:  # its own inputs are missing: it has not run either
+            unfinished = -1
+        if unfinished:
+            raise BitextmineError(f"--stage {stage} reads the {needed} stage's output, which is not finished"
+                                  + (f" ({unfinished} task(s) to run)" if unfinished > 0 else "")
+                                  + f": add --stage {needed}, or run without --stage", path=cfg.source)
+
+
 # --- the task functions (run anywhere: here, a local worker, a Slurm node) ---------------
 # Each returns the paths it wrote, which the marker records with their checksums.
 

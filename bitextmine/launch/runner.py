@@ -35,7 +35,7 @@ from bitextmine.errors import BitextmineError, Terminated
 from bitextmine.io.atomic import prepare_output_dir, refuse_overwriting_inputs, save_json
 from bitextmine.io.lock import output_lock
 from bitextmine.launch.config import PipelineConfig, Resources
-from bitextmine.launch.pipeline import STAGE_TASKS, Task, execute
+from bitextmine.launch.pipeline import STAGE_TASKS, Task, check_needs, execute
 from bitextmine.launch.slurm import check_fits, read_cluster
 from bitextmine.progress import progress_bar
 
@@ -462,33 +462,10 @@ def run_pipeline(cfg: PipelineConfig, launcher: str = defaults.LAUNCHER, stages:
         return _run_stages(cfg, runner, stages, progress)
 
 
-def _stage_needs(cfg: PipelineConfig, stage: str) -> tuple[str, ...]:
-    """The stages whose outputs ``stage`` reads, of those this pipeline has."""
-    sentences = ("prepare",) if cfg.prepare.enabled else ()
-    return {"prepare": (), "embed": sentences, "index": ("embed",), "mine": ("embed", "index"),
-            "adapt": sentences, "filter": ("adapt",) if cfg.adapt.enabled else ("mine",)}[stage]
-
-
-def _check_needs(cfg: PipelineConfig, stage: str, stages: tuple[str, ...]) -> None:
-    """A stage run alone (``--stage``) needs the stages it reads to have finished: say which
-    has not, rather than fail inside a task on a missing file."""
-    for needed in _stage_needs(cfg, stage):
-        if needed in stages:
-            continue
-        try:
-            unfinished = sum(not t.is_done() for t in STAGE_TASKS[needed](cfg))
-        except BitextmineError:  # its own inputs are missing: it has not run either
-            unfinished = -1
-        if unfinished:
-            raise BitextmineError(f"--stage {stage} reads the {needed} stage's output, which is not finished"
-                                  + (f" ({unfinished} task(s) to run)" if unfinished > 0 else "")
-                                  + f": add --stage {needed}, or run without --stage", path=cfg.source)
-
-
 def _run_stages(cfg: PipelineConfig, runner: Launcher, stages: tuple[str, ...], progress: bool) -> list[StageSummary]:
     summaries = []
     for stage in stages:
-        _check_needs(cfg, stage, stages)
+        check_needs(cfg, stage, stages)
         tasks = STAGE_TASKS[stage](cfg)  # built now: a stage's inputs are the previous stage's outputs
         todo = [t for t in tasks if not t.is_done()]
         log.info("%s: %d task(s), %d to run", stage, len(tasks), len(todo))
