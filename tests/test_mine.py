@@ -345,6 +345,16 @@ def test_the_default_threshold_keeps_90_percent_precision_near_the_best_f1(n, tr
     assert 2 * precision * recall / (precision + recall) >= best["f1"] - 0.03
 
 
+def test_the_estimated_translations_kept_never_fall_as_the_threshold_drops():
+    from bitextmine.mine.thresholds import mine_and_choose
+
+    x, y = synthetic_pools(3000, 100, seed=7, noise=0.6)
+    _, choice = mine_and_choose(x, y, MineConfig(), ())
+    e = choice.estimate
+    true = np.nan_to_num(e.precision) * e.pairs  # ascending thresholds: never more translations higher up
+    assert np.all(np.diff(true) <= 1e-6) and np.all(np.diff(e.recall) <= 1e-12)
+
+
 def test_pools_too_small_to_estimate_on_take_the_fixed_threshold():
     from bitextmine.mine.thresholds import mine_and_choose
 

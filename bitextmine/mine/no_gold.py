@@ -15,7 +15,7 @@ is >= t, scaled from the sample to the side, and averaged over the two sides (th
 side's alone where the sides differ in size and the gaps separate clearly). For pairs scored
 by the distance margin (the default) the gaps are measured in that margin too, and the two
 estimates' false pairs averaged (``averaged_over_margins``). The recall is counted against the
-translations the false-pair curve implies, not the sum of the posteriors (``_curves``).
+translations the false-pair curve implies (``_curves``), a count that never falls as t drops.
 
 Why not the pools' own language (the decoy used before): on news, a sentence's nearest
 neighbours in its own language (the same story told twice, templated sentences) are far
@@ -26,10 +26,10 @@ own reference: dense neighbourhoods (related stories opposite) and sparse ones a
 by the gap, not by the score alone. Measured against gold on news pools (15 % and 3 %
 translations), caption and Tatoeba pools: benchmarks/RESULTS.md, "The no-gold threshold".
 
-What it cannot see: a pair whose sides say almost the same thing without being a
-translation (a headline and the sentence that expands it) has a translation's gap, so the
-gold of such pools calls pairs wrong that the estimate counts as right; and a translation
-whose other side holds a near-copy of it has a small gap (counted as doubtful).
+What it cannot see: a pair whose sides say almost the same thing without being a translation
+(a headline and the sentence that expands it) has a translation's gap, so the gold of such pools
+calls pairs wrong that the estimate counts right; and a translation whose other side holds a
+near-copy of it has a small gap (counted as doubtful).
 """
 
 from __future__ import annotations
@@ -337,10 +337,12 @@ def _curves(grid, kept, sides, fits, decoy_false=None):
 
 
 def _precision_and_recall(kept: np.ndarray, false: np.ndarray, translations: float) -> tuple[np.ndarray, np.ndarray]:
-    """Precision and recall at each threshold from the pairs kept, false pairs and translations."""
+    """Precision and recall at each threshold from the pairs kept, false pairs and translations;
+    the translations kept never fewer at a lower threshold (the count above, where more)."""
+    true = np.maximum.accumulate((kept - false)[::-1])[::-1]
     with np.errstate(divide="ignore", invalid="ignore"):
-        precision = np.where(kept > 0, 1 - false / kept, np.nan)
-    recall = np.clip((kept - false) / translations, 0, 1) if translations > 0 else np.zeros(len(kept))
+        precision = np.where(kept > 0, true / kept, np.nan)
+    recall = np.clip(true / translations, 0, 1) if translations > 0 else np.zeros(len(kept))
     return precision, recall
 
 
@@ -377,14 +379,11 @@ def estimate_from_gaps(pair_scores: np.ndarray, src: QueryGaps, tgt: QueryGaps, 
 
 def averaged_over_margins(by_ratio: NoGoldEstimate, by_distance: NoGoldEstimate) -> NoGoldEstimate:
     """One estimate from the gaps measured in the ratio margin and in the distance margin (the
-    same queries, the same pairs): the mean of their false pairs at each threshold.
-
-    For pairs ranked by the distance margin the two err in opposite directions on news. A ratio
-    gap is a difference of cosines divided by the neighbourhood's mean, so it shrinks where the
-    mean is high (several stories on one event), and the translations there look doubtful. The
-    distance gap does not shrink, and counts too few false pairs: on news fra-en at 3 % the
-    ratio gaps' threshold kept 98.0 % precision, estimated 90.7, the distance gaps' 81.8 %,
-    estimated 91.5, and their mean 93.0 %, estimated 90.3 (benchmarks/RESULTS.md, "Which margin").
+    same queries, the same pairs): the mean of their false pairs at each threshold. On news the
+    two err in opposite directions: a ratio gap (cosines divided by the neighbourhood's mean)
+    shrinks where the mean is high (several stories on one event), and translations there look
+    doubtful; the distance gap does not, and counts too few false pairs (fra-en at 3 %: 98.0 %
+    precision, estimated 90.7; 81.8 %, 91.5; the mean 93.0 %, 90.3: RESULTS.md, "Which margin").
     Where either cannot be trusted, or either is the decoy's alone, the ratio gaps' is used."""
     method = by_ratio.details.get("method", "")
     if by_ratio.warning or by_distance.warning or not method.startswith("gap mixture") \
