@@ -355,6 +355,21 @@ def test_the_estimated_translations_kept_never_fall_as_the_threshold_drops():
     assert np.all(np.diff(true) <= 1e-6) and np.all(np.diff(e.recall) <= 1e-12)
 
 
+@pytest.mark.parametrize("n, translations", [(414, 114), (900, 600)])  # 28 % and 67 % translated
+def test_small_pools_of_many_translations_count_them_by_the_mixtures(n, translations):
+    """Where the gaps separate clearly, the translations counted are at most the mixtures' sum:
+    the false-pair curve's own count doubled them, and the threshold fell to 33 % precision."""
+    from bitextmine.mine.thresholds import mine_and_choose
+
+    x, y = synthetic_pools(n, translations, seed=7, noise=0.6)
+    pairs, choice = mine_and_choose(x, y, MineConfig(), ())
+    correct = (pairs.src == pairs.tgt) & (pairs.src < translations)
+    kept = pairs.score >= choice.threshold
+    assert choice.source == "adaptive" and correct[kept].mean() >= 0.9
+    assert correct[kept].sum() >= 0.95 * translations
+    assert choice.estimate.translations == pytest.approx(translations, rel=0.1)
+
+
 def test_pools_too_small_to_estimate_on_take_the_fixed_threshold():
     from bitextmine.mine.thresholds import mine_and_choose
 
