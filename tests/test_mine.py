@@ -572,14 +572,15 @@ def test_a_weakly_separated_curve_counts_its_translations_down_to_a_third_of_the
     assert translations_of(kept, false) == 30.0
     assert translations_of(kept, false, 1 / 3) == 45.0
 
-    def fits(separation):
-        return [GapMixture(0.1, 0.0, 1.0, separation, 1.0, np.zeros(4)) for _ in range(2)]
+    def fits(separation, posterior=0.1):  # the mixtures' sum: 4 queries x posterior x 250 rows a query
+        return [GapMixture(0.1, 0.0, 1.0, separation, 1.0, np.full(4, posterior)) for _ in range(2)]
 
-    # every sampled query without a translation by the gaps: more false pairs than the decoy counts
+    # most sampled queries without a translation by the gaps: more false pairs than the decoy counts
     sides = [QueryGaps(np.arange(4.0), np.zeros(4), 1000) for _ in range(2)]
     grid = np.arange(4.0)
     decoy = false
     assert _curves(grid, kept, sides, fits(9.0), decoy)[3] == 30.0
+    assert _curves(grid, kept, sides, fits(9.0, posterior=0.02), decoy)[3] == pytest.approx(20.0)  # at most the sum
     weak = _curves(grid, kept, sides, fits(6.0), decoy)
     assert weak[3] == 45.0
     np.testing.assert_allclose(weak[1], [1.0, 1.0, 30 / 45, 16 / 45])  # recall no longer 1 at 50 % precision
