@@ -81,8 +81,8 @@ class PairFilter:
 
     def _length(self, p, ns, nt):
         lo, hi = self.cfg.min_chars, self.cfg.max_chars
-        a, b = text_length(p.src), text_length(p.tgt)  # a CJK character counts three, as in the ratio
-        return not (lo <= a <= hi and lo <= b <= hi)
+        # characters as written: a short CJK sentence is a short sentence (the ratio rule weighs scripts)
+        return not (lo <= len(p.src) <= hi and lo <= len(p.tgt) <= hi)
 
     def _tokens(self, p, ns, nt):
         lo, hi = self.cfg.min_tokens, self.cfg.max_side_tokens
