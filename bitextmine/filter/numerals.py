@@ -30,9 +30,9 @@ _NUMBER = re.compile(r"\d+(?:(?:[.,'\u2019\u00a0\u2009\u202f]|[ ](?=\d{3}(?!\d))
 _SEPARATOR = re.compile(r"[.,'\u2019 \u00a0\u2009\u202f]")
 # what may follow a number and changes its reading; checked on the next few characters
 _AFTER = 16
-# clock times: 15:30, 15.30 (below), 15h30, 15 h 30, 15点30分, 15時30分, with a.m./p.m.
-_CLOCK = re.compile(r"(?<![\d.,])(\d{1,2})\s?(?::|[hH]|点|點|时|時)\s?(\d{2})(?!\d)分?(\s?[ap]\.?\s?m\b\.?)?",
-                    re.IGNORECASE)
+# clock times: 15:30, 15.30 (below), 15h30, 15 h 30, 6 Uhr 30, 15点30分, 15時30分, with a.m./p.m.
+_CLOCK = re.compile(r"(?<![\d.,])(\d{1,2})\s?(?::|[hH]|uhr|heures?|点|點|时|時)\s?(\d{2})(?!\d)分?"
+                    r"(\s?[ap]\.?\s?m\b\.?)?", re.IGNORECASE)
 _HOUR_WORD = re.compile(r"\s?(?:([ap])\.?\s?m\b|uhr\b|h\b|heures?\b|hrs?\b|horas?\b|hs\b|hod(?:in[ay]?)?\b|o'clock"
                         r"|час|ч\b|点|點|時)", re.IGNORECASE)
 _MONTH = ("月", "월")  # 12月, 12월: a month, which the other side may name
