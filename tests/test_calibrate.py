@@ -106,6 +106,19 @@ def test_seeds_found_in_the_pools_are_left_out_and_reported():
     assert not clean.notes()
 
 
+def test_seeds_count_the_translations_where_the_one_to_one_selection_does_not_cap_the_pairs():
+    """Sides of 3,100 and 1,200 lines: low down every sentence of the smaller side is taken, the
+    pairs stop growing while the orphans' rate does, and a fit over every threshold undercounts."""
+    from bitextmine.evaluate.calibrate import calibrate_with_seeds
+    from bitextmine.mine import MineConfig
+    from tests.test_mine import synthetic_pools
+
+    x, y = synthetic_pools(4000, 400, seed=5, noise=0.6)  # rows 0-399 translated: 100 in the pools, 300 seeds
+    pool_x, pool_y = np.concatenate([x[:100], x[400:3400]]), np.concatenate([y[:100], y[400:1500]])
+    cal = calibrate_with_seeds(pool_x, pool_y, x[100:400], y[100:400], MineConfig())
+    assert 80 <= cal.details["estimated_translations_in_pools"] <= 120  # 69 when fitted everywhere
+
+
 @pytest.mark.parametrize("translations", [60, 300])
 def test_the_no_gold_estimate_is_within_5_points_on_alike_sides(translations):
     from bitextmine.evaluate.calibrate import calibrate_without_gold

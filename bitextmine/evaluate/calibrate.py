@@ -184,9 +184,11 @@ def _plant_and_measure(x_pool, y_pool, seed_src: np.ndarray, seed_tgt: np.ndarra
     recall = _at_least(score[correct], grid) / max(1, len(planted))
     wrong = _at_least(score[is_planted & ~correct], grid) / max(1, len(planted))
     orphan_rate = _at_least(score[is_orphan], grid) / max(1, len(orphans))
-    # N = T (R + W - G) + n G  ->  least squares for T where the signal is clear
+    # N = T (R + W - G) + n G  ->  least squares for T where the signal is clear and few orphans
+    # are mined: lower down, the one-to-one selection caps N while n G grows (T came out < 0)
     signal = recall + wrong - orphan_rate
-    use = signal > 0.1
+    use = (signal > 0.1) & (orphan_rate <= defaults.CALIBRATE_FIT_ORPHAN_RATE)
+    use = use if use.sum() >= 3 else signal > 0.1
     if use.any():
         t_hat = float(np.sum((big_n - n * orphan_rate)[use] * signal[use]) / np.sum(signal[use] ** 2))
     else:
