@@ -150,8 +150,8 @@ def test_calibrate_and_mine_choose_the_same_threshold(tmp_path):
     x, y = synthetic_pools(1500, 150, seed=8, noise=0.6)
     make_embedding_set(tmp_path / "x", x)
     make_embedding_set(tmp_path / "y", y)
-    for target in (0.8, 0.95):
-        cfg = MineConfig(device="cpu", target_precision=target)
+    for target, retrieval in ((0.8, "max"), (0.95, "max"), (0.9, "union")):
+        cfg = MineConfig(device="cpu", target_precision=target, retrieval=retrieval)
         cal = calibrate_sets([tmp_path / "x"], [tmp_path / "y"], cfg)
         mined = mine_corpora(EmbeddingCorpus.load([tmp_path / "x"]), EmbeddingCorpus.load([tmp_path / "y"]), cfg)
         assert mined.stats["parameters"]["threshold"] == pytest.approx(cal.recommended, abs=1e-9)

@@ -52,7 +52,7 @@ from bitextmine.mine.lengths import written_pairs
 from bitextmine.mine.scoring import candidates, retrieve
 from bitextmine.mine.thresholds import (
     choose_from_estimate,
-    estimate_without_gold,
+    estimate_for_retrieval,
     fixed_threshold,
     pick_threshold,
 )
@@ -215,7 +215,7 @@ def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, identities=(), seed:
     fwd, bwd = exact_knn_both_ways(x_pool, y_pool, cfg.k, device=device, block_rows=cfg.block_rows,
                                    progress=progress)
     pairs = retrieve(*candidates(fwd, bwd, cfg.score), cfg.retrieval, -np.inf)
-    estimate = estimate_without_gold(pairs, x_pool, y_pool, cfg, fwd, bwd, device, seed)
+    estimate = estimate_for_retrieval(pairs, x_pool, y_pool, cfg, fwd, bwd, device, seed)
     fixed, fixed_reason = fixed_threshold(cfg.score, *identities)
     choice = choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, cfg.target_f1_tolerance,
                                   cfg.target_headroom)

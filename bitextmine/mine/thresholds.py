@@ -226,6 +226,17 @@ def weakly_separated(estimate: NoGoldEstimate) -> float | None:
 ONE_TO_ONE = ("max", "intersect")  # retrievals of at most one pair a sentence: what the estimate models
 
 
+def estimate_for_retrieval(pairs, x, y, cfg, fwd: Neighbours, bwd: Neighbours, device: str = "cpu",
+                           seed: int = defaults.SEED) -> NoGoldEstimate:
+    """The estimate for ``pairs`` as ``cfg.retrieval`` selects them (``more_pairs_than_one_to_one``
+    where a sentence may be in several)."""
+    if cfg.retrieval in ONE_TO_ONE:
+        return estimate_without_gold(pairs, x, y, cfg, fwd, bwd, device, seed)
+    one_to_one = retrieve(*candidates(fwd, bwd, cfg.score), "max", -np.inf)
+    return more_pairs_than_one_to_one(estimate_without_gold(one_to_one, x, y, cfg, fwd, bwd, device, seed),
+                                      pairs.score, cfg.retrieval)
+
+
 def more_pairs_than_one_to_one(estimate: NoGoldEstimate, scores: np.ndarray, retrieval: str) -> NoGoldEstimate:
     """The estimate of the one-to-one pairs read for a retrieval that keeps more (``fwd``,
     ``bwd``, ``union``: a sentence in several pairs). The estimate counts at most one false pair
@@ -275,12 +286,7 @@ def choose_threshold(pairs, x, y, cfg, identities, fwd: Neighbours, bwd: Neighbo
     if min(len(x), len(y)) < defaults.ESTIMATE_MIN_ROWS:
         why = f"{min(len(x), len(y))} sentences on a side: too few to estimate a threshold from the pools"
         return ThresholdChoice(fixed, "fallback", f"{fixed_reason}; {why}", None, why)
-    if cfg.retrieval in ONE_TO_ONE:
-        estimate = estimate_without_gold(pairs, x, y, cfg, fwd, bwd, device)
-    else:
-        one_to_one = retrieve(*candidates(fwd, bwd, cfg.score), "max", -np.inf)
-        estimate = more_pairs_than_one_to_one(estimate_without_gold(one_to_one, x, y, cfg, fwd, bwd, device),
-                                              pairs.score, cfg.retrieval)
+    estimate = estimate_for_retrieval(pairs, x, y, cfg, fwd, bwd, device)
     return choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, cfg.target_f1_tolerance,
                                 cfg.target_headroom)
 
