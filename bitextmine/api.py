@@ -78,11 +78,15 @@ def _sentences(values, what: str) -> list[str]:
     if not all(isinstance(v, str) for v in values):
         raise BitextmineError(f"{what}: give a list of sentences (str)")
     for number, value in enumerate(values):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate (text decoded with errors="surrogateescape")
-            raise BitextmineError(f"{what}: sentence {number} is not valid Unicode (a lone surrogate)") from None
+        _check_unicode(value, f"{what}: sentence {number}")
     return values
+
+
+def _check_unicode(text: str, what: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (text decoded with errors="surrogateescape")
+        raise BitextmineError(f"{what} is not valid Unicode (a lone surrogate)") from None
 
 
 def _language(lang: str | None, what: str) -> str | None:
@@ -276,10 +280,7 @@ def _filter_pair(pair, number: int) -> Pair:
     for side, text in (("src", src), ("tgt", tgt)):
         if not isinstance(text, str):
             raise BitextmineError(f"pair {number}: {side} is not a sentence (str) but {type(text).__name__}")
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate (text decoded with errors="surrogateescape")
-            raise BitextmineError(f"pair {number}: {side} is not valid Unicode (a lone surrogate)") from None
+        _check_unicode(text, f"pair {number}: {side}")
     return Pair(None if score is None else float(score), src.strip(), tgt.strip(), (), number)
 
 
