@@ -104,6 +104,14 @@ AGREE = [  # clean news pairs, numbers written differently on the two sides
     ("नॉर्वे में बस ५० लाख लोग रहते हैं।", "Only 5 million people live in Norway."),
     ("Schůzka začne v 18 hodin.", "The meeting starts at 6 o'clock."),
     ("Das kostet 1,000 Euro.", "It costs 1.000 euros."),
+    ("Der Staat zahlt 3,5 Milliarden Euro.", "The state pays 3.5 billion euros."),
+    ("Stát zaplatí 3,5 miliardy korun a 25 milionů.", "The state will pay CZK 3.5bn and 25 million."),
+    ("सरकार 2 अरब रुपये और 50 हज़ार देगी।", "The government will give 2 billion rupees and 50,000."),
+    ("Państwo zapłaci 12 mln zł.", "The state will pay 12 million zloty."),
+    ("该市有720万人口。", "The city has 7.2 million inhabitants."),
+    # two scale words, and the nukta letter precomposed (news text) as well as decomposed
+    ("बोझ लगभग 31 हजार \u0915\u0930\u094b\u095c रुपये है।", "The burden is 31,000 crore rupees."),
+    ("बोझ लगभग 31 हजार \u0915\u0930\u094b\u0921\u093c रुपये है।", "The burden is 310 billion rupees."),
 ]
 DISAGREE = [  # numbers that do not match: a wrong pair or a wrong translation
     ("Das Paket kostet 1.500 Euro.", "The package costs 2,500 euros."),
@@ -116,6 +124,10 @@ DISAGREE = [  # numbers that do not match: a wrong pair or a wrong translation
     ("Ganó 2-2 en el minuto 34.", "It won 2-30 in the 34th minute."),
     ("Kapitel 3.2 erklärt das.", "Chapter 32 explains this."),  # the digits alike, not the numbers
     ("Er lief in 9,58 Sekunden.", "He ran in 958 seconds."),
+    ("Der Staat zahlt 3,5 Milliarden Euro.", "The state pays 3.5 million euros."),  # the scales differ
+    ("Stát zaplatí 25 milionů korun.", "The state will pay 25 billion crowns."),
+    ("Het kost 5 miljard euro.", "It costs 5 million euros."),  # no small number with a scale word
+    ("बोझ 25 \u0915\u0930\u094b\u095c रुपये है।", "The burden is 25 million rupees."),
 ]
 
 

@@ -4,6 +4,8 @@ Each number on a side is read every way it can be meant ("1.500" is 1500 or 1.5;
 15.3 or half past three in the afternoon; "720万" is 720 or 7,200,000; "the '90s" is 90 or
 1990 or 2090), and numbers of the two sides pair up when two of their readings agree. Month numbers
 of dates ("12月", the 10 of "3.10.2019") are not counted: the other side may name the month.
+Where both numbers carry a scale word only the scaled values count ("3,5 Milliarden" is 3.5
+billion, never the "3.5 million" whose bare 3.5 it shares).
 What is left without a partner decides:
 
 - numbers left over on one side only pass: translators add conversions ("5 miles (8 km)"),
@@ -21,6 +23,7 @@ What is left without a partner decides:
 from __future__ import annotations
 
 import re
+import unicodedata
 from decimal import Decimal, InvalidOperation
 from typing import NamedTuple
 
@@ -29,7 +32,7 @@ from typing import NamedTuple
 _NUMBER = re.compile(r"\d+(?:(?:[.,'\u2019\u00a0\u2009\u202f]|[ ](?=\d{3}(?!\d)))\d+)*")
 _SEPARATOR = re.compile(r"[.,'\u2019 \u00a0\u2009\u202f]")
 # what may follow a number and changes its reading; checked on the next few characters
-_AFTER = 16
+_AFTER = 24
 # clock times: 15:30, 15.30 (below), 15h30, 15 h 30, 6 Uhr 30, 15点30分, 15時30分, with a.m./p.m.
 _CLOCK = re.compile(r"(?<![\d.,])(\d{1,2})\s?(?::|[hH]|uhr|heures?|点|點|时|時)\s?(\d{2})(?!\d)分?"
                     r"(\s?[ap]\.?\s?m\b\.?)?", re.IGNORECASE)
@@ -39,18 +42,24 @@ _MONTH = ("月", "월")  # 12月, 12월: a month, which the other side may name
 _DATE = re.compile(r"\d{1,2}\.\d{1,2}\.\d{2,4}")  # 3.10.2019: day, month, year
 _SEASON = re.compile(r"\d{4}\s?[-/–]\s?\d{2}")  # a season or fiscal year, the second year cut short
 _SCALES = [  # (pattern, factors): scale words after a number; each factor is a further reading
-    (re.compile(r"\s?(?:thousand|tausend|tsd\b|mille\b|mil\b(?!\s+millones)|тыс|千)", re.IGNORECASE), (10**3,)),
+    (re.compile(r"\s?(?:thousand|tausend|tsd\b|mille\b|mil\b(?!\s+millones)|mila\b|tisíc|tis\.|tys\.|tysięcy"
+                r"|duizend|тыс|\u0939\u091c\u093c?\u093e\u0930|千|천)", re.IGNORECASE), (10**3,)),
     (re.compile(r"\s?万亿"), (10**12,)),
-    (re.compile(r"\s?(?:million|mio\b|mill\b|millón|millones|миллион|млн|百万|m\b|mn\b)", re.IGNORECASE), (10**6,)),
-    (re.compile(r"\s?(?:mil millones|milliard|mrd\b|миллиард|млрд|bn\b|b\b)", re.IGNORECASE), (10**9,)),
-    # "billion": 10^9 in English, 10^12 in German, French and Spanish (billón)
+    (re.compile(r"\s?(?:million|mio\b|mill\b|millón|millones|milion|milioni|miljoen|mln\b|миллион|млн|百万|m\b|mn\b)",
+                re.IGNORECASE), (10**6,)),
+    (re.compile(r"\s?(?:mil millones|milliard|miliard|miljard|mld\b|mrd\b|миллиард|млрд|अरब|bn\b|b\b)",
+                re.IGNORECASE), (10**9,)),
+    # "billion": 10^9 in English, 10^12 in German, French and Spanish (billón); Czech and Polish "bilion" 10^12
     (re.compile(r"\s?(?:billion|billón|billones)", re.IGNORECASE), (10**9, 10**12)),
-    (re.compile(r"\s?(?:trillion|триллион|трлн)", re.IGNORECASE), (10**12,)),
-    (re.compile(r"\s?(?:万|萬)"), (10**4,)),
-    (re.compile(r"\s?(?:亿|億)"), (10**8,)),
+    (re.compile(r"\s?(?:trillion|bilion|biljoen|триллион|трлн)", re.IGNORECASE), (10**12,)),
+    (re.compile(r"\s?(?:万|萬|만)"), (10**4,)),
+    (re.compile(r"\s?(?:亿|億|억)"), (10**8,)),
     (re.compile(r"\s?(?:lakhs?\b|lacs?\b|लाख)", re.IGNORECASE), (10**5,)),
-    (re.compile(r"\s?(?:crores?\b|करोड़|करोड़)", re.IGNORECASE), (10**7,)),
+    (re.compile(r"\s?(?:crores?\b|\u0915\u0930\u094b\u0921\u093c)", re.IGNORECASE), (10**7,)),  # karod, NFC
 ]
+
+# a number followed by any scale word: where both sides have one, equal digits settle nothing
+SCALED_NUMBER = re.compile(r"\d(?:" + "|".join(scale.pattern for scale, _ in _SCALES) + ")", re.IGNORECASE)
 
 
 def _canonical(value: Decimal) -> str:
@@ -94,11 +103,13 @@ def _plain_readings(token: str) -> tuple[set[Decimal], list[str]]:
     return values, []
 
 
-def _token_readings(token: str, after: str) -> set[str]:
+def _token_readings(token: str, after: str) -> tuple[set[str], set[str]]:
+    """(every reading of ``token``, the readings its scale word gives: empty without one)."""
     values, parts = _plain_readings(token)
     readings = {_canonical(v) for v in values}
+    after = unicodedata.normalize("NFC", after)  # one form of the Devanagari letters with a nukta (ड़)
     if parts:  # no single number: each part stands for itself (handled by the caller)
-        return readings
+        return readings, set()
     if len(values) == 1 and token.count(".") == 1:
         hour, minute = token.split(".")
         if len(minute) == 2 and hour.isdigit():  # 15.30: a time as much as a decimal
@@ -114,16 +125,35 @@ def _token_readings(token: str, after: str) -> set[str]:
             readings |= _clock_readings(number, 0, hour_word.group(1))
         if len(token) == 2:  # a year or decade cut short: '39, en 39, the '90s, 90er, años 90, 90年代
             readings |= {str(1900 + number), str(2000 + number)}
+    factors = _scale_factors(after)
+    if not factors:
+        return readings, set()
+    scaled = {_canonical(v * f) for v in values for f in factors}
+    return readings | scaled, scaled
+
+
+def _scale_factors(after: str, words: int = 2) -> set[int]:
+    """The factors of the scale words at the start of ``after``: one, or two in a row ("31
+    हजार करोड़", thirty-one thousand crore; "5 thousand million"). Empty without one."""
     for scale, factors in _SCALES:
-        if scale.match(after):
-            readings |= {_canonical(v * f) for v in values for f in factors}
-            break
-    return readings
+        found = scale.match(after)
+        if found and (words == 2 or len(found.group().strip()) > 1):  # "5 million b" is no 5 * 10^15
+            further = _scale_factors(after[found.end():], words - 1) if words > 1 else set()
+            return {f * g for f in factors for g in further} if further else set(factors)
+    return set()
 
 
 class Number(NamedTuple):
     readings: set[str]
     aside: bool  # in brackets, or a year: what a translator may add
+    scaled: frozenset[str] = frozenset()  # the readings its scale word gives ("3,5 Milliarden": 3500000000)
+
+    def agrees(self, other: Number) -> bool:
+        """Two readings alike; where both sides wrote a scale word, the scaled values: "3,5
+        Milliarden" is not "3.5 million", though "3.5" is either side's bare number."""
+        if self.scaled and other.scaled:
+            return bool(self.scaled & other.scaled)
+        return bool(self.readings & other.readings)
 
 
 _YEAR = re.compile(r"1[89]\d\d|20\d\d")
@@ -154,11 +184,11 @@ def number_readings(text: str) -> list[Number]:
         if any(s <= m.start() < e for s, e in taken) or text.startswith(_MONTH, m.end()):
             continue
         token = m.group()
-        readings = _token_readings(token, text[m.end():m.end() + _AFTER])
+        readings, scaled = _token_readings(token, text[m.end():m.end() + _AFTER])
         if readings:
             if previous is not None and _SEASON.fullmatch(text[previous.start():m.end()]):
                 readings.add(str(int(previous.group()) // 100 * 100 + int(token)))  # 2013-14 is 2013-2014
-            out.append(Number(readings, _aside(text, m.start(), token)))
+            out.append(Number(readings, _aside(text, m.start(), token), frozenset(scaled)))
         else:  # a date (its month left out) or digits apart: each part a number
             parts = [p for p in _SEPARATOR.split(token) if p.isdecimal()]
             if _DATE.fullmatch(token):
@@ -169,9 +199,10 @@ def number_readings(text: str) -> list[Number]:
 
 
 def _small(number: Number) -> bool:
-    """Up to 12, or a time on the 12-hour clock: what a side may write in words."""
+    """Up to 12, or a time on the 12-hour clock: what a side may write in words ("5 Milliarden"
+    is no small number)."""
     return any(r.isdigit() and int(r) <= 12 or r.startswith("t") and int(r[1:r.index(":")]) <= 12
-               for r in number.readings)
+               for r in number.scaled or number.readings)
 
 
 def numbers_agree(src: str, tgt: str) -> bool:
@@ -182,7 +213,7 @@ def numbers_agree(src: str, tgt: str) -> bool:
     left_b = list(b)
     left_a = []
     for number in a:
-        partner = next((i for i, other in enumerate(left_b) if number.readings & other.readings), None)
+        partner = next((i for i, other in enumerate(left_b) if number.agrees(other)), None)
         if partner is None:
             left_a.append(number)
         else:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from bitextmine.filter.numerals import numbers_agree
+from bitextmine.filter.numerals import SCALED_NUMBER, numbers_agree
 
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>\"'“”„«»‘’‚‹›]+|[\w.+-]+@[\w-]+\.[\w.-]+", re.IGNORECASE)
 _NUMBER = re.compile(r"\d(?:[\d.,'\u00a0\u202f]*\d)?")  # 1,000 / 1.000 / 1 000 (narrow spaces)
@@ -123,8 +123,11 @@ def near_copy(a: str, b: str, threshold: float) -> bool:
 def same_numbers(src: str, tgt: str) -> bool:
     """Both sides write the same numbers (``bitextmine.filter.numerals``). The same digits on
     both sides, or digits on one side only (the other spelled them out: "at 2:30" / "a las
-    dos y media"), settle it without reading the numbers."""
+    dos y media"), settle it without reading the numbers, unless both sides give a number a
+    scale word ("25 milionů" / "25 billion")."""
     a, b = _NUMBER.findall(src), _NUMBER.findall(tgt)
-    if a == b or not a or not b:  # written alike, or on one side only
+    if not a or not b:  # on one side only
+        return True
+    if a == b and not all(SCALED_NUMBER.search(unicodedata.normalize("NFC", side)) for side in (src, tgt)):
         return True
     return numbers_agree(src, tgt)  # not the digits alone: 3.2 and 32 are two numbers
