@@ -112,6 +112,46 @@ f1_slack_point = with_defaults(ESTIMATE_F1_SLACK=0.01)
 f1_slack_two_points = with_defaults(ESTIMATE_F1_SLACK=0.02)
 
 
+def f1_slack_middle(slack: float):
+    """As `mine`, "the best F1" the middle (by row) of the thresholds whose estimated F1 lies
+    within ``slack`` of the best: where the estimate cannot tell them apart, neither end."""
+    from bitextmine.mine import thresholds
+
+    def middle_pick(precision, recall, target, tolerance=defaults.TARGET_F1_TOLERANCE, headroom=0.0,
+                    headroom_cost=defaults.TARGET_HEADROOM_F1_COST, slack_given=None):
+        p, r = np.nan_to_num(precision, nan=0.0), np.nan_to_num(recall, nan=0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f1 = np.where(p + r > 0, 2 * p * r / (p + r), 0.0)
+
+        def best_of(eligible):
+            scores = np.where(eligible, f1, -1.0)
+            top = float(scores.max())
+            rows = np.flatnonzero(scores >= top - slack)
+            return int(rows[len(rows) // 2]), top
+
+        best, best_f1 = best_of(np.ones(len(f1), dtype=bool))
+        reaching = p >= target
+        if reaching.any():
+            i, i_f1 = best_of(reaching)
+            if i_f1 >= best_f1 - tolerance:
+                above = p >= target + headroom
+                if headroom > 0 and above.any():
+                    j, j_f1 = best_of(above)
+                    if j_f1 >= i_f1 - headroom_cost:
+                        return j, True
+                return i, True
+        return best, False
+
+    def run(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
+        plain = thresholds.pick_threshold
+        thresholds.pick_threshold = lambda *a, slack=None, **kw: middle_pick(*a, **kw)
+        try:
+            return default(pairs, x, y, cfg, identities, fwd, bwd)
+        finally:
+            thresholds.pick_threshold = plain
+    return run
+
+
 # `mine` before 2026-12-05: the translations counted where half the pairs kept are true, however
 # weakly the gaps separate; and the other way, a third on every pool
 before_weak_count = with_defaults(ESTIMATE_WEAK_TRANSLATIONS_PRECISION=defaults.ESTIMATE_TRANSLATIONS_PRECISION)
@@ -522,7 +562,8 @@ VARIANTS = {"mine": default, "mine with lengths unchecked": default, "mine with 
             "null by convolution": with_null(gap_null_variants.null_by_convolution),
             "skewed translations and spacing null": with_null(gap_null_variants.skewed_translations_spacing_null),
             "F1 slack 0.005": f1_slack_half_point, "F1 slack 0.01": f1_slack_point,
-            "F1 slack 0.02": f1_slack_two_points, "monotone true count": monotone_true_count,
+            "F1 slack 0.02": f1_slack_two_points, "F1 slack 0.005 middle": f1_slack_middle(0.005),
+            "F1 slack 0.01 middle": f1_slack_middle(0.01), "monotone true count": monotone_true_count,
             "curve's count uncapped": curve_count_uncapped}
 
 
