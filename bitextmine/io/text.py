@@ -161,11 +161,12 @@ def file_sha256(*paths: str | Path) -> str:
 
 
 def _blocks(f, path: str, size: int = 1 << 20):
-    """The decompressed blocks of an open shard; a damaged archive is an error naming it (what a
-    block held before the damage is lost with it: blocks of 1 MB lose little of a cut file)."""
+    """The decompressed blocks of an open shard; a damaged archive is an error naming it. A block
+    is what one read of the stream gives (``read1``): the decompressors raise only on a read
+    that has nothing left to give, so every byte before the damage of a cut file comes out."""
     while True:
         try:
-            block = f.read(size)
+            block = (f.read1 if size > 0 and hasattr(f, "read1") else f.read)(size)
         except Exception as e:  # truncated or corrupt archive: gzip, lzma and zstd each raise their own
             raise BitextmineError(f"cannot decompress (truncated or damaged file?): {e}", path=path) from None
         if not block:
