@@ -206,3 +206,46 @@ def test_calibrate_cli_without_seeds_on_small_sets(cli, tmp_path):
     assert f"method: {cal['method']}" in result.stderr  # the summary beside the table
     assert result.stdout.startswith("threshold\tprecision %\trecall %\tpairs\n")  # piped: the table alone, TSV
     assert all(line.count("\t") == 3 for line in result.stdout.splitlines())
+
+
+def test_calibrate_without_gold_makes_mines_checks_before_its_estimate(cli, tmp_path):
+    """One text on both sides: nothing recommended, as `mine` keeps nothing; too few sentences:
+    `mine`'s fixed fallback, said so."""
+    from tests.conftest import make_embedding_set
+    from tests.test_mine import synthetic_pools
+
+    x, y = synthetic_pools(300, 100, seed=3, noise=0.6)
+    make_embedding_set(tmp_path / "x", x)
+    make_embedding_set(tmp_path / "few", y[:30])
+    same = cli("calibrate", "--src", tmp_path / "x", "--tgt", tmp_path / "x", "--device", "cpu", "-q")
+    assert same.exit_code == 0 and "none, keep nothing" in same.stderr and "same sentence" in same.stderr
+    assert same.stdout == ""  # no curve: nothing was estimated
+    strict = cli("calibrate", "--src", tmp_path / "x", "--tgt", tmp_path / "x", "--device", "cpu", "-q", "--strict")
+    assert strict.exit_code == 1 and "same sentence" in strict.stderr
+    few = cli("calibrate", "--src", tmp_path / "x", "--tgt", tmp_path / "few", "--device", "cpu", "-q",
+              "--json", tmp_path / "few.json")
+    assert few.exit_code == 0, few.stderr
+    assert "too few to estimate" in few.stderr and "a fixed fallback" in few.stderr
+    mined = cli("mine", "--src", tmp_path / "x", "--tgt", tmp_path / "few", "--device", "cpu", "-q",
+                "-o", tmp_path / "few.tsv", "--json", tmp_path / "mined.json")
+    assert mined.exit_code == 0, mined.stderr
+    threshold = json.loads((tmp_path / "mined.json").read_text())["parameters"]["threshold"]
+    assert json.loads((tmp_path / "few.json").read_text())["recommended_threshold"] == pytest.approx(threshold)
+
+
+def test_seed_pairs_repeating_a_sentence_are_left_out_and_counted(tmp_path):
+    from bitextmine.errors import BitextmineError
+    from bitextmine.evaluate.calibrate import _read_seeds
+
+    pairs = [f"Satz {i}.\tSentence {i}." for i in range(25)]
+    doubled = tmp_path / "doubled.tsv"
+    # the whole file twice, and a pair that reuses a seed's source with another target
+    doubled.write_text("\n".join([*pairs, *pairs, "Satz 3.\tAnother sentence."]) + "\n", encoding="utf-8")
+    kept, left_out = _read_seeds(str(doubled))
+    assert [p.src for p in kept] == [f"Satz {i}." for i in range(25)] and left_out == 26
+    copies = tmp_path / "copies.tsv"
+    copies.write_text(f"{pairs[0]}\n" * 30, encoding="utf-8")
+    with pytest.raises(BitextmineError, match="only 1 distinct seed pairs .29 more repeat"):
+        _read_seeds(str(copies))
+    result = Calibration("seeds", np.zeros(1), np.ones(1), np.ones(1), np.ones(1), {"seeds_repeating_a_sentence": 26})
+    assert "26 seed pairs repeat the source or target sentence of an earlier seed" in result.notes()[0]

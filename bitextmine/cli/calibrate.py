@@ -85,10 +85,11 @@ def calibrate(
     # standard output holds the table alone (piped: pure TSV); what is said about it goes to stderr
     typer.echo(f"method: {result.method}  ({cfg.score} score, k={k}, {cfg.retrieval} retrieval)", err=True)
     shown = np.unique(np.linspace(0, len(result.thresholds) - 1, min(TABLE_ROWS, len(result.thresholds))).astype(int))
-    print_table(["threshold", "precision %", "recall %", "pairs"],
-                [[f"{result.thresholds[i]:.4f}", f"{100 * result.precision[i]:.1f}",
-                  "-" if np.isnan(result.recall[i]) else f"{100 * result.recall[i]:.1f}", int(result.pairs[i])]
-                 for i in shown], err=aside)
+    if len(shown):  # no curve where nothing was estimated (one text on both sides, too few sentences)
+        print_table(["threshold", "precision %", "recall %", "pairs"],
+                    [[f"{result.thresholds[i]:.4f}", f"{100 * result.precision[i]:.1f}",
+                      "-" if np.isnan(result.recall[i]) else f"{100 * result.recall[i]:.1f}", int(result.pairs[i])]
+                     for i in shown], err=aside)
     for note in result.notes():
         typer.echo(note, err=True)
     for calibration in filter(None, (result.no_gold, result)):

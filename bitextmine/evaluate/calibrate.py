@@ -40,7 +40,7 @@ which the notes say.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -50,12 +50,7 @@ from bitextmine.mine import MineConfig, mine_vectors
 from bitextmine.mine.knn import exact_knn, exact_knn_both_ways
 from bitextmine.mine.lengths import written_pairs
 from bitextmine.mine.scoring import candidates, retrieve
-from bitextmine.mine.thresholds import (
-    choose_from_estimate,
-    estimate_for_retrieval,
-    fixed_threshold,
-    pick_threshold,
-)
+from bitextmine.mine.thresholds import choose_threshold, pick_threshold
 
 
 @dataclass
@@ -92,6 +87,10 @@ class Calibration:
         if src or tgt:
             out.append(f"note: {src} source and {tgt} target pool sentences repeat seed sentences; they were left "
                        "out of the pools before the seeds were planted")
+        repeated = self.details.get("seeds_repeating_a_sentence", 0)
+        if repeated:
+            out.append(f"note: {repeated} seed pairs repeat the source or target sentence of an earlier seed; they "
+                       "were left out (a sentence planted twice competes with its own copy)")
         other = self.no_gold
         if other is not None and self.recommended is not None and other.recommended is not None:
             at_other = float(np.interp(other.recommended, self.thresholds, self.precision))
@@ -209,22 +208,28 @@ def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, identities=(), seed:
     """`mine`'s estimate and threshold for these pools (``cfg.target_precision``), as a curve.
     ``texts``: (source, target) callables from distinct-sentence numbers to their texts; with
     them, what `mine` writes at that threshold (its length agreement) is estimated too."""
-    if min(len(x_pool), len(y_pool)) < defaults.ESTIMATE_MIN_ROWS:
-        raise BitextmineError(f"{min(len(x_pool), len(y_pool))} distinct sentences on a side: too few to estimate "
-                              f"precision from the pools (at least {defaults.ESTIMATE_MIN_ROWS})")
     fwd, bwd = exact_knn_both_ways(x_pool, y_pool, cfg.k, device=device, block_rows=cfg.block_rows,
                                    progress=progress)
     pairs = retrieve(*candidates(fwd, bwd, cfg.score), cfg.retrieval, -np.inf)
-    estimate = estimate_for_retrieval(pairs, x_pool, y_pool, cfg, fwd, bwd, device, seed)
-    fixed, fixed_reason = fixed_threshold(cfg.score, *identities)
-    choice = choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, cfg.target_f1_tolerance,
-                                  cfg.target_headroom)
+    # `mine`'s own choice, its checks before any estimate included (one text on both sides, too few sentences)
+    choice = choose_threshold(pairs, x_pool, y_pool, replace(cfg, threshold=None), identities, fwd, bwd, device,
+                              seed)
+    recommended = choice.threshold if np.isfinite(choice.threshold) else None
+    estimate = choice.estimate
+    if estimate is None:
+        none = np.zeros(0)
+        result = Calibration("no gold (not estimated)", none, none, none, none,
+                             {"pool_sources": len(x_pool), "pool_targets": len(y_pool)}, choice.warning,
+                             recommended, reason=choice.reason)
+        if texts is not None and recommended is not None:
+            result.written = _written_at(pairs, recommended, None, cfg, texts)
+        return result
     result = Calibration("no gold (gap mixture)", estimate.thresholds, estimate.precision, estimate.recall,
                          estimate.pairs, {"estimated_translations_in_pools": round(estimate.translations, 1),
                                           "pool_sources": len(x_pool), "pool_targets": len(y_pool),
                                           **estimate.details},
                          choice.warning if choice.source in ("fallback", "none") else estimate.warning,
-                         choice.threshold if np.isfinite(choice.threshold) else None, choice.estimated_precision,
+                         recommended, choice.estimated_precision,
                          choice.interval(), choice.reason, estimate.precision_low, estimate.precision_high)
     if texts is not None and result.recommended is not None:
         result.written = _written_at(pairs, result.recommended, choice.estimated_precision, cfg, texts)
@@ -267,7 +272,7 @@ def calibrate_sets(src: list, tgt: list, cfg: MineConfig, seeds: str | None = No
         check_k(cfg.k, {"source": len(src_side), "target": len(tgt_side)}, src_corpus.sets[0].path)
     x, y = SelectedRows(src_corpus, src_side.rows), SelectedRows(tgt_corpus, tgt_side.rows)
     identities = (src_corpus.encoder, tgt_corpus.encoder)
-    known = _read_seeds(seeds) if seeds is not None else None  # a bad seeds file fails before any search
+    known, repeated = _read_seeds(seeds) if seeds is not None else (None, 0)  # a bad file fails before any search
     no_gold = calibrate_without_gold(np.asarray(x[:]), np.asarray(y[:]), cfg, identities, seed, device, progress,
                                      (src_side.texts, tgt_side.texts))
     if seeds is None:
@@ -275,20 +280,32 @@ def calibrate_sets(src: list, tgt: list, cfg: MineConfig, seeds: str | None = No
     seed_src = _embed_seeds([p.src for p in known], src_corpus, device, progress)
     seed_tgt = _embed_seeds([p.tgt for p in known], tgt_corpus, device, progress)
     result = calibrate_with_seeds(x, y, seed_src, seed_tgt, cfg, seed, device, progress)
+    result.details["seeds_repeating_a_sentence"] = repeated
     result.recommend_for(cfg.target_precision, cfg.target_headroom)
     result.no_gold = no_gold
     return result
 
 
-def _read_seeds(seeds: str) -> list:
-    """The seed pairs of a pairs file: at least ``defaults.CALIBRATE_MIN_SEEDS``, neither side empty."""
+def _read_seeds(seeds: str) -> tuple[list, int]:
+    """(the seed pairs of a pairs file, how many were left out): a pair whose source or target
+    sentence an earlier seed has is left out (planted twice, a sentence competes with its own
+    copy, and a repeated pair counts its recall twice); at least ``defaults.CALIBRATE_MIN_SEEDS``
+    distinct pairs, neither side empty."""
     from bitextmine.io.pairs import read_pairs
 
     pairs = read_pairs(seeds, allow_empty_side=False)
-    if len(pairs) < defaults.CALIBRATE_MIN_SEEDS:
-        raise BitextmineError(f"only {len(pairs)} seed pairs: give a few hundred "
+    seen_src, seen_tgt, distinct = set(), set(), []
+    for pair in pairs:
+        if pair.src not in seen_src and pair.tgt not in seen_tgt:
+            distinct.append(pair)
+        seen_src.add(pair.src)
+        seen_tgt.add(pair.tgt)
+    if len(distinct) < defaults.CALIBRATE_MIN_SEEDS:
+        left_out = len(pairs) - len(distinct)
+        repeated = f" ({left_out} more repeat a seed's sentence)" if left_out else ""
+        raise BitextmineError(f"only {len(distinct)} distinct seed pairs{repeated}: give a few hundred "
                               f"(at least {defaults.CALIBRATE_MIN_SEEDS})", path=seeds)
-    return pairs
+    return distinct, len(pairs) - len(distinct)
 
 
 def _embed_seeds(texts: list[str], corpus, device: str, progress: bool) -> np.ndarray:

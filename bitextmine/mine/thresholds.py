@@ -270,9 +270,10 @@ def mostly_translations(estimate: NoGoldEstimate) -> bool | None:
 
 
 def choose_threshold(pairs, x, y, cfg, identities, fwd: Neighbours, bwd: Neighbours,
-                     device: str = "cpu") -> ThresholdChoice:
+                     device: str = "cpu", seed: int = defaults.SEED) -> ThresholdChoice:
     """The threshold for ``pairs`` (every pair the retrieval selects, no threshold):
-    ``cfg.threshold`` when given, else chosen on the pools (``choose_from_estimate``)."""
+    ``cfg.threshold`` when given, else chosen on the pools (``choose_from_estimate``); no
+    estimate (None) where the sides hold one text or too few sentences."""
     if cfg.threshold is not None:
         return ThresholdChoice(float(cfg.threshold), "user", "user")
     fixed, fixed_reason = fixed_threshold(cfg.score, *identities)
@@ -286,7 +287,7 @@ def choose_threshold(pairs, x, y, cfg, identities, fwd: Neighbours, bwd: Neighbo
     if min(len(x), len(y)) < defaults.ESTIMATE_MIN_ROWS:
         why = f"{min(len(x), len(y))} sentences on a side: too few to estimate a threshold from the pools"
         return ThresholdChoice(fixed, "fallback", f"{fixed_reason}; {why}", None, why)
-    estimate = estimate_for_retrieval(pairs, x, y, cfg, fwd, bwd, device)
+    estimate = estimate_for_retrieval(pairs, x, y, cfg, fwd, bwd, device, seed)
     return choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, cfg.target_f1_tolerance,
                                 cfg.target_headroom)
 
