@@ -68,6 +68,10 @@ def synthetic_sets(tmp_path):
     (["mine", "--src", "a", "--tgt", "b", "-o", "out", "--retrieval", "best"], ["--retrieval"]),
     (["mine", "--src", "a", "--tgt", "b", "-o", "out", "--device", "gpu"], ["--device"]),
     (["mine", "--src", "a", "--tgt", "b"], ["--output"]),
+    # the filter's options without --filter would be ignored
+    (["mine", "--src", "a", "--tgt", "b", "-o", "out", "--max-score", "0.2"], ["--max-score needs --filter"]),
+    (["mine", "--src", "a", "--tgt", "b", "-o", "out", "--src-lang", "de"], ["--src-lang needs --filter"]),
+    (["mine", "--src", "a", "--tgt", "b", "-o", "out", "--rejects", "r.tsv"], ["--rejects needs --filter"]),
     (["filter", "in.tsv", "-o", "out", "--dedup", "foo"], ["--dedup"]),
     (["filter", "in.tsv", "-o", "out", "--skip", "nonsense"], ["--skip"]),
     (["embed", "x.txt", "-o", "out", "--max-tokens", "2"], ["--max-tokens"]),

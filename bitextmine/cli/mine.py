@@ -100,6 +100,7 @@ def mine(
         metavar="FILE", rich_help_panel=FILTER_PANEL, show_default=False, callback=named,
         help="With --filter: write rejected pairs with their reason.")] = None,
     filter_cfg=None,
+    filter_given=(),
 ) -> None:
     """Mine sentence pairs between two embedding sets, scored by margin or cosine.
 
@@ -113,8 +114,9 @@ def mine(
     from bitextmine.mine.output import PairsOutput, mine_to_files
 
     json_out = json_out or meta
-    if rejects is not None and not filter_pairs:
-        raise usage_error("--rejects needs --filter", "--rejects")
+    if not filter_pairs:  # the filter's options are for --filter: without it they would be ignored
+        for flag in [*filter_given, *(["--rejects"] if rejects is not None else [])]:
+            raise usage_error(f"{flag} needs --filter", flag)
     refuse_second_stdout(output, "the pairs already go", "--json", json_out)
     refuse_second_stdout(output, "the pairs already go", "--rejects", rejects)
     setup_logging(quiet)

@@ -328,6 +328,12 @@ def _filter_config(skip, dedup, **rest):
         raise usage_error(e.message) from None
 
 
+def _given_flags(ctx: typer.Context, names) -> list[str]:
+    """The flags of the parameters ``names`` that the command line gave (not their defaults)."""
+    return [param.opts[0] for param in ctx.command.params
+            if param.name in names and getattr(ctx.get_parameter_source(param.name), "name", "") == "COMMANDLINE"]
+
+
 def with_filter_options(func):
     """Give a command the filter options; it receives them as one ``filter_cfg: FilterConfig``.
 
@@ -335,13 +341,19 @@ def with_filter_options(func):
     ``FilterConfig`` checks their values.
     """
     signature = inspect.signature(func, eval_str=True)
-    own = [p for p in signature.parameters.values() if p.name != "filter_cfg"]
+    own = [p for p in signature.parameters.values() if p.name not in ("filter_cfg", "filter_given")]
     added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
              for name, (kind, default) in _FILTER_OPTIONS.items()]
+
+    wants_given = "filter_given" in signature.parameters  # ``mine``: its filter options need --filter
+    if wants_given:  # typer hands the command's context to a parameter of this type
+        added.append(inspect.Parameter("filter_context", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context))
 
     @functools.wraps(func)
     def wrapper(**kwargs: Any):
         chosen = {name: kwargs.pop(name) for name in _FILTER_OPTIONS}
+        if wants_given:  # the filter options given on the command line, by flag
+            kwargs["filter_given"] = _given_flags(kwargs.pop("filter_context"), _FILTER_OPTIONS)
         return func(**kwargs, filter_cfg=_filter_config(**chosen))
 
     parameters = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + added
