@@ -338,7 +338,9 @@ def test_a_manifest_with_wrong_types_is_one_line(cli, sets, tmp_path, key, value
     ("--meta", "[1, 2]", "a JSON object is expected, not a list"),
     ("--meta", '{"parameters": {"threshold": "high"}}', "parameters.threshold: must be a number"),
     ("--filter-report", "[]", "a JSON object is expected, not a list"),
-    ("--filter-report", '{"kept": "all"}', "kept: must be an integer"),
+    ("--filter-report", '{"total": 3, "kept": "all"}', "kept: must be an integer"),
+    ("--filter-report", '{"kept": 3}', "not a filter report (the JSON `filter` writes): it has no 'total'"),
+    ("--meta", '{"method": "seeds"}', "not a mining sidecar"),
 ])
 def test_report_with_bad_json_is_one_line_and_writes_nothing(cli, tmp_path, option, content, fragment):
     mined = tmp_path / "pairs.tsv"

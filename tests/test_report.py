@@ -149,3 +149,26 @@ def test_a_sidecar_with_figures_of_the_wrong_kind_is_one_line(cli, tmp_path):
         assert result.exit_code == 1 and not (tmp_path / "r.html").exists()
         assert result.stderr.strip().startswith(f"bitextmine: error: {sidecar}: {message}"), result.stderr
         assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_report_refuses_files_of_another_kind_and_a_json_over_its_own_pngs(cli, tmp_path):
+    import json
+
+    from tests.conftest import make_embedding_set
+    from tests.test_mine import synthetic_pools
+
+    x, y = synthetic_pools(600, 60)
+    make_embedding_set(tmp_path / "x", x)
+    make_embedding_set(tmp_path / "y", y)
+    assert cli("mine", "--src", tmp_path / "x", "--tgt", tmp_path / "y", "-o", tmp_path / "p.tsv", "-q").exit_code == 0
+    (tmp_path / "other.json").write_text(json.dumps({"method": "seeds", "thresholds": [0.1]}))
+    for option, kind in (("--meta", "not a mining sidecar"), ("--filter-report", "not a filter report")):
+        result = cli("report", tmp_path / "p.tsv", "-o", tmp_path / "r.html", option, tmp_path / "other.json", "-q")
+        assert result.exit_code == 1 and not (tmp_path / "r.html").exists()
+        assert result.stderr.startswith(f"bitextmine: error: {tmp_path / 'other.json'}: {kind}"), result.stderr
+    # the mining sidecar given as the filter report: it holds no filter counts
+    result = cli("report", tmp_path / "p.tsv", "-o", tmp_path / "r.html", "--filter-report", tmp_path / "p.tsv.json")
+    assert result.exit_code == 1 and "not a filter report" in result.stderr
+    for png in ("r.scores.png", "r.kept.png", "r.estimate.png"):
+        result = cli("report", tmp_path / "p.tsv", "-o", tmp_path / "r.html", "--json", tmp_path / png, "-q")
+        assert result.exit_code == 1 and "given for two outputs" in result.stderr and not (tmp_path / png).exists()

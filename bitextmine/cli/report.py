@@ -45,10 +45,10 @@ def report(
     """
     import logging
 
-    from bitextmine.evaluate.report import make_report, sidecar_read
+    from bitextmine.evaluate.report import make_report, report_files, sidecar_read
 
     refuse_second_stdout(output, "the page already goes", "--json", json_out)
-    check_json_output(json_out, [mined, sidecar_read(mined, meta), filter_report, calibration], [output])
+    check_json_output(json_out, [mined, sidecar_read(mined, meta), filter_report, calibration], report_files(output))
     setup_logging(quiet)
     written, counts = make_report(mined, output, meta, filter_report, calibration)
     logging.getLogger("bitextmine").info("wrote %s", ", ".join(str(p) for p in written))

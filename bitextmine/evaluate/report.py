@@ -86,7 +86,7 @@ class _Curve(Model):
 
 class _Sidecar(Model):
     model_config = ConfigDict(extra="allow", frozen=True)
-    parameters: _Parameters | None = None
+    parameters: _Parameters  # what `mine` and `score-pairs` always write: another JSON file is refused
     length_agreement: _LengthAgreement | None = None
     score_histogram: _Histogram | None = None
     threshold_estimate: _Curve | None = None
@@ -94,8 +94,8 @@ class _Sidecar(Model):
 
 class _FilterCounts(Model):
     model_config = ConfigDict(extra="allow", frozen=True)
-    total: Int = 0
-    kept: Int = 0
+    total: Int  # what every filter report holds: another JSON file is refused
+    kept: Int
     rejected: dict[str, Int] = {}
 
 
@@ -120,6 +120,13 @@ def sidecar_read(mined: str, meta: str | None = None) -> str | None:
     return default if mined != "-" and is_regular_output(mined) and Path(default).is_file() else None
 
 
+def _check_kind(data, keys: tuple[str, ...], path: str, kind: str) -> None:
+    """A file of another kind (a calibration given as the sidecar, say) is refused by name."""
+    missing = [key for key in keys if not isinstance(data, dict) or key not in data]
+    if missing:
+        raise BitextmineError(f"not {kind}: it has no {', '.join(repr(k) for k in missing)}", path=path)
+
+
 def load_inputs(mined: str, meta: str | None = None, filter_report: str | None = None) -> ReportInputs:
     """The pairs, the mining sidecar (checked against the pairs) and the filter counts."""
 
@@ -128,12 +135,14 @@ def load_inputs(mined: str, meta: str | None = None, filter_report: str | None =
     params = None
     if meta_path is not None:
         params = read_sidecar(meta_path)
+        _check_kind(params, ("parameters",), meta_path, "a mining sidecar (the JSON `mine` or `score-pairs` writes)")
         parse(_Sidecar, params, meta_path, "a mining sidecar")
         if mined != "-":
             check_sidecar(mined, params, meta_path, rows=len(pairs))
     filt = None
     if filter_report:
         filt = read_sidecar(filter_report)
+        _check_kind(filt, ("total", "kept"), filter_report, "a filter report (the JSON `filter` writes)")
         parse(_FilterCounts, filt, filter_report, "a filter report")
     elif params is not None and isinstance(params.get("filter"), dict):
         filt = params["filter"]
@@ -159,6 +168,13 @@ def _documents(pairs, params: dict | None) -> tuple[list[str] | None, list[str] 
             [p.extra[at[1]] if len(p.extra) > at[1] else "" for p in pairs])
 
 
+def report_files(output: str | Path) -> list:
+    """The files a report to ``output`` may write: the page and, beside it, its PNGs."""
+    if str(output) == "-":
+        return [output]
+    return [output, *(Path(output).with_name(f"{Path(output).stem}.{n}") for n in (*FIGURES, ESTIMATE_FIGURE))]
+
+
 def make_report(mined: str, output: str | Path, meta: str | None = None, filter_report: str | None = None,
                 calibration: str | None = None) -> tuple[list[Path], dict]:
     """Read the inputs and write the report (refusing an output that would replace an input);
@@ -166,10 +182,7 @@ def make_report(mined: str, output: str | Path, meta: str | None = None, filter_
 
     ``calibration``: a ``calibrate --json`` file whose curve is plotted instead of mine's estimate.
     """
-
-    pngs = [] if str(output) == "-" else [Path(output).with_name(f"{Path(output).stem}.{n}")
-                                          for n in (*FIGURES, ESTIMATE_FIGURE)]
-    refuse_overwriting_inputs([output, *pngs], [mined, sidecar_read(mined, meta), filter_report, calibration])
+    refuse_overwriting_inputs(report_files(output), [mined, sidecar_read(mined, meta), filter_report, calibration])
     inputs, curve = load_inputs(mined, meta, filter_report), load_calibration(calibration)
     return write_report(inputs, output, calibration=curve), report_counts(inputs, curve)
 
