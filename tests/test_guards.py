@@ -466,6 +466,16 @@ def test_k_as_large_as_a_side_is_refused(cli, tmp_path, repeating_sets):
     one_line_error(cli("score-pairs", gold_pairs(tmp_path), "--src", de, "--tgt", en, "-k", "60", "-o",
                        tmp_path / "s.tsv", "-q"), "the source pool side has 60")
     assert not (tmp_path / "p.tsv").exists() and not (tmp_path / "s.tsv").exists()
+    # the side too small is the one named
+    from tests.conftest import clustered_vectors, make_embedding_set
+
+    make_embedding_set(tmp_path / "three", clustered_vectors(3, dim=32, seed=3), ["a b", "c d", "e f"])
+    make_embedding_set(tmp_path / "many", clustered_vectors(60, dim=32, seed=4), [f"s {i}" for i in range(60)])
+    for src, tgt, side in ((tmp_path / "many", tmp_path / "three", "target"),
+                           (tmp_path / "three", tmp_path / "many", "source")):
+        one_line_error(cli("mine", "--src", src, "--tgt", tgt, "-o", tmp_path / "p.tsv", "-q"),
+                       f"{tmp_path / 'three'}: -k 4 needs more than 4 distinct sentences on each side, but the {side} "
+                       "side has 3")
     assert cli("mine", "--src", de, "--tgt", en, "-k", "59", "--threshold", "0", "-o", tmp_path / "p.tsv", "-q") \
         .exit_code == 0
 

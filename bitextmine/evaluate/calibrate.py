@@ -269,7 +269,8 @@ def calibrate_sets(src: list, tgt: list, cfg: MineConfig, seeds: str | None = No
     check_compatible(src_corpus, tgt_corpus)
     src_side, tgt_side = unique_sentences(src_corpus), unique_sentences(tgt_corpus)
     if cfg.score != "cosine":  # as `mine` refuses it, so that calibrate never recommends what mine refuses
-        check_k(cfg.k, {"source": len(src_side), "target": len(tgt_side)}, src_corpus.sets[0].path)
+        check_k(cfg.k, {"source": len(src_side), "target": len(tgt_side)},
+                (src_corpus.sets[0].path, tgt_corpus.sets[0].path))
     x, y = SelectedRows(src_corpus, src_side.rows), SelectedRows(tgt_corpus, tgt_side.rows)
     identities = (src_corpus.encoder, tgt_corpus.encoder)
     known, repeated = _read_seeds(seeds) if seeds is not None else (None, 0)  # a bad file fails before any search

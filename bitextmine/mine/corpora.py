@@ -131,7 +131,7 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
         if not len(side):
             raise BitextmineError("no sentence to mine: every line is blank", path=corpus.sets[0].path)
     if cfg.score != "cosine":  # a plain cosine needs no neighbourhood
-        check_k(cfg.k, {"source": len(src_side), "target": len(tgt_side)}, src.sets[0].path)
+        check_k(cfg.k, {"source": len(src_side), "target": len(tgt_side)}, (src.sets[0].path, tgt.sets[0].path))
     x = SelectedRows(src, src_side.rows)
     y = SelectedRows(tgt, tgt_side.rows)
     log.info("mining %d x %d distinct sentences (%d x %d rows), k=%d, %s margin, %s retrieval, threshold %s",

@@ -153,7 +153,8 @@ def score_bitext_file(pairs_file: str, src_corpus: EmbeddingCorpus, tgt_corpus: 
 
     src, tgt = BitextSide(src_corpus), BitextSide(tgt_corpus)
     if cfg.score != "cosine":
-        check_k(cfg.k, {"source pool": len(src.distinct), "target pool": len(tgt.distinct)}, src_corpus.sets[0].path)
+        check_k(cfg.k, {"source pool": len(src.distinct), "target pool": len(tgt.distinct)},
+                (src_corpus.sets[0].path, tgt_corpus.sets[0].path))
     scores = score_bitext([p.src for p in pairs], [p.tgt for p in pairs], src, tgt, encoder, cfg.score, cfg.k,
                           cfg.device, progress)
     counts.update(src_in_pool=src.found, tgt_in_pool=tgt.found)

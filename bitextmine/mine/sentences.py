@@ -74,10 +74,12 @@ def line_digests(lines: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return digests, np.fromiter(map(operator.not_, keys), dtype=bool, count=len(keys))
 
 
-def check_k(k: int, sides: dict[str, int], path=None) -> None:
+def check_k(k: int, sides: dict[str, int], paths: tuple = ()) -> None:
     """``-k`` against the distinct sentences of each side: a neighbourhood as large as the side
-    averages over all of it, and the margin then says nothing about the pair."""
-    for side, count in sides.items():
+    averages over all of it, and the margin then says nothing about the pair. ``paths``: each
+    side's file or set, in the order of ``sides``, for the error to name the one that fails."""
+    for i, (side, count) in enumerate(sides.items()):
+        path = paths[i] if i < len(paths) else None
         if k >= count:
             raise BitextmineError(f"-k {k} needs more than {k} distinct sentences on each side, but the {side} side "
                                   f"has {count}: give a smaller -k (the margin compares a pair with the k nearest "
