@@ -113,3 +113,8 @@ def test_an_index_is_written_into_its_own_folder_and_trained_from_its_own_encode
     assert result.exit_code == 1 and "trained on vectors of another encoder" in result.stderr
     usage = cli("index", tmp_path / "a", "--trained-from", tmp_path / "ia", "--type", "Flat", "-o", tmp_path / "x")
     assert usage.exit_code == 2 and "--trained-from" in usage.stderr
+    from bitextmine import defaults  # a seed given is refused even where it is the default: it would be ignored
+
+    usage = cli("index", tmp_path / "a", "--trained-from", tmp_path / "ia", "--seed", defaults.SEED, "-o",
+                tmp_path / "x")
+    assert usage.exit_code == 2 and "--trained-from" in usage.stderr

@@ -10,7 +10,15 @@ import typer
 from bitextmine import defaults
 from bitextmine.choices import IndexDevice
 from bitextmine.cli.logs import setup_logging
-from bitextmine.cli.options import Quiet, check_json_output, command, json_option, output_option, usage_error
+from bitextmine.cli.options import (
+    Quiet,
+    check_json_output,
+    command,
+    given_flags,
+    json_option,
+    output_option,
+    usage_error,
+)
 from bitextmine.io.atomic import write_json
 
 app = typer.Typer()
@@ -42,14 +50,14 @@ def index(
         help="auto (faiss-gpu when installed and a GPU is visible) or cpu.")] = IndexDevice(defaults.DEVICE),
     json_out: json_option("The index's metadata (index.json) as JSON (- for standard output).") = None,
     quiet: Quiet = False,
+    context: typer.Context = None,
 ) -> None:
     """Build a FAISS index (inner product) over embedding sets; blank lines are left out."""
     import logging
 
     from bitextmine.index import IndexConfig, build_index
 
-    if trained_from is not None and (index_type != defaults.INDEX_TYPE or train_sample is not None
-                                     or seed != defaults.SEED):
+    if trained_from is not None and given_flags(context, ("index_type", "train_sample", "seed")):
         raise usage_error("--trained-from takes the type, training sample and seed of the trained index: give "
                           "--type, --train-sample and --seed to train one", "--trained-from")
     setup_logging(quiet)

@@ -328,7 +328,7 @@ def _filter_config(skip, dedup, **rest):
         raise usage_error(e.message) from None
 
 
-def _given_flags(ctx: typer.Context, names) -> list[str]:
+def given_flags(ctx: typer.Context, names) -> list[str]:
     """The flags of the parameters ``names`` that the command line gave (not their defaults)."""
     return [param.opts[0] for param in ctx.command.params
             if param.name in names and getattr(ctx.get_parameter_source(param.name), "name", "") == "COMMANDLINE"]
@@ -353,7 +353,7 @@ def with_filter_options(func):
     def wrapper(**kwargs: Any):
         chosen = {name: kwargs.pop(name) for name in _FILTER_OPTIONS}
         if wants_given:  # the filter options given on the command line, by flag
-            kwargs["filter_given"] = _given_flags(kwargs.pop("filter_context"), _FILTER_OPTIONS)
+            kwargs["filter_given"] = given_flags(kwargs.pop("filter_context"), _FILTER_OPTIONS)
         return func(**kwargs, filter_cfg=_filter_config(**chosen))
 
     parameters = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + added
