@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from bitextmine.cli.filter_options import with_filter_options
 from bitextmine.cli.logs import setup_logging
 from bitextmine.cli.options import (
     Quiet,
@@ -15,7 +16,6 @@ from bitextmine.cli.options import (
     output_option,
     refuse_second_stdout,
     strict_option,
-    with_filter_options,
 )
 
 app = typer.Typer()

@@ -9,9 +9,9 @@ import typer
 
 from bitextmine import defaults
 from bitextmine.choices import Retrieval, Score
+from bitextmine.cli.filter_options import FILTER_PANEL, with_filter_options
 from bitextmine.cli.logs import setup_logging
 from bitextmine.cli.options import (
-    FILTER_PANEL,
     MarginAlias,
     Quiet,
     command,
@@ -29,7 +29,6 @@ from bitextmine.cli.options import (
     strict_option,
     target_precision_option,
     usage_error,
-    with_filter_options,
 )
 
 app = typer.Typer()
