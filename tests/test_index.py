@@ -118,3 +118,11 @@ def test_an_index_is_written_into_its_own_folder_and_trained_from_its_own_encode
     usage = cli("index", tmp_path / "a", "--trained-from", tmp_path / "ia", "--seed", defaults.SEED, "-o",
                 tmp_path / "x")
     assert usage.exit_code == 2 and "--trained-from" in usage.stderr
+
+
+def test_an_opq_rotation_wider_than_the_training_sample_is_one_line(cli, tmp_path):
+    """FAISS's OPQ crashes the process (a double free) when trained on fewer vectors than it is wide."""
+    make_embedding_set(tmp_path / "e", clustered_vectors(100, dim=128, seed=2))
+    result = cli("index", tmp_path / "e", "--type", "OPQ8,Flat", "-o", tmp_path / "i", "-q")
+    assert result.exit_code == 1 and not (tmp_path / "i" / "index.faiss").exists()
+    assert "OPQ8,Flat needs at least 128 training vectors (its OPQ rotation is 128 wide)" in result.stderr

@@ -17,7 +17,7 @@ from bitextmine.embed.embedding_set import row_is_blank
 from bitextmine.encoders.base import EncoderIdentity
 from bitextmine.errors import BitextmineError
 from bitextmine.index.config import IndexConfig, choose_index_type, default_train_sample
-from bitextmine.index.faiss_index import faiss_words, ivf_lists, new_index, on_gpu, to_cpu
+from bitextmine.index.faiss_index import faiss_words, ivf_lists, new_index, on_gpu, rotation_rows, to_cpu
 from bitextmine.index.files import FORMAT_NAME, FORMAT_VERSION, META_FILE, load_index, save_index
 from bitextmine.io.atomic import prepare_output_dir, refuse_other_files, refuse_overwriting_inputs
 from bitextmine.io.lock import output_lock
@@ -120,6 +120,10 @@ def _build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConf
                 raise BitextmineError(f"{factory} needs at least {needed} training vectors ({lists} lists x "
                                       f"FAISS's {defaults.FAISS_MIN_POINTS_PER_CENTROID}), the embeddings have "
                                       f"{sample_size}; use fewer lists or a Flat index", path=emb_dirs[0])
+            if sample_size < rotation_rows(index):
+                raise BitextmineError(f"{factory} needs at least {rotation_rows(index)} training vectors (its OPQ "
+                                      f"rotation is {rotation_rows(index)} wide), the embeddings have {sample_size}; "
+                                      "use a narrower rotation (OPQM_D), no OPQ, or a Flat index", path=emb_dirs[0])
             log.info("training %s on %d vectors", factory, sample_size)
             index = on_gpu(index, cfg.device)
             faiss.omp_set_num_threads(faiss.omp_get_max_threads())

@@ -29,6 +29,17 @@ def new_index(dim: int, factory: str):
     return index
 
 
+def rotation_rows(index) -> int:
+    """Training vectors an OPQ rotation in ``index`` needs at least (its output width; 0 without
+    one): trained on fewer, FAISS's OPQ crashes the process rather than raise."""
+    import faiss
+
+    if not isinstance(index, faiss.IndexPreTransform):
+        return 0
+    transforms = (faiss.downcast_VectorTransform(index.chain.at(i)) for i in range(index.chain.size()))
+    return max((t.d_out for t in transforms if isinstance(t, faiss.OPQMatrix)), default=0)
+
+
 def faiss_words(error: RuntimeError) -> str:
     """What a FAISS error says, without its C++ frames."""
     return re.sub(r"^.*\.cpp:\d+: ", "", str(error).strip().splitlines()[-1])
