@@ -117,38 +117,19 @@ def f1_slack_middle(slack: float):
     within ``slack`` of the best: where the estimate cannot tell them apart, neither end."""
     from bitextmine.mine import thresholds
 
-    def middle_pick(precision, recall, target, tolerance=defaults.TARGET_F1_TOLERANCE, headroom=0.0,
-                    headroom_cost=defaults.TARGET_HEADROOM_F1_COST, slack_given=None):
-        p, r = np.nan_to_num(precision, nan=0.0), np.nan_to_num(recall, nan=0.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            f1 = np.where(p + r > 0, 2 * p * r / (p + r), 0.0)
-
-        def best_of(eligible):
-            scores = np.where(eligible, f1, -1.0)
-            top = float(scores.max())
-            rows = np.flatnonzero(scores >= top - slack)
-            return int(rows[len(rows) // 2]), top
-
-        best, best_f1 = best_of(np.ones(len(f1), dtype=bool))
-        reaching = p >= target
-        if reaching.any():
-            i, i_f1 = best_of(reaching)
-            if i_f1 >= best_f1 - tolerance:
-                above = p >= target + headroom
-                if headroom > 0 and above.any():
-                    j, j_f1 = best_of(above)
-                    if j_f1 >= i_f1 - headroom_cost:
-                        return j, True
-                return i, True
-        return best, False
+    def middle(f1, eligible, _slack):
+        scores = np.where(eligible, f1, -1.0)
+        top = float(scores.max())
+        rows = np.flatnonzero(scores >= top - slack)
+        return int(rows[len(rows) // 2]), top
 
     def run(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
-        plain = thresholds.pick_threshold
-        thresholds.pick_threshold = lambda *a, slack=None, **kw: middle_pick(*a, **kw)
+        plain = thresholds.best_within
+        thresholds.best_within = middle
         try:
             return default(pairs, x, y, cfg, identities, fwd, bwd)
         finally:
-            thresholds.pick_threshold = plain
+            thresholds.best_within = plain
     return run
 
 

@@ -114,6 +114,13 @@ class ThresholdChoice:
         return float(e.precision_low[self.index]), float(e.precision_high[self.index])
 
 
+def best_within(f1: np.ndarray, eligible: np.ndarray, slack: float) -> tuple[int, float]:
+    """(row, F1) of the best F1 among the ``eligible`` rows: the lowest threshold within ``slack`` of it."""
+    scores = np.where(eligible, f1, -1.0)
+    top = float(scores.max())
+    return int(np.argmax(scores >= top - slack)), top
+
+
 def pick_threshold(precision: np.ndarray, recall: np.ndarray, target: float,
                    tolerance: float = defaults.TARGET_F1_TOLERANCE, headroom: float = 0.0,
                    headroom_cost: float = defaults.TARGET_HEADROOM_F1_COST,
@@ -131,9 +138,7 @@ def pick_threshold(precision: np.ndarray, recall: np.ndarray, target: float,
         f1 = np.where(p + r > 0, 2 * p * r / (p + r), 0.0)
 
     def best_of(eligible: np.ndarray) -> tuple[int, float]:
-        scores = np.where(eligible, f1, -1.0)
-        top = float(scores.max())
-        return int(np.argmax(scores >= top - slack)), top
+        return best_within(f1, eligible, slack)
 
     best, best_f1 = best_of(np.ones(len(f1), dtype=bool))
     reaching = p >= target
