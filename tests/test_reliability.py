@@ -828,3 +828,22 @@ def test_a_stop_during_submission_still_stops_the_started_job(tmp_path, monkeypa
         runner.Launcher(cfg, "local").run("embed", STAGE_TASKS["embed"](cfg))
     # a controller left behind waits 60 s for its task file before it gives up
     wait_for(lambda: not find_processes(logs), seconds=20)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_a_full_standard_output_is_named(monkeypatch):
+    """`> /dev/full`: the error names standard output, which has no file name of its own."""
+    from bitextmine.cli.options import print_table
+    from bitextmine.errors import BitextmineError
+    from bitextmine.io.atomic import atomic_text_writer
+
+    full = open("/dev/full", "w")  # noqa: SIM115 (closed below, where what it still buffers fails too)
+    monkeypatch.setattr(sys, "stdout", full)
+    with pytest.raises(BitextmineError, match="^standard output: cannot write: no space left"):
+        print_table(["threshold", "pairs"], [["0.1", "3"]])
+    with pytest.raises(BitextmineError, match="^standard output: cannot write: no space left"):
+        with atomic_text_writer("-") as out:
+            out.write("0.5\tein Satz\ta sentence\n" * 10_000)
+    monkeypatch.undo()
+    with contextlib.suppress(OSError):
+        full.close()

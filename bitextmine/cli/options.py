@@ -7,6 +7,7 @@ and documents them alike: ``--json FILE`` (``-`` for stdout), ``-q/--quiet``, ``
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import inspect
@@ -345,9 +346,13 @@ def print_table(header: list[str], rows: list[list[Any]], title: str | None = No
     cells = [[printable(str(c)) for c in row] for row in rows]
     title = printable(title) if title else title
     if not stream.isatty():
+        from bitextmine.io.atomic import standard_output_errors_named
+
         if title:
             print(title, file=sys.stderr)
-        stream.write("".join("\t".join(row) + "\n" for row in [header, *cells]))
+        with standard_output_errors_named() if stream is sys.stdout else contextlib.nullcontext():
+            stream.write("".join("\t".join(row) + "\n" for row in [header, *cells]))
+            stream.flush()
         return
     from rich.console import Console
     from rich.table import Table

@@ -67,6 +67,12 @@ def _disk_errors_named(path: str | Path, errnos: set[int] = _DISK_ERRNOS) -> Ite
         raise
 
 
+def standard_output_errors_named():
+    """A disk-full kind of error writing standard output (``> /dev/full``), which has no file
+    name of its own, named as standard output."""
+    return _disk_errors_named("standard output")
+
+
 # --- what kind of output ----------------------------------------------------------------
 
 def _link_goes_through_proc(path: str) -> bool:
@@ -164,11 +170,12 @@ def _binary_output(path: str | Path) -> Iterator:
     """A binary stream to ``path`` as ``output_kind`` says (the caller compresses)."""
     kind = output_kind(path)
     if kind == "stdout":
-        sys.stdout.flush()  # text already printed comes first
-        try:
-            yield sys.stdout.buffer
-        finally:
-            sys.stdout.buffer.flush()
+        with standard_output_errors_named():
+            sys.stdout.flush()  # text already printed comes first
+            try:
+                yield sys.stdout.buffer
+            finally:
+                sys.stdout.buffer.flush()
         return
     if kind == "through":
         try:
