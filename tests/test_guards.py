@@ -274,6 +274,13 @@ def test_train_holds_its_output_and_a_second_run_fails_at_once(cli, tmp_path):
     assert sorted(os.listdir(out)) == [".bitextmine.lock"]  # left by the killed holder, and taken over next
 
 
+def test_train_on_a_single_pair_names_the_file(cli, tmp_path):
+    one = tmp_path / "one.tsv"
+    one.write_text("Hallo.\tHello.\n", encoding="utf-8")
+    one_line_error(cli("train", one, "-o", tmp_path / "ckpt", "--max-steps", "1", "--device", "cpu", "-q"),
+                   f"{one}: 1 pair: training needs at least two pairs")
+
+
 @pytest.mark.parametrize("args, fragment", [
     (["--dim", "257", "--heads", "4"], "--dim 257 is not a multiple of --heads 4"),
     (["--preset", "use-xling", "--heads", "7"], "--dim 512 is not a multiple of --heads 7"),

@@ -92,11 +92,14 @@ class ParallelData:
 
 
 def with_dev_slice(data: ParallelData, dev: ParallelData | None, dev_size: int, seed: int,
-                   per_language: int = 0) -> tuple[ParallelData, ParallelData]:
+                   per_language: int = 0, files: tuple = ()) -> tuple[ParallelData, ParallelData]:
     """(train, dev): ``dev`` when given, else a seeded slice of at most a tenth of ``data``
-    (``per_language`` > 0: that many pairs of each language)."""
+    (``per_language`` > 0: that many pairs of each language); ``files``: where ``data`` was read."""
     if len(data) < 2:
-        raise BitextmineError("training needs at least two pairs")
+        held = f"{len(data)} pair{'' if len(data) == 1 else 's'}"
+        where = files[0] if len(files) == 1 else None
+        raise BitextmineError(f"{held}: training needs at least two pairs" + ("" if where or not files else
+                              f" (in {len(files)} files)"), path=where)
     if dev is None and per_language > 0:
         train, dev = data.split_by_language(per_language, seed)
         if len(dev) < 2:

@@ -149,7 +149,7 @@ def split_dev(tasks: list[TrainingTask], dev: ParallelData | None,
     dev sentence is trained on and the dev slice stays single pairs."""
     if cfg.student_sides == "target" and any(t.name != "translation" for t in tasks):
         raise BitextmineError("the add-language recipe trains on translation pairs only: drop --task nli")
-    first, dev = with_dev_slice(tasks[0].data, dev, cfg.dev_size, cfg.seed, cfg.dev_per_language)
+    first, dev = with_dev_slice(tasks[0].data, dev, cfg.dev_size, cfg.seed, cfg.dev_per_language, tasks[0].files)
     if tasks[0].name == "translation":
         first = first.with_joined(cfg.join_pairs, cfg.seed)
     return [TrainingTask(tasks[0].name, first, tasks[0].weight, tasks[0].files), *tasks[1:]], dev
