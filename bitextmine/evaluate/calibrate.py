@@ -215,24 +215,21 @@ def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, identities=(), seed:
     choice = choose_threshold(pairs, x_pool, y_pool, replace(cfg, threshold=None), identities, fwd, bwd, device,
                               seed)
     recommended = choice.threshold if np.isfinite(choice.threshold) else None
+    pools = {"pool_sources": len(x_pool), "pool_targets": len(y_pool)}
     estimate = choice.estimate
-    if estimate is None:
+    if estimate is None:  # no curve: `mine` decided before estimating
         none = np.zeros(0)
-        result = Calibration("no gold (not estimated)", none, none, none, none,
-                             {"pool_sources": len(x_pool), "pool_targets": len(y_pool)}, choice.warning,
-                             recommended, reason=choice.reason)
-        if texts is not None and recommended is not None:
-            result.written = _written_at(pairs, recommended, None, cfg, texts)
-        return result
-    result = Calibration("no gold (gap mixture)", estimate.thresholds, estimate.precision, estimate.recall,
-                         estimate.pairs, {"estimated_translations_in_pools": round(estimate.translations, 1),
-                                          "pool_sources": len(x_pool), "pool_targets": len(y_pool),
-                                          **estimate.details},
-                         choice.warning if choice.source in ("fallback", "none") else estimate.warning,
-                         recommended, choice.estimated_precision,
-                         choice.interval(), choice.reason, estimate.precision_low, estimate.precision_high)
-    if texts is not None and result.recommended is not None:
-        result.written = _written_at(pairs, result.recommended, choice.estimated_precision, cfg, texts)
+        result = Calibration("no gold (not estimated)", none, none, none, none, pools, choice.warning, recommended,
+                             reason=choice.reason)
+    else:
+        result = Calibration("no gold (gap mixture)", estimate.thresholds, estimate.precision, estimate.recall,
+                             estimate.pairs, {"estimated_translations_in_pools": round(estimate.translations, 1),
+                                              **pools, **estimate.details},
+                             choice.warning if choice.source in ("fallback", "none") else estimate.warning,
+                             recommended, choice.estimated_precision,
+                             choice.interval(), choice.reason, estimate.precision_low, estimate.precision_high)
+    if texts is not None and recommended is not None:
+        result.written = _written_at(pairs, recommended, choice.estimated_precision, cfg, texts)
     return result
 
 

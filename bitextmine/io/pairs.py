@@ -34,6 +34,9 @@ class Pair:
         return [*head, self.src, self.tgt, *self.extra]
 
 
+_NOT_FINITE = ("nan", "inf", "-inf", "+inf")  # as Python and numpy write them
+
+
 def _score(column: str) -> float | None:
     try:
         value = float(column)
@@ -42,9 +45,6 @@ def _score(column: str) -> float | None:
     if not math.isfinite(value) and column.strip().lower() not in _NOT_FINITE:
         return None  # "Infinity", "NaN" as a word: a sentence, not a score a program wrote
     return value
-
-
-_NOT_FINITE = ("nan", "inf", "-inf", "+inf")  # as Python and numpy write them
 
 
 def parse_pairs(lines: Iterable[str], path: str = "-", allow_empty_side: bool = True) -> list[Pair]:

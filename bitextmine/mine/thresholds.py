@@ -137,7 +137,7 @@ def pick_threshold(precision: np.ndarray, recall: np.ndarray, target: float,
     with np.errstate(divide="ignore", invalid="ignore"):
         f1 = np.where(p + r > 0, 2 * p * r / (p + r), 0.0)
 
-    def best_of(eligible: np.ndarray) -> tuple[int, float]:
+    def best_of(eligible: np.ndarray) -> tuple[int, float]:  # looked up at each call: a variant may replace it
         return best_within(f1, eligible, slack)
 
     best, best_f1 = best_of(np.ones(len(f1), dtype=bool))

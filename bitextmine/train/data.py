@@ -97,9 +97,9 @@ def with_dev_slice(data: ParallelData, dev: ParallelData | None, dev_size: int, 
     (``per_language`` > 0: that many pairs of each language); ``files``: where ``data`` was read."""
     if len(data) < 2:
         held = f"{len(data)} pair{'' if len(data) == 1 else 's'}"
-        where = files[0] if len(files) == 1 else None
-        raise BitextmineError(f"{held}: training needs at least two pairs" + ("" if where or not files else
-                              f" (in {len(files)} files)"), path=where)
+        across = f" (in {len(files)} files)" if len(files) > 1 else ""
+        raise BitextmineError(f"{held}: training needs at least two pairs{across}",
+                              path=files[0] if len(files) == 1 else None)
     if dev is None and per_language > 0:
         train, dev = data.split_by_language(per_language, seed)
         if len(dev) < 2:
