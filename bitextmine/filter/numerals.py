@@ -58,8 +58,10 @@ _SCALES = [  # (pattern, factors): scale words after a number; each factor is a 
     (re.compile(r"\s?(?:crores?\b|\u0915\u0930\u094b\u0921\u093c)", re.IGNORECASE), (10**7,)),  # karod, NFC
 ]
 
-# a number followed by any scale word: where both sides have one, equal digits settle nothing
-SCALED_NUMBER = re.compile(r"\d(?:" + "|".join(scale.pattern for scale, _ in _SCALES) + ")", re.IGNORECASE)
+# a number followed by any scale word: where both sides have one, equal digits settle nothing (the
+# lookahead, a letter next, spares the scale words at most digits: a third of the time on short pairs)
+SCALED_NUMBER = re.compile(r"\d(?=\s?[^\W\d_])(?:" + "|".join(scale.pattern for scale, _ in _SCALES) + ")",
+                           re.IGNORECASE)
 
 
 def _canonical(value: Decimal) -> str:
