@@ -112,6 +112,7 @@ AGREE = [  # clean news pairs, numbers written differently on the two sides
     # two scale words, and the nukta letter precomposed (news text) as well as decomposed
     ("बोझ लगभग 31 हजार \u0915\u0930\u094b\u095c रुपये है।", "The burden is 31,000 crore rupees."),
     ("बोझ लगभग 31 हजार \u0915\u0930\u094b\u0921\u093c रुपये है।", "The burden is 310 billion rupees."),
+    ("Strana TOP 09 384 174 hlasů.", "TOP 09: 384,174 votes."),  # no thousands start with a zero
 ]
 DISAGREE = [  # numbers that do not match: a wrong pair or a wrong translation
     ("Das Paket kostet 1.500 Euro.", "The package costs 2,500 euros."),
@@ -127,6 +128,7 @@ DISAGREE = [  # numbers that do not match: a wrong pair or a wrong translation
     ("Der Staat zahlt 3,5 Milliarden Euro.", "The state pays 3.5 million euros."),  # the scales differ
     ("Stát zaplatí 25 milionů korun.", "The state will pay 25 billion crowns."),
     ("Het kost 5 miljard euro.", "It costs 5 million euros."),  # no small number with a scale word
+    ("Das Glas fasst 0.500 Liter.", "The glass holds 500 litres."),  # 0.500 is a half, never 500
     ("बोझ 25 \u0915\u0930\u094b\u095c रुपये है।", "The burden is 25 million rupees."),
 ]
 

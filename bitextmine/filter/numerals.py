@@ -28,8 +28,9 @@ from decimal import Decimal, InvalidOperation
 from typing import NamedTuple
 
 # digits with separators between them: 1,000 / 1.000 / 1 000 / 1'000 / 1 000 (NBSP, thin spaces);
-# a plain space only before a group of exactly three digits (French and Russian thousands)
-_NUMBER = re.compile(r"\d+(?:(?:[.,'\u2019\u00a0\u2009\u202f]|[ ](?=\d{3}(?!\d)))\d+)*")
+# a plain space only before a group of exactly three digits (French and Russian thousands), and
+# never after a run with a leading zero, which no thousands start with ("TOP 09 384 174")
+_NUMBER = re.compile(r"0\d+(?=[ ]\d)|\d+(?:(?:[.,'\u2019\u00a0\u2009\u202f]|[ ](?=\d{3}(?!\d)))\d+)*")
 _SEPARATOR = re.compile(r"[.,'\u2019 \u00a0\u2009\u202f]")
 # what may follow a number and changes its reading; checked on the next few characters
 _AFTER = 24
@@ -91,7 +92,8 @@ def _plain_readings(token: str) -> tuple[set[Decimal], list[str]]:
         return set(), []
     if len(parts) == 1:
         return {numbers[0]}, []
-    grouped = 1 <= len(parts[0]) <= 3 and all(len(p) == 3 for p in parts[1:])
+    # thousands never start with a zero: "TOP 09 384 174" is a name and a number
+    grouped = 1 <= len(parts[0]) <= 3 and parts[0][0] != "0" and all(len(p) == 3 for p in parts[1:])
     values = set()
     if grouped and len(set(seps)) == 1:  # 1.500 / 1,500 / 1 500 / 1'500 / 1.500.000
         values.add(Decimal("".join(parts)))
