@@ -39,6 +39,8 @@ so that their figures can be measured again:
 - ``mine with cosine floor F`` and ``mine with cosine agreement S``: `mine`'s threshold, its
   written pairs also cut under a cosine, or S robust deviations under their typical cosine
   (``benchmarks.mining_defaults.cosine_checked``; applied where the pairs are scored);
+- ``both sides' gaps`` (and ``at half``): a query's posterior also reading its best
+  candidate's gap on the other side, where the two are each other's best;
 - ``fixed 1.30``: the ratio threshold at which the default encoder does best on news pools
   on average, the same for every pool (``fixed 1.14``, ``fixed 1.40`` beside it), and
   ``fixed distance 0.12``, the default encoder's declared distance threshold; each applies
@@ -522,6 +524,51 @@ def curve_count_uncapped(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
         no_gold._curves = plain
 
 
+def _mutual_posteriors(sides, fits, damping: float) -> list[np.ndarray] | None:
+    """Each side's posteriors (of a translation) with the other side's evidence added where a
+    query and its best candidate are each other's best: the two gaps as independent evidence
+    (the odds multiplied, the other side's prior odds divided out), ``damping`` of it taken."""
+    if any(s.query_rows is None or s.candidate_rows is None for s in sides):
+        return None
+
+    def logit(p):
+        p = np.clip(p, 1e-9, 1 - 1e-9)
+        return np.log(p / (1 - p))
+
+    out = []
+    for a, b, fa, fb in ((sides[0], sides[1], fits[0], fits[1]), (sides[1], sides[0], fits[1], fits[0])):
+        where_b = {int(r): i for i, r in enumerate(b.query_rows)}
+        index = np.array([where_b.get(int(c), -1) for c in a.candidate_rows])
+        mutual = index >= 0
+        mutual[mutual] = b.candidate_rows[index[mutual]] == a.query_rows[mutual]
+        evidence = np.zeros(len(a.gap))
+        evidence[mutual] = logit(fb.posterior[index[mutual]]) - logit(np.array(fb.share))
+        out.append(1 / (1 + np.exp(-(logit(fa.posterior) + damping * evidence))))
+    return out
+
+
+def both_sides_gaps(damping: float = 1.0):
+    """As `mine`, a query's posterior (of a translation) also reading its best candidate's gap
+    on the other side where the two are each other's best (``_mutual_posteriors``)."""
+    def run(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
+        from bitextmine.mine import no_gold
+
+        plain = no_gold._false_pairs_of_sides
+
+        def combined(grid, sides, fits):
+            posteriors = _mutual_posteriors(sides, fits, damping)
+            if posteriors is None:
+                return plain(grid, sides, fits)
+            return plain(grid, sides, [replace(f, posterior=p) for f, p in zip(fits, posteriors, strict=True)])
+
+        no_gold._false_pairs_of_sides = combined
+        try:
+            return default(pairs, x, y, cfg, identities, fwd, bwd)
+        finally:
+            no_gold._false_pairs_of_sides = plain
+    return run
+
+
 VARIANTS = {"mine": default, "mine with lengths unchecked": default, "mine with cosine floor 0.6": default,
             "mine with cosine floor 0.5": default, "mine with cosine agreement 3": default,
             "mine with cosine agreement 2.5": default, "cautious": cautious, "halfway": halfway,
@@ -545,7 +592,8 @@ VARIANTS = {"mine": default, "mine with lengths unchecked": default, "mine with 
             "F1 slack 0.005": f1_slack_half_point, "F1 slack 0.01": f1_slack_point,
             "F1 slack 0.02": f1_slack_two_points, "F1 slack 0.005 middle": f1_slack_middle(0.005),
             "F1 slack 0.01 middle": f1_slack_middle(0.01), "monotone true count": monotone_true_count,
-            "curve's count uncapped": curve_count_uncapped}
+            "curve's count uncapped": curve_count_uncapped, "both sides' gaps": both_sides_gaps(),
+            "both sides' gaps at half": both_sides_gaps(0.5)}
 
 
 def every_pair(x, y, cfg):
