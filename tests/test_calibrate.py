@@ -119,6 +119,18 @@ def test_seeds_count_the_translations_where_the_one_to_one_selection_does_not_ca
     assert 80 <= cal.details["estimated_translations_in_pools"] <= 120  # 69 when fitted everywhere
 
 
+def test_a_no_gold_caveat_is_a_note_and_in_the_json():
+    """Where the gaps separate weakly `mine`'s choice says how far off such estimates were;
+    `calibrate` prints it under its recommendation and keeps it in --json."""
+    from bitextmine.evaluate.calibrate import Calibration
+    from bitextmine.mine.thresholds import WEAK_ESTIMATE_ERROR
+
+    none = np.zeros(0)
+    cal = Calibration("no gold (gap mixture)", none, none, none, none, {}, caveat=WEAK_ESTIMATE_ERROR)
+    assert cal.notes() == [f"note: {WEAK_ESTIMATE_ERROR}"] and cal.to_dict()["caveat"] == WEAK_ESTIMATE_ERROR
+    assert not Calibration("no gold (gap mixture)", none, none, none, none, {}).notes()
+
+
 @pytest.mark.parametrize("translations", [60, 300])
 def test_the_no_gold_estimate_is_within_5_points_on_alike_sides(translations):
     from bitextmine.evaluate.calibrate import calibrate_without_gold

@@ -452,6 +452,8 @@ def test_weakly_separated_pools_take_the_best_estimated_f1_and_say_why():
     weak = choose_from_estimate(estimate(6.0), 0.9, 1.3, "fixed")
     assert clear.threshold == 1.2 and weak.threshold == 1.1
     assert "weakly" in weak.reason and "separation 6.0 < 7.6" in weak.warning
+    # how far off the estimate was on such pools is said beside it; not where the gaps separate clearly
+    assert "points off the truth" in weak.caveat and weak.caveat in weak.warning and clear.caveat is None
     assert choose_from_estimate(estimate(6.0, translations=700.0), 0.9, 1.3, "fixed").threshold == 1.2
     assert choose_from_estimate(estimate(6.0), 0.9, 1.3, "fixed", tolerance=1.0).threshold == 1.2
     # no group of translations (separation < 4.6): the encoder's declared threshold, said so; a

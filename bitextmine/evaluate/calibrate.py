@@ -70,6 +70,7 @@ class Calibration:
     precision_high: np.ndarray | None = None
     no_gold: Calibration | None = None  # beside a seed calibration: the no-gold one, for comparison
     written: dict | None = None  # no gold: what `mine` writes at the recommendation (its length agreement)
+    caveat: str | None = None  # no gold: how sure the estimate is, where less than usual (weak gaps, few translations)
 
     def recommend_for(self, target_precision: float, headroom: float = defaults.TARGET_HEADROOM) -> None:
         """Recommend by `mine`'s rule on this curve (seed calibrations; the no-gold one comes
@@ -91,6 +92,8 @@ class Calibration:
         if repeated:
             out.append(f"note: {repeated} seed pairs repeat the source or target sentence of an earlier seed; they "
                        "were left out (a sentence planted twice competes with its own copy)")
+        if self.caveat:
+            out.append(f"note: {self.caveat}")
         other = self.no_gold
         if other is not None and self.recommended is not None and other.recommended is not None:
             at_other = float(np.interp(other.recommended, self.thresholds, self.precision))
@@ -109,7 +112,7 @@ class Calibration:
         out = {"method": self.method, "details": self.details, "warning": self.warning,
                "recommended_threshold": self.recommended, "recommended_precision": self.recommended_precision,
                "recommended_interval": list(self.interval) if self.interval else None, "reason": self.reason,
-               "written": self.written}
+               "written": self.written, "caveat": self.caveat}
         for key in ("thresholds", "precision", "recall", "pairs", "precision_low", "precision_high"):
             values = getattr(self, key)
             out[key] = None if values is None else [None if np.isnan(v) else round(float(v), 6)
@@ -228,6 +231,7 @@ def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, identities=(), seed:
                              choice.warning if choice.source in ("fallback", "none") else estimate.warning,
                              recommended, choice.estimated_precision,
                              choice.interval(), choice.reason, estimate.precision_low, estimate.precision_high)
+    result.caveat = choice.caveat
     if texts is not None and recommended is not None:
         result.written = _written_at(pairs, recommended, choice.estimated_precision, cfg, texts)
     return result
