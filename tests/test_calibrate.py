@@ -126,8 +126,9 @@ def test_a_no_gold_caveat_is_a_note_and_in_the_json():
     from bitextmine.mine.thresholds import WEAK_ESTIMATE_ERROR
 
     none = np.zeros(0)
-    cal = Calibration("no gold (gap mixture)", none, none, none, none, {}, caveat=WEAK_ESTIMATE_ERROR)
-    assert cal.notes() == [f"note: {WEAK_ESTIMATE_ERROR}"] and cal.to_dict()["caveat"] == WEAK_ESTIMATE_ERROR
+    caveat = WEAK_ESTIMATE_ERROR
+    cal = Calibration("no gold (gap mixture)", none, none, none, none, {}, caveat=caveat)
+    assert cal.notes() == [f"note: {caveat}"] and cal.to_dict()["caveat"] == caveat
     assert not Calibration("no gold (gap mixture)", none, none, none, none, {}).notes()
 
 

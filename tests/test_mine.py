@@ -441,8 +441,8 @@ def test_weakly_separated_pools_take_the_best_estimated_f1_and_say_why():
     from bitextmine.mine.no_gold import NoGoldEstimate
     from bitextmine.mine.thresholds import choose_from_estimate
 
-    def estimate(separation, translations=100.0):
-        return NoGoldEstimate(np.array([1.0, 1.1, 1.2, 1.3]), np.array([0.70, 0.85, 0.91, 0.97]),
+    def estimate(separation, translations=100.0, precision=(0.70, 0.85, 0.91, 0.97)):
+        return NoGoldEstimate(np.array([1.0, 1.1, 1.2, 1.3]), np.array(precision),
                               np.array([0.95, 0.9, 0.8, 0.6]), np.array([140, 110, 90, 60]), np.zeros(4),
                               translations, details={"mixtures": [{"separation": separation}] * 2,
                                                      "rows": [1000, 800], "translations_by_side": [100, 100]})
@@ -454,6 +454,8 @@ def test_weakly_separated_pools_take_the_best_estimated_f1_and_say_why():
     assert "weakly" in weak.reason and "separation 6.0 < 7.6" in weak.warning
     # how far off the estimate was on such pools is said beside it; not where the gaps separate clearly
     assert "points off the truth" in weak.caveat and weak.caveat in weak.warning and clear.caveat is None
+    weak_met = choose_from_estimate(estimate(6.0, precision=(0.95, 0.96, 0.97, 0.98)), 0.9, 1.3, "fixed")
+    assert "separation 6.0 < 7.6" in weak_met.warning and "points off the truth" in weak_met.warning
     assert choose_from_estimate(estimate(6.0, translations=700.0), 0.9, 1.3, "fixed").threshold == 1.2
     assert choose_from_estimate(estimate(6.0), 0.9, 1.3, "fixed", tolerance=1.0).threshold == 1.2
     # no group of translations (separation < 4.6): the encoder's declared threshold, said so; a

@@ -90,10 +90,10 @@ def calibrate(
                     [[f"{result.thresholds[i]:.4f}", f"{100 * result.precision[i]:.1f}",
                       "-" if np.isnan(result.recall[i]) else f"{100 * result.recall[i]:.1f}", int(result.pairs[i])]
                      for i in shown], err=aside)
-    for note in result.notes():
-        typer.echo(note, err=True)
     for calibration in filter(None, (result.no_gold, result)):
         typer.echo(recommendation_line(calibration, target_precision), err=True)
+    for note in result.notes():  # what the recommendations above rest on
+        typer.echo(note, err=True)
     if json_out:
         write_json(json_out, {**result.to_dict(), "target_precision": target_precision,
                               "config": {"k": k, "score": cfg.score, "retrieval": cfg.retrieval}})

@@ -158,8 +158,8 @@ def pick_threshold(precision: np.ndarray, recall: np.ndarray, target: float,
 # How far the estimate is off where the gaps separate weakly, measured against gold on 18 such
 # pools (benchmarks/RESULTS.md, "How far the estimate is off, by the gaps' separation"): said
 # beside the threshold, since the bootstrap interval sees only the sampling error
-WEAK_ESTIMATE_ERROR = ("where the gaps separate this weakly the estimated precision was 0.5-23 points off the "
-                       "truth on gold pools: under it where translations are many, over it where they are few")
+WEAK_ESTIMATE_ERROR = ("on pools with gold whose gaps separate this weakly the estimated precision was 0.5-23 points "
+                       "off the truth: under it where translations are many, over it where they are few")
 
 
 def choose_from_estimate(estimate: NoGoldEstimate, target: float, fixed: float, fixed_reason: str,
@@ -196,8 +196,11 @@ def choose_from_estimate(estimate: NoGoldEstimate, target: float, fixed: float, 
                             0.0 if weak else headroom, slack=slack)
     precision, f1 = float(np.nan_to_num(estimate.precision[i])), float(estimate.f1()[i])
     caveat = few_translations(estimate)
-    if weak:
-        caveat = "; ".join(filter(None, [WEAK_ESTIMATE_ERROR, caveat]))
+    if weak:  # the separation is said once: in the reason below where the target is not met
+        said = WEAK_ESTIMATE_ERROR if not met else (
+            f"the candidates' gaps set the translations apart weakly (separation {weak:.1f} < "
+            f"{defaults.ESTIMATE_CLEAR_SEPARATION:g}): {WEAK_ESTIMATE_ERROR}")
+        caveat = "; ".join(filter(None, [said, caveat]))
     if weak and not met:
         why = (f"the candidates' gaps set the translations apart weakly (separation {weak:.1f} < "
                f"{defaults.ESTIMATE_CLEAR_SEPARATION:g}): the encoder tells these pools' translations apart poorly, "
