@@ -39,6 +39,7 @@ so that their figures can be measured again:
 - ``mine with cosine floor F`` and ``mine with cosine agreement S``: `mine`'s threshold, its
   written pairs also cut under a cosine, or S robust deviations under their typical cosine
   (``benchmarks.mining_defaults.cosine_checked``; applied where the pairs are scored);
+- ``F1 slack 0.005 where clear`` (and 0.01): the slack only where the gaps separate clearly;
 - ``both sides' gaps`` (and ``at half``): a query's posterior also reading its best
   candidate's gap on the other side, where the two are each other's best;
 - ``fixed 1.30``: the ratio threshold at which the default encoder does best on news pools
@@ -51,6 +52,7 @@ Each variant returns the threshold and its estimated precision curve (None for a
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -64,6 +66,17 @@ from bitextmine.mine.knn import Neighbours, exact_knn
 from bitextmine.mine.no_gold import estimate_from_gaps, query_gaps
 from bitextmine.mine.scoring import candidates, margin_scores, retrieve
 from bitextmine.mine.thresholds import choose_from_estimate, choose_threshold, fixed_threshold, pick_threshold
+
+
+@contextlib.contextmanager
+def patched(module, name: str, value):
+    """``module.name`` set to ``value`` for the duration (a variant's change to `mine`'s code)."""
+    plain = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, plain)
 
 
 @dataclass
@@ -97,14 +110,10 @@ def mine_at_tolerance(tolerance: float):
 def with_defaults(**values):
     """As `mine`, with these of ``bitextmine.defaults`` set for the duration of the choice."""
     def run(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
-        saved = {name: getattr(defaults, name) for name in values}
-        for name, value in values.items():
-            setattr(defaults, name, value)
-        try:
+        with contextlib.ExitStack() as stack:
+            for name, value in values.items():
+                stack.enter_context(patched(defaults, name, value))
             return default(pairs, x, y, cfg, identities, fwd, bwd)
-        finally:
-            for name, value in saved.items():
-                setattr(defaults, name, value)
     return run
 
 
@@ -126,12 +135,28 @@ def f1_slack_middle(slack: float):
         return int(rows[len(rows) // 2]), top
 
     def run(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
-        plain = thresholds.best_within
-        thresholds.best_within = middle
-        try:
+        with patched(thresholds, "best_within", middle):
             return default(pairs, x, y, cfg, identities, fwd, bwd)
-        finally:
-            thresholds.best_within = plain
+    return run
+
+
+def f1_slack_where_clear(slack: float):
+    """As `mine`, "the best F1" the lowest threshold whose estimated F1 lies within ``slack`` of the
+    best, only where the gaps separate clearly (the target's rule, its precision still met);
+    where they separate weakly (the best estimated F1 taken, no target: tolerance and headroom
+    0) the best's own."""
+    from bitextmine.mine import thresholds
+
+    plain = thresholds.pick_threshold
+
+    def pick(precision, recall, target, tolerance=defaults.TARGET_F1_TOLERANCE, headroom=0.0, *args, **kwargs):
+        weak = tolerance == 0.0 and headroom == 0.0
+        kwargs["slack"] = 0.0 if weak else slack
+        return plain(precision, recall, target, tolerance, headroom, *args, **kwargs)
+
+    def run(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
+        with patched(thresholds, "pick_threshold", pick):
+            return default(pairs, x, y, cfg, identities, fwd, bwd)
     return run
 
 
@@ -494,11 +519,8 @@ def monotone_true_count(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
         true = np.maximum.accumulate((kept - false)[::-1])[::-1]
         return plain(kept, kept - true, translations)
 
-    no_gold._precision_and_recall = monotone
-    try:
+    with patched(no_gold, "_precision_and_recall", monotone):
         return default(pairs, x, y, cfg, identities, fwd, bwd)
-    finally:
-        no_gold._precision_and_recall = plain
 
 
 def curve_count_uncapped(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
@@ -517,11 +539,8 @@ def curve_count_uncapped(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
                                                else defaults.ESTIMATE_TRANSLATIONS_PRECISION)
         return (*no_gold._precision_and_recall(kept, false, translations), false, translations)
 
-    no_gold._curves = uncapped
-    try:
+    with patched(no_gold, "_curves", uncapped):
         return default(pairs, x, y, cfg, identities, fwd, bwd)
-    finally:
-        no_gold._curves = plain
 
 
 def _mutual_posteriors(sides, fits, damping: float) -> list[np.ndarray] | None:
@@ -561,11 +580,8 @@ def both_sides_gaps(damping: float = 1.0):
                 return plain(grid, sides, fits)
             return plain(grid, sides, [replace(f, posterior=p) for f, p in zip(fits, posteriors, strict=True)])
 
-        no_gold._false_pairs_of_sides = combined
-        try:
+        with patched(no_gold, "_false_pairs_of_sides", combined):
             return default(pairs, x, y, cfg, identities, fwd, bwd)
-        finally:
-            no_gold._false_pairs_of_sides = plain
     return run
 
 
@@ -593,7 +609,9 @@ VARIANTS = {"mine": default, "mine with lengths unchecked": default, "mine with 
             "F1 slack 0.02": f1_slack_two_points, "F1 slack 0.005 middle": f1_slack_middle(0.005),
             "F1 slack 0.01 middle": f1_slack_middle(0.01), "monotone true count": monotone_true_count,
             "curve's count uncapped": curve_count_uncapped, "both sides' gaps": both_sides_gaps(),
-            "both sides' gaps at half": both_sides_gaps(0.5)}
+            "both sides' gaps at half": both_sides_gaps(0.5),
+            "F1 slack 0.005 where clear": f1_slack_where_clear(0.005),
+            "F1 slack 0.01 where clear": f1_slack_where_clear(0.01)}
 
 
 def every_pair(x, y, cfg):
