@@ -113,9 +113,9 @@ def mine(
     from bitextmine.mine.output import PairsOutput, mine_to_files
 
     json_out = json_out or meta
-    if not filter_pairs:  # the filter's options are for --filter: without it they would be ignored
-        for flag in [*filter_given, *(["--rejects"] if rejects is not None else [])]:
-            raise usage_error(f"{flag} needs --filter", flag)
+    needing_filter = [*filter_given, *(["--rejects"] if rejects is not None else [])]
+    if needing_filter and not filter_pairs:  # the filter's options are for --filter: without it they would be ignored
+        raise usage_error(f"{needing_filter[0]} needs --filter", needing_filter[0])
     refuse_second_stdout(output, "the pairs already go", "--json", json_out)
     refuse_second_stdout(output, "the pairs already go", "--rejects", rejects)
     setup_logging(quiet)

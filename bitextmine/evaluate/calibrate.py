@@ -302,12 +302,12 @@ def _read_seeds(seeds: str) -> tuple[list, int]:
             distinct.append(pair)
         seen_src.add(pair.src)
         seen_tgt.add(pair.tgt)
+    left_out = len(pairs) - len(distinct)
     if len(distinct) < defaults.CALIBRATE_MIN_SEEDS:
-        left_out = len(pairs) - len(distinct)
         repeated = f" ({left_out} more repeat a seed's sentence)" if left_out else ""
         raise BitextmineError(f"only {len(distinct)} distinct seed pairs{repeated}: give a few hundred "
                               f"(at least {defaults.CALIBRATE_MIN_SEEDS})", path=seeds)
-    return distinct, len(pairs) - len(distinct)
+    return distinct, left_out
 
 
 def _embed_seeds(texts: list[str], corpus, device: str, progress: bool) -> np.ndarray:

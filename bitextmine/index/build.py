@@ -120,9 +120,10 @@ def _build_index(emb_dirs: list[str | Path], out_dir: str | Path, cfg: IndexConf
                 raise BitextmineError(f"{factory} needs at least {needed} training vectors ({lists} lists x "
                                       f"FAISS's {defaults.FAISS_MIN_POINTS_PER_CENTROID}), the embeddings have "
                                       f"{sample_size}; use fewer lists or a Flat index", path=emb_dirs[0])
-            if sample_size < rotation_rows(index):
-                raise BitextmineError(f"{factory} needs at least {rotation_rows(index)} training vectors (its OPQ "
-                                      f"rotation is {rotation_rows(index)} wide), the embeddings have {sample_size}; "
+            rotation = rotation_rows(index)
+            if sample_size < rotation:
+                raise BitextmineError(f"{factory} needs at least {rotation} training vectors (its OPQ "
+                                      f"rotation is {rotation} wide), the embeddings have {sample_size}; "
                                       "use a narrower rotation (OPQM_D), no OPQ, or a Flat index", path=emb_dirs[0])
             log.info("training %s on %d vectors", factory, sample_size)
             index = on_gpu(index, cfg.device)

@@ -197,14 +197,12 @@ def choose_from_estimate(estimate: NoGoldEstimate, target: float, fixed: float, 
     precision, f1 = float(np.nan_to_num(estimate.precision[i])), float(estimate.f1()[i])
     caveat = few_translations(estimate)
     if weak:  # the separation is said once: in the reason below where the target is not met
-        said = WEAK_ESTIMATE_ERROR if not met else (
-            f"the candidates' gaps set the translations apart weakly (separation {weak:.1f} < "
-            f"{defaults.ESTIMATE_CLEAR_SEPARATION:g}): {WEAK_ESTIMATE_ERROR}")
-        caveat = "; ".join(filter(None, [said, caveat]))
+        apart = (f"the candidates' gaps set the translations apart weakly (separation {weak:.1f} < "
+                 f"{defaults.ESTIMATE_CLEAR_SEPARATION:g})")
+        caveat = "; ".join(filter(None, [f"{apart}: {WEAK_ESTIMATE_ERROR}" if met else WEAK_ESTIMATE_ERROR, caveat]))
     if weak and not met:
-        why = (f"the candidates' gaps set the translations apart weakly (separation {weak:.1f} < "
-               f"{defaults.ESTIMATE_CLEAR_SEPARATION:g}): the encoder tells these pools' translations apart poorly, "
-               f"so the threshold of best estimated F1 is used ({f1:.2f} at estimated precision {precision:.2f})")
+        why = (f"{apart}: the encoder tells these pools' translations apart poorly, so the threshold of best "
+               f"estimated F1 is used ({f1:.2f} at estimated precision {precision:.2f})")
         return ThresholdChoice(float(estimate.thresholds[i]), "adaptive", f"adaptive (best F1): {why}", estimate,
                                "; ".join(filter(None, [why, caveat])), i, caveat=caveat)
     if met:
