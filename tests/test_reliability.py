@@ -833,7 +833,7 @@ def test_a_stop_during_submission_still_stops_the_started_job(tmp_path, monkeypa
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
 def test_a_full_standard_output_is_named(monkeypatch):
     """`> /dev/full`: the error names standard output, which has no file name of its own."""
-    from bitextmine.cli.options import print_table
+    from bitextmine.cli.options import echo, print_table
     from bitextmine.errors import BitextmineError
     from bitextmine.io.atomic import atomic_text_writer
 
@@ -844,6 +844,8 @@ def test_a_full_standard_output_is_named(monkeypatch):
     with pytest.raises(BitextmineError, match="^standard output: cannot write: no space left"):
         with atomic_text_writer("-") as out:
             out.write("0.5\tein Satz\ta sentence\n" * 10_000)
+    with pytest.raises(BitextmineError, match="^standard output: cannot write: no space left"):
+        echo("bitextmine 1.0")  # doctor's report, --version
     monkeypatch.undo()
     with contextlib.suppress(OSError):
         full.close()

@@ -34,7 +34,7 @@ from bitextmine.cli import (
     train,
 )
 from bitextmine.cli.logs import setup_logging
-from bitextmine.cli.options import Group, Interrupted
+from bitextmine.cli.options import Group, Interrupted, echo
 from bitextmine.errors import BitextmineError, BitextmineWarning, Terminated, printable
 
 app = typer.Typer(
@@ -56,7 +56,7 @@ app.add_typer(evaluate.app, name="eval")
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"bitextmine {__version__}")
+        echo(f"bitextmine {__version__}")
         raise typer.Exit()
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from bitextmine.cli.options import check_json_output, command, json_option, json_to_stdout
+from bitextmine.cli.options import check_json_output, command, echo, json_option, json_to_stdout
 from bitextmine.io.atomic import write_json
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def doctor(
         if not (quiet and finding.level == "ok"):
             lines += _finding_lines(finding)
     if lines:
-        typer.echo("\n".join(lines), err=json_to_stdout(json_out))
+        echo("\n".join(lines), err=json_to_stdout(json_out))
     if json_out is not None:
         if json_out != "-":
             Path(json_out).parent.mkdir(parents=True, exist_ok=True)

@@ -336,6 +336,18 @@ def refuse_second_stdout(output: str, taken: str, option: str, other: str | None
         raise usage_error(f"{taken} to standard output: give {option} a file", option)
 
 
+def echo(message: str, err: bool = False) -> None:
+    """``typer.echo``; a full disk behind standard output (``> /dev/full``) is named as
+    standard output, which has no file name of its own to put in the error."""
+    if err:
+        typer.echo(message, err=True)
+        return
+    from bitextmine.io.atomic import standard_output_errors_named
+
+    with standard_output_errors_named():
+        typer.echo(message)  # click flushes: the error is met here, not at exit
+
+
 def print_table(header: list[str], rows: list[list[Any]], title: str | None = None, err: bool = False) -> None:
     """A table on a terminal; tab-separated lines (header first) when piped, for other tools:
     pure TSV, the title on stderr. Cells that name files are printed with control characters
