@@ -254,7 +254,7 @@ FILTER_LID_MARGIN = 12.0
 # Language ID that rejects at least this share of the pairs it judges (and at least
 # FILTER_LID_WARN_MIN_PAIRS of them) says the languages given are wrong more likely than the
 # data: a warning (an error with --strict). With the right languages it kept 99.5-100 % of the
-# Tatoeba test pairs; with the sides swapped it rejected 96-100 % (benchmarks/RESULTS.md).
+# Tatoeba test pairs; swapped, it rejected 96-100 % of the news-style test pairs (RESULTS.md).
 FILTER_LID_WARN_SHARE = 0.5
 FILTER_LID_WARN_MIN_PAIRS = 20
 # rejected pairs judged again with the languages swapped, to tell a swap from other mistakes
