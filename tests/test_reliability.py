@@ -672,6 +672,18 @@ def test_mine_with_filter_records_the_kept_rows(cli, sets, tmp_path):
     assert side["output_rows"] == side["filter"]["kept"] == len(gzip.decompress(out.read_bytes()).splitlines())
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_pairs_whose_sidecar_cannot_be_written_are_not_left_behind(cli, sets, tmp_path):
+    """The sidecar fails after the pairs were written (a full disk): neither the pairs nor the
+    rejects stay, as no half of a result does."""
+    out, rejects = tmp_path / "kept.tsv", tmp_path / "rej.tsv"
+    result = cli(*mine_args(sets, "-o", out, "--json", "/dev/full", "--filter", "--skip", "lid",
+                            "--rejects", rejects))
+    one_line_error(result, "/dev/full:", "no space left")
+    assert not out.exists() and not rejects.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(("kept", "rej", "."))]
+
+
 # --- run ----------------------------------------------------------------------------------
 
 def write_pipeline(tmp_path, shards_de, shards_en, extra: str = "", retries: int = 1) -> Path:

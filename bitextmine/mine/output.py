@@ -9,6 +9,7 @@ pipeline's mining task both write through ``mine_to_files``.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -97,7 +98,13 @@ def write_mined(mined: MinedPairs, target: PairsOutput) -> dict:
     stats["output_sha256"] = file_sha256(target.output) if is_regular_output(target.output) else None
     sidecar = target.sidecar()
     if sidecar is not None:
-        write_json(sidecar, stats)
+        try:
+            write_json(sidecar, stats)
+        except BaseException:  # a full disk, an interrupt: pairs without the sidecar that describes them
+            for path in (target.output, target.rejects):  # are no result, so none is left behind
+                if path is not None and is_regular_output(path):
+                    Path(os.path.realpath(path)).unlink(missing_ok=True)
+            raise
     return stats
 
 
