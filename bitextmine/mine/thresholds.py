@@ -159,7 +159,8 @@ def pick_threshold(precision: np.ndarray, recall: np.ndarray, target: float,
 # pools (benchmarks/RESULTS.md, "How far the estimate is off, by the gaps' separation"): said
 # beside the threshold, since the bootstrap interval sees only the sampling error
 WEAK_ESTIMATE_ERROR = ("on pools with gold whose gaps separate this weakly the estimated precision was 0.5-23 points "
-                       "off the truth: under it where translations are many, over it where they are few")
+                       "off the truth: under it where translations are many, over it where they are few; a sample "
+                       "of these pools' pairs judged by hand gives a surer threshold (--threshold)")
 
 
 def choose_from_estimate(estimate: NoGoldEstimate, target: float, fixed: float, fixed_reason: str,
