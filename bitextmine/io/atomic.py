@@ -123,6 +123,13 @@ def _replaced_path(path: str | Path) -> Path:
     return Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
 
 
+def remove_written(path: str | Path | None) -> None:
+    """Remove a regular output that was written (the file a link names, as it was replaced);
+    standard output, devices and FIFOs hold nothing to take back."""
+    if path is not None and is_regular_output(path):
+        _replaced_path(path).unlink(missing_ok=True)
+
+
 # --- writing ----------------------------------------------------------------------------
 
 def new_file_mode() -> int:

@@ -9,7 +9,6 @@ pipeline's mining task both write through ``mine_to_files``.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING
 from bitextmine.embed.corpus import EmbeddingCorpus
 from bitextmine.errors import BitextmineError
 from bitextmine.filter.run import filter_pairs_to_files, report_document
-from bitextmine.io.atomic import is_regular_output, refuse_overwriting_inputs, sidecar_path, write_json
+from bitextmine.io.atomic import is_regular_output, refuse_overwriting_inputs, remove_written, sidecar_path, write_json
 from bitextmine.io.lock import output_locks
 from bitextmine.io.text import file_sha256
 from bitextmine.mine.corpora import mine_corpora, write_pairs
@@ -102,8 +101,7 @@ def write_mined(mined: MinedPairs, target: PairsOutput) -> dict:
             write_json(sidecar, stats)
         except BaseException:  # a full disk, an interrupt: pairs without the sidecar that describes them
             for path in (target.output, target.rejects):  # are no result, so none is left behind
-                if path is not None and is_regular_output(path):
-                    Path(os.path.realpath(path)).unlink(missing_ok=True)
+                remove_written(path)
             raise
     return stats
 
