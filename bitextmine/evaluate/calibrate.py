@@ -71,6 +71,7 @@ class Calibration:
     no_gold: Calibration | None = None  # beside a seed calibration: the no-gold one, for comparison
     written: dict | None = None  # no gold: what `mine` writes at the recommendation (its length agreement)
     caveat: str | None = None  # no gold: how sure the estimate is, where less than usual (weak gaps, few translations)
+    measured_error: str | None = None  # no gold: how far off such estimates were on pools with gold
 
     def recommend_for(self, target_precision: float, headroom: float = defaults.TARGET_HEADROOM) -> None:
         """Recommend by `mine`'s rule on this curve (seed calibrations; the no-gold one comes
@@ -112,7 +113,7 @@ class Calibration:
         out = {"method": self.method, "details": self.details, "warning": self.warning,
                "recommended_threshold": self.recommended, "recommended_precision": self.recommended_precision,
                "recommended_interval": list(self.interval) if self.interval else None, "reason": self.reason,
-               "written": self.written, "caveat": self.caveat}
+               "written": self.written, "caveat": self.caveat, "measured_error": self.measured_error}
         for key in ("thresholds", "precision", "recall", "pairs", "precision_low", "precision_high"):
             values = getattr(self, key)
             out[key] = None if values is None else [None if np.isnan(v) else round(float(v), 6)
@@ -231,7 +232,7 @@ def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, identities=(), seed:
                              choice.warning if choice.source in ("fallback", "none") else estimate.warning,
                              recommended, choice.estimated_precision,
                              choice.interval(), choice.reason, estimate.precision_low, estimate.precision_high)
-    result.caveat = choice.caveat
+    result.caveat, result.measured_error = choice.caveat, choice.measured_error
     if texts is not None and recommended is not None:
         result.written = _written_at(pairs, recommended, choice.estimated_precision, cfg, texts)
     return result
