@@ -35,7 +35,9 @@ Each is a context manager that swaps the fit (and, where it needs more of each q
 search of the queries) for the duration of a `mine` choice. None was taken (benchmarks/RESULTS.md,
 "Other nulls for the gap mixture", "A skewed translations' component", "The estimate of the
 pairs written"); ``python -m
-benchmarks.gap_null_variants`` prints the null's tail against the gold's.
+benchmarks.gap_null_variants`` prints the null's tail against the gold's (``--non-mutual``: the
+gaps of the queries that are not their best candidate's best against it; RESULTS.md, "Queries
+the two directions disagree on").
 """
 
 from __future__ import annotations
