@@ -586,9 +586,15 @@ def test_workers_of_a_killed_command_die_with_it_and_leave_no_lock(tmp_path):
             "--workers", "2", "-q"]
     prepare = subprocess.Popen(args, cwd=REPO, stderr=subprocess.PIPE, text=True)
     wait_for(lambda: (out / ".bitextmine.lock").exists() or prepare.poll() is not None)
-    time.sleep(2.0)  # the workers are judging
-    children = [int(p) for p in subprocess.run(["pgrep", "-P", str(prepare.pid)], capture_output=True,
-                                                text=True).stdout.split()]
+
+    def workers() -> list[int]:
+        return [int(p) for p in subprocess.run(["pgrep", "-P", str(prepare.pid)], capture_output=True,
+                                               text=True).stdout.split()]
+
+    # the workers start once the input is read, later on a slow machine: wait for them, not a fixed time
+    children = wait_for(lambda: workers() or prepare.poll() is not None)
+    children = children if isinstance(children, list) else []
+    time.sleep(0.5)  # the workers are judging
     prepare.kill()
     prepare.wait()
     assert children, "prepare had no workers when killed"
