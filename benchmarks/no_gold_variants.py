@@ -597,12 +597,9 @@ def distance_gaps_where_weak(least_share: float = 0.0):
         plain = thresholds.averaged_over_margins
 
         def chosen(by_ratio, by_distance):
-            separations = [m["separation"] for m in by_ratio.details.get("mixtures", [])]
-            rows = by_ratio.details.get("rows")
             translations = (by_ratio.translations + by_distance.translations) / 2
-            mostly = bool(rows) and by_ratio.translations >= defaults.ESTIMATE_MOSTLY_TRANSLATED * min(rows)
-            if (not separations or not rows or mostly or translations < least_share * min(rows)
-                    or np.mean(separations) >= defaults.ESTIMATE_CLEAR_SEPARATION
+            if (thresholds.weakly_separated(by_ratio) is None  # `mine`'s own test, on the ratio gaps' mixtures
+                    or translations < least_share * min(by_ratio.details["rows"])
                     or by_ratio.warning or by_distance.warning
                     or by_distance.details.get("method") != by_ratio.details.get("method")):
                 return plain(by_ratio, by_distance)
