@@ -586,32 +586,45 @@ def both_sides_gaps(damping: float = 1.0):
 
 
 def distance_gaps_where_weak(least_share: float = 0.0):
-    """As `mine`, but where the gaps separate weakly (and the estimate counts translations for
-    at least ``least_share`` of the smaller side) the estimate of the distance gaps alone, not
-    the mean of both margins': on the weak single-sentence pools the distance gaps' null
-    counted the false pairs above `mine`'s threshold closer to the gold at 15 % (the mean over
-    the margins was chosen on French news, whose gaps separate clearly)."""
+    """As `mine`, the distance gaps' estimate alone where the gaps separate weakly and the
+    estimate counts translations for at least ``least_share`` of the smaller side (`mine`:
+    ``defaults.ESTIMATE_DISTANCE_ALONE_SHARE``, since 2026-12-06; before, never: the mean of
+    both margins' false pairs, chosen on French news, whose gaps separate clearly)."""
     def run(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
-        from bitextmine.mine import thresholds
-
-        plain = thresholds.averaged_over_margins
-
-        def chosen(by_ratio, by_distance):
-            translations = (by_ratio.translations + by_distance.translations) / 2
-            if (thresholds.weakly_separated(by_ratio) is None  # `mine`'s own test, on the ratio gaps' mixtures
-                    or translations < least_share * min(by_ratio.details["rows"])
-                    or by_ratio.warning or by_distance.warning
-                    or by_distance.details.get("method") != by_ratio.details.get("method")):
-                return plain(by_ratio, by_distance)
-            # the separation rules read the ratio gaps' mixtures, as `mine` does
-            by_distance.details = {**by_ratio.details,
-                                   "method": by_ratio.details.get("method", "") + ", distance gaps"}
-            return by_distance
-
-        with patched(thresholds, "averaged_over_margins", chosen):
+        with patched(defaults, "ESTIMATE_DISTANCE_ALONE_SHARE", least_share):
             return default(pairs, x, y, cfg, identities, fwd, bwd)
     return run
 
+
+def before_distance_alone(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
+    """`mine` before 2026-12-06: the mean of both margins' false pairs wherever the gaps separate."""
+    from bitextmine.mine import thresholds
+
+    with patched(thresholds, "combined_over_margins", thresholds.averaged_over_margins):
+        return default(pairs, x, y, cfg, identities, fwd, bwd)
+
+
+def precision_weighted_where_weak_and_few(beta: float = 0.5, least_share: float = 0.05, base=default):
+    """As ``base``, but where the gaps separate weakly and the estimate counts translations for
+    fewer than ``least_share`` of the smaller side, the threshold of best estimated F-``beta``
+    (precision weighted ``1 / beta`` times recall) rather than of best F1: on such pools the
+    estimate counted too few false pairs (its null's tail too light), and `mine`'s threshold
+    lay under the best one on every weak pool at 1 % of two draws."""
+    def run(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
+        from bitextmine.mine import thresholds
+
+        choice = choose_threshold(pairs, x, y, cfg, identities, fwd, bwd)
+        e = choice.estimate
+        if (e is None or choice.source != "adaptive" or thresholds.weakly_separated(e) is None
+                or e.translations >= least_share * min(e.details["rows"])):
+            return base(pairs, x, y, cfg, identities, fwd, bwd)
+        p, r = np.nan_to_num(e.precision), np.nan_to_num(e.recall)
+        b2 = beta * beta
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = np.where(b2 * p + r > 0, (1 + b2) * p * r / (b2 * p + r), 0.0)
+        i = int(np.argmax(f))
+        return Outcome(float(e.thresholds[i]), e.thresholds, e.precision, f"F{beta:g} where weak and few")
+    return run
 
 VARIANTS = {"mine": default, "mine with lengths unchecked": default, "mine with cosine floor 0.6": default,
             "mine with cosine floor 0.5": default, "mine with cosine agreement 3": default,
@@ -641,7 +654,13 @@ VARIANTS = {"mine": default, "mine with lengths unchecked": default, "mine with 
             "F1 slack 0.005 where clear": f1_slack_where_clear(0.005),
             "F1 slack 0.01 where clear": f1_slack_where_clear(0.01),
             "distance gaps where weak": distance_gaps_where_weak(),
-            "distance gaps where weak and many": distance_gaps_where_weak(0.05)}
+            "distance gaps where weak and many": distance_gaps_where_weak(0.05),
+            "mine before the distance gaps alone": before_distance_alone,
+            "F0.5 where weak and few": precision_weighted_where_weak_and_few(0.5, base=before_distance_alone),
+            "distance gaps where weak and many and F0.5 where few": precision_weighted_where_weak_and_few(
+                0.5, base=default),
+            "distance gaps where weak and many and F0.7 where few": precision_weighted_where_weak_and_few(
+                0.7, base=default)}
 
 
 def every_pair(x, y, cfg):

