@@ -163,7 +163,7 @@ ESTIMATE_F1_SLACK = 0.0
 ESTIMATE_CLEAR_SEPARATION = 7.6
 # Gaps that separate weakly, translations counted for at least this share of the smaller side: the
 # distance gaps' false pairs alone (the ratio gaps' count many of these translations false; at 1 % the
-# distance gaps too few). Two draws, no pool worse (RESULTS.md, "The distance gaps alone ...").
+# distance gaps too few). Two draws, none worse (RESULTS.md, "Taken: the distance gaps alone").
 ESTIMATE_DISTANCE_ALONE_SHARE = 0.05
 # The translations a false-pair curve implies: its most true pairs where at least half the pairs
 # kept are true, or a third where the gaps separate weakly (no_gold.translations_of). A weak
