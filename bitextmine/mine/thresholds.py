@@ -31,7 +31,7 @@ is ``--src`` does not matter. Encoders that declare none get the LASER-scale val
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -99,10 +99,9 @@ def combined_over_margins(by_ratio: NoGoldEstimate, by_distance: NoGoldEstimate)
             or translations < defaults.ESTIMATE_DISTANCE_ALONE_SHARE * min(rows)):
         return averaged_over_margins(by_ratio, by_distance)
     # the separation rules read the ratio gaps' mixtures, as they were measured
-    by_distance.details = {**by_ratio.details, "method": method + ", distance gaps alone (weak separation)",
-                           "distance_gaps": {key: by_distance.details[key]
-                                             for key in ("translations_by_side", "mixtures")}}
-    return by_distance
+    in_distance = {key: by_distance.details[key] for key in ("translations_by_side", "mixtures")}
+    return replace(by_distance, details={**by_ratio.details, "distance_gaps": in_distance,
+                                         "method": method + ", distance gaps alone (weak separation)"})
 
 
 @dataclass
