@@ -626,6 +626,7 @@ def precision_weighted_where_weak_and_few(beta: float = 0.5, least_share: float 
         return Outcome(float(e.thresholds[i]), e.thresholds, e.precision, f"F{beta:g} where weak and few")
     return run
 
+
 VARIANTS = {"mine": default, "mine with lengths unchecked": default, "mine with cosine floor 0.6": default,
             "mine with cosine floor 0.5": default, "mine with cosine agreement 3": default,
             "mine with cosine agreement 2.5": default, "cautious": cautious, "halfway": halfway,
