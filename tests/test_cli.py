@@ -139,6 +139,20 @@ def test_every_verb_has_examples_quiet_and_readable_metavars(cli, monkeypatch, v
         assert python_type not in result.stdout, (python_type, result.stdout)
 
 
+@pytest.mark.parametrize("verb", VERBS, ids=" ".join)
+def test_every_verbs_prose_fills_the_terminal_rather_than_the_sources_lines(cli, monkeypatch, verb):
+    from bitextmine.cli.options import reflowed
+
+    monkeypatch.setenv("COLUMNS", "80")
+    prose = cli(*verb, "--help").stdout.split("╭")[0].splitlines()  # the text above the panels
+    lines = [line.strip() for line in prose if line.strip() and not line.lstrip().startswith("Usage:")]
+    # a line that ends well short of the width is a paragraph's last, not a break kept from the source
+    followed = zip(lines, [*lines[1:], ""], strict=True)
+    short = [line for line, after in followed if len(line) < 50 and after and line[-1] not in ".:)"]
+    assert not short, short
+    assert reflowed("a\n  b\n\n\bc\n  d") == "a b\n\n\bc\n  d"  # examples keep their lines
+
+
 def test_the_top_level_help_shows_its_example_once(cli, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     result = cli("--help")

@@ -56,8 +56,27 @@ LASER_OPTIONS = {
 }
 
 
+def reflowed(help_text: str | None) -> str | None:
+    """Help prose with the docstring's line breaks joined, paragraph by paragraph.
+
+    Typer 0.29 keeps single line breaks after the first paragraph, so text wrapped in the
+    source wraps again at the terminal's width into ragged lines. Paragraphs that start
+    with ``\\b`` (examples) keep their lines.
+    """
+    if not help_text:
+        return help_text
+    paragraphs = inspect.cleandoc(help_text).split("\n\n")
+    return "\n\n".join(
+        p if p.startswith("\b") else " ".join(line.strip() for line in p.splitlines()) for p in paragraphs
+    )
+
+
 class Command(TyperCommand):
     help_panel: str | None = None  # the help panel --help is listed in (None: Options)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.help = reflowed(self.help)
 
     def get_params(self, ctx):
         return _plain_metavars(super().get_params(ctx))
@@ -82,6 +101,10 @@ class Command(TyperCommand):
 
 class Group(TyperGroup):
     """A group of verbs: plain metavars, and Ctrl-C carried out as ``Interrupted``."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.help = reflowed(self.help)
 
     def get_params(self, ctx):
         return _plain_metavars(super().get_params(ctx))
