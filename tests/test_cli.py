@@ -141,8 +141,6 @@ def test_every_verb_has_examples_quiet_and_readable_metavars(cli, monkeypatch, v
 
 @pytest.mark.parametrize("verb", VERBS, ids=" ".join)
 def test_every_verbs_prose_fills_the_terminal_rather_than_the_sources_lines(cli, monkeypatch, verb):
-    from bitextmine.cli.options import reflowed
-
     monkeypatch.setenv("COLUMNS", "80")
     prose = cli(*verb, "--help").stdout.split("╭")[0].splitlines()  # the text above the panels
     lines = [line.strip() for line in prose if line.strip() and not line.lstrip().startswith("Usage:")]
@@ -150,6 +148,11 @@ def test_every_verbs_prose_fills_the_terminal_rather_than_the_sources_lines(cli,
     followed = zip(lines, [*lines[1:], ""], strict=True)
     short = [line for line, after in followed if len(line) < 50 and after and line[-1] not in ".:)"]
     assert not short, short
+
+
+def test_reflowed_help_joins_prose_lines_and_keeps_examples():
+    from bitextmine.cli.options import reflowed
+
     assert reflowed("a\n  b\n\n\bc\n  d") == "a b\n\n\bc\n  d"  # examples keep their lines
 
 

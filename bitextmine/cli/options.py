@@ -71,12 +71,16 @@ def reflowed(help_text: str | None) -> str | None:
     )
 
 
-class Command(TyperCommand):
-    help_panel: str | None = None  # the help panel --help is listed in (None: Options)
+class _ReflowedHelp:
+    """A command or group whose help prose is ``reflowed``."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.help = reflowed(self.help)
+
+
+class Command(_ReflowedHelp, TyperCommand):
+    help_panel: str | None = None  # the help panel --help is listed in (None: Options)
 
     def get_params(self, ctx):
         return _plain_metavars(super().get_params(ctx))
@@ -99,12 +103,8 @@ class Command(TyperCommand):
             raise
 
 
-class Group(TyperGroup):
+class Group(_ReflowedHelp, TyperGroup):
     """A group of verbs: plain metavars, and Ctrl-C carried out as ``Interrupted``."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.help = reflowed(self.help)
 
     def get_params(self, ctx):
         return _plain_metavars(super().get_params(ctx))
