@@ -602,8 +602,8 @@ def compare_ks(pools: list[MinedPool], score: str, ks: list[int]) -> None:
               flush=True)
     print("\n| k | mean best F1 | pools where it is the highest | pools more than a point under the highest |")
     print("|---:|---:|---:|---:|")
+    highest = f1.max(axis=1)
     for j, k in enumerate(ks):
-        highest = f1.max(axis=1)
         print(f"| {k} | {f1[:, j].mean():.2f} | {int((f1[:, j] >= highest - 1e-9).sum())} | "
               f"{int((f1[:, j] < highest - 1).sum())} |")
 
