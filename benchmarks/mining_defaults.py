@@ -536,6 +536,7 @@ def run_pool(pool: MinedPool, score: str, variants: dict, length_ratio: float) -
             keep = cosine_checked(pool.x, pool.y, pairs, keep, **{"floor" if "floor" in name else "spread": value})
         estimated = (float(np.interp(outcome.threshold, outcome.thresholds, outcome.precision))
                      if outcome.thresholds is not None and np.isfinite(outcome.threshold) else np.nan)
+        estimated = with_lengths(outcome, pairs, texts, estimated)
         written = lengths.written_precision(estimated) if np.isfinite(estimated) else None
         above = pairs.score >= outcome.threshold
         row["variants"][name] = {"threshold": outcome.threshold, "prf": prf(correct, keep, len(pool.gold)),
@@ -544,6 +545,17 @@ def run_pool(pool: MinedPool, score: str, variants: dict, length_ratio: float) -
                                  "threshold_precision": float(correct[above].mean()) if above.any() else np.nan,
                                  "how": outcome.how, "seconds": seconds}
     return row
+
+
+def with_lengths(outcome, pairs, texts: list[list[str]], estimated: float) -> float:
+    """``estimated`` as `mine` says it: with the kept pairs' lengths where its gaps separate weakly."""
+    from bitextmine.mine.thresholds import add_length_evidence, pairs_below_median, reads_lengths
+
+    if outcome.choice is None or not reads_lengths(outcome.choice):
+        return estimated
+    kept = pairs.take(np.flatnonzero(pairs.score >= outcome.threshold))
+    read = [lambda ids, side=side: [side[i] for i in ids.tolist()] for side in texts]
+    return add_length_evidence(outcome.choice, kept, pairs_below_median(pairs), *read).estimated_precision
 
 
 def cell(v: dict, best_f1: float) -> str:

@@ -85,13 +85,14 @@ class Outcome:
     thresholds: np.ndarray | None = None  # the estimate's curve, ascending
     precision: np.ndarray | None = None
     how: str = ""
+    choice: object = None  # `mine`'s ThresholdChoice, where the variant is `mine`'s (its lengths read as it reads them)
 
 
 def default(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:
     """What `mine` does: the smaller of the gap mixture's and the decoy's false pairs."""
     choice = choose_threshold(pairs, x, y, cfg, identities, fwd, bwd)
     e = choice.estimate
-    return Outcome(choice.threshold, e.thresholds, e.precision, choice.source)
+    return Outcome(choice.threshold, e.thresholds, e.precision, choice.source, choice)
 
 
 def without_headroom(pairs, x, y, cfg, identities, fwd, bwd) -> Outcome:

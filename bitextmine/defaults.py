@@ -19,8 +19,7 @@ PREPARE_ERRORS = "strict"  # bad input is an error naming file and line; "skip" 
 # filter's measure), lies in these bounds: shorter lines are fragments and buttons ("1.", "Foto:");
 # longer ones are run-on text that no encoder reads whole (the filter's bound). 10 lost 0.7-1.7 %
 # of the Czech and Hindi Tatoeba-domain lines ("On nespí.", "मज़े करो।"), 5 almost none
-PREPARE_MIN_CHARS = 5
-PREPARE_MAX_CHARS = 1000
+PREPARE_MIN_CHARS, PREPARE_MAX_CHARS = 5, 1000
 PREPARE_MIN_LETTER_SHARE = 0.5  # letters / visible characters, as the filter's rule
 # Language ID keeps a sentence when the detector gives the language at least this probability
 # among the candidates (FILTER_LID_CANDIDATES and the language), i.e. drops it when it is 98 %
@@ -211,8 +210,10 @@ CALIBRATIONS_AGREE = 0.05  # precision points within which the seeds' and the no
 SIDECAR_CURVE_POINTS = 80  # points of the precision estimate kept in the sidecar
 # Kept pairs 1.5x off their typical length ratio (or 3 robust deviations, where wider) and by 20
 # characters are dropped as partly parallel (mine/lengths.py; RESULTS.md, "Length agreement").
-MINE_LENGTH_RATIO = 1.5
-MINE_LENGTH_SPREAD = 3.0
+MINE_LENGTH_RATIO, MINE_LENGTH_SPREAD = 1.5, 3.0
+# Where the gaps separate weakly the estimated precision is the mean of the gaps' and the kept pairs'
+# length ratios' (mine/lengths.py; RESULTS.md, "The lengths as a second estimate"): the pairs to read
+LENGTH_EVIDENCE_BEST_PAIRS, LENGTH_EVIDENCE_NULL_PAIRS = 40, 2000
 MINE_LENGTH_SLACK = 20  # characters, a CJK character counting three (filter.text.text_length)
 MINE_LENGTH_MIN_PAIRS = 20  # fewer pairs kept: their typical ratio is not known, none dropped
 # Exact kNN's blocks of query and database rows: the (rows x rows fp32) block bounds memory
@@ -231,10 +232,8 @@ GPU_TOPK_GROUP = 64
 GPU_RESIDENT_SHARE = 0.25
 
 # --- filter ---------------------------------------------------------------------------
-FILTER_MIN_CHARS = 3
-FILTER_MAX_CHARS = 1000
-FILTER_MIN_TOKENS = 1
-FILTER_MAX_TOKENS = 250
+FILTER_MIN_CHARS, FILTER_MAX_CHARS = 3, 1000
+FILTER_MIN_TOKENS, FILTER_MAX_TOKENS = 1, 250
 FILTER_MAX_LENGTH_RATIO = 3.0  # of lengths in characters, a CJK character counting as three
 FILTER_MIN_LETTER_SHARE = 0.5  # letters / visible characters (CJK counting three), per side
 FILTER_NEAR_COPY_JACCARD = 0.9  # word overlap above which the sides count as copies

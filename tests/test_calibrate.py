@@ -177,6 +177,35 @@ def test_calibrate_and_mine_choose_the_same_threshold(tmp_path):
         assert mined.stats["parameters"]["threshold"] == pytest.approx(cal.recommended, abs=1e-9)
 
 
+def test_weak_gaps_read_the_lengths_alike_in_mine_and_calibrate(tmp_path):
+    """Gaps that separate weakly: `mine` and `calibrate` read the kept pairs' lengths (the
+    translations' keep a ratio of 1.2) and say the same estimated precision, the mean of the
+    gaps' and the lengths', nearer the truth than the gaps' alone here."""
+    from bitextmine.embed.corpus import EmbeddingCorpus
+    from bitextmine.evaluate.calibrate import calibrate_sets
+    from bitextmine.mine import MineConfig, mine_corpora
+    from tests.conftest import make_embedding_set
+    from tests.test_mine import synthetic_pools
+
+    x, y = synthetic_pools(2000, 300, seed=1, noise=1.5)  # rows 0-299 translated; separation 6.9
+    rng = np.random.default_rng(0)
+    src_len = rng.integers(40, 200, 2000)
+    tgt_len = np.where(np.arange(2000) < 300, np.round(src_len / 1.2), rng.integers(40, 200, 2000))
+    make_embedding_set(tmp_path / "x", x, [f"{i} " + "x" * int(n) for i, n in enumerate(src_len)])
+    make_embedding_set(tmp_path / "y", y, [f"{i} " + "y" * int(n) for i, n in enumerate(tgt_len)])
+    cfg = MineConfig(device="cpu", length_ratio=0)  # every pair at the threshold written, to judge them all
+    cal = calibrate_sets([tmp_path / "x"], [tmp_path / "y"], cfg)
+    mined = mine_corpora(EmbeddingCorpus.load([tmp_path / "x"]), EmbeddingCorpus.load([tmp_path / "y"]), cfg)
+    said = mined.stats["threshold_estimate"]["estimated_precision"]
+    assert mined.stats["parameters"]["threshold"] == pytest.approx(cal.recommended, abs=1e-9)
+    assert said == pytest.approx(cal.recommended_precision, abs=1e-4)
+    assert "the mean of the gaps'" in cal.caveat and "the mean of the gaps'" in mined.stats["threshold_warning"]
+    gaps = float(cal.precision[np.searchsorted(cal.thresholds, cal.recommended)])
+    true = np.mean([a.split()[0] == b.split()[0] and int(a.split()[0]) < 300
+                    for a, b in zip(mined.src_text, mined.tgt_text, strict=True)])
+    assert abs(said - true) < abs(gaps - true)
+
+
 def test_the_no_gold_estimate_says_when_it_cannot_tell(cli, tmp_path):
     from tests.conftest import make_embedding_set
     from tests.test_mine import synthetic_pools

@@ -895,6 +895,79 @@ def test_pools_whose_translations_vary_freely_in_length_get_a_wider_band():
     assert not length_agreement(np.linspace(0.3, 0.1, 41), src, tgt, spread=0).keep[-1]
 
 
+def length_mixture(translations: int, false: int, seed: int = 0):
+    """Kept pairs (best first: translations score higher, but not all above every false pair)
+    whose sides' lengths keep a ratio of 1.2 when they are translations and are independent
+    otherwise; and the pairs under the median, all false."""
+    rng = np.random.default_rng(seed)
+
+    def texts(n, true):
+        src = rng.integers(40, 200, n)
+        tgt = np.where(true, np.round(src / 1.2 * np.exp(rng.normal(0, 0.06, n))), rng.integers(40, 200, n))
+        return ["x" * int(a) for a in src], ["y" * int(b) for b in tgt]
+
+    true = np.r_[np.ones(translations, bool), np.zeros(false, bool)]
+    scores = np.where(true, rng.normal(0.3, 0.05, len(true)), rng.normal(0.2, 0.05, len(true)))
+    order = np.argsort(-scores)
+    kept_src, kept_tgt = texts(len(true), true[order])
+    null_src, null_tgt = texts(5000, np.zeros(5000, bool))
+    return scores[order], kept_src, kept_tgt, null_src, null_tgt, true[order]
+
+
+@pytest.mark.parametrize("translations, false", [(140, 60), (60, 140), (300, 30)])
+def test_the_kept_pairs_lengths_tell_their_share_of_translations(translations, false):
+    from bitextmine.mine.lengths import log_length_ratios, precision_from_lengths
+
+    scores, src, tgt, null_src, null_tgt, _ = length_mixture(translations, false)
+    share = precision_from_lengths(scores, log_length_ratios(src, tgt), log_length_ratios(null_src, null_tgt))
+    assert share == pytest.approx(translations / (translations + false), abs=0.06)
+    assert precision_from_lengths(scores[:19], log_length_ratios(src[:19], tgt[:19]),
+                                  log_length_ratios(null_src, null_tgt)) is None  # too few kept
+
+
+def test_weak_gaps_take_the_mean_of_the_gaps_and_the_lengths_estimates():
+    """Where the gaps separate weakly the kept pairs' lengths are read as a second estimate and
+    the precision said is the mean of both, said so; a clear choice is left as it is."""
+    from bitextmine.mine.lengths import log_length_ratios
+    from bitextmine.mine.no_gold import NoGoldEstimate
+    from bitextmine.mine.scoring import Pairs
+    from bitextmine.mine.thresholds import add_length_evidence, choose_from_estimate, pairs_below_median
+
+    def estimate(separation):
+        return NoGoldEstimate(np.array([0.1, 0.2, 0.3]), np.array([0.5, 0.6, 0.9]), np.array([0.9, 0.8, 0.3]),
+                              np.array([300, 200, 50]), np.zeros(3), 160.0,
+                              details={"mixtures": [{"separation": separation}] * 2, "rows": [1000, 1000],
+                                       "translations_by_side": [160, 160]})
+
+    scores, src, tgt, null_src, null_tgt, _ = length_mixture(140, 60)
+    n = len(scores)
+    null_scores = np.linspace(0.0, -1.0, 5000)
+    every = Pairs(np.arange(n + 5000), np.arange(n + 5000), np.r_[scores, null_scores].astype(np.float32),
+                  np.zeros(n + 5000, np.float32))
+    below = pairs_below_median(every)  # a seeded sample of 2,000 of the 2,600 under the median
+    assert len(below) == 2000 and (below.score < np.median(every.score)).all() and (np.diff(below.src) > 0).all()
+    src_texts, tgt_texts = src + null_src, tgt + null_tgt
+
+    def read(texts):
+        return lambda ids: [texts[i] for i in ids.tolist()]
+
+    kept = every.take(np.arange(n))
+    weak_estimate = estimate(6.0)
+    weak_estimate.precision_low, weak_estimate.precision_high = np.array([0.4, 0.5, 0.8]), np.array([0.6, 0.7, 1.0])
+    weak = choose_from_estimate(weak_estimate, 0.9, 1.3, "fixed")
+    both = add_length_evidence(weak, kept, below, read(src_texts), read(tgt_texts))
+    assert both.threshold == weak.threshold and both.gap_precision == weak.estimated_precision == 0.6
+    assert both.length_precision == pytest.approx(0.7, abs=0.06)
+    assert both.estimated_precision == pytest.approx((0.6 + both.length_precision) / 2)
+    assert "the mean of the gaps' 0.60 and the kept pairs' lengths'" in both.warning
+    assert "mean of the gaps'" in both.caveat
+    # the gaps' bootstrap interval (0.5-0.7), each end's mean with the lengths' estimate
+    assert both.interval() == pytest.approx(((0.5 + both.length_precision) / 2, (0.7 + both.length_precision) / 2))
+    clear = choose_from_estimate(estimate(9.0), 0.9, 1.3, "fixed")
+    assert add_length_evidence(clear, kept, below, read(src_texts), read(tgt_texts)) is clear
+    assert log_length_ratios(["ab"], ["abcd"])[0] == pytest.approx(np.log(0.5))
+
+
 def test_a_length_ratio_under_one_is_refused():
     from bitextmine.errors import BitextmineError
 

@@ -28,7 +28,7 @@ from bitextmine.mine.knn import Neighbours, best_distinct, index_knn
 from bitextmine.mine.lengths import length_agreement
 from bitextmine.mine.rescore import select_with_exact_margins
 from bitextmine.mine.sentences import UniqueSentences, check_k, unique_sentences
-from bitextmine.mine.thresholds import select_pairs, threshold_record
+from bitextmine.mine.thresholds import add_length_evidence, select_pairs, threshold_record
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +114,14 @@ def _lengths_agreeing(pairs, src_text: list[str], tgt_text: list[str], cfg: Mine
     return pairs, src_text, tgt_text, lengths
 
 
+def _with_length_evidence(selection, src_side: UniqueSentences, tgt_side: UniqueSentences):
+    """The selection's choice, with the kept pairs' lengths as a second estimate where its gaps
+    separate weakly (``thresholds.add_length_evidence``: the selection then holds the pairs below)."""
+    if selection.below is None:
+        return selection.choice
+    return add_length_evidence(selection.choice, selection.pairs, selection.below, src_side.texts, tgt_side.texts)
+
+
 def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = MineConfig(),
                  src_index: str | Path | list | None = None, tgt_index: str | Path | list | None = None,
                  progress: bool = False) -> MinedPairs:
@@ -160,7 +168,7 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
     else:
         selection = select_pairs(x, y, selecting, (src.encoder, tgt.encoder), fwd, bwd, device=cfg.device,
                                  progress=progress)
-    choice = selection.choice
+    choice = selection.choice = _with_length_evidence(selection, src_side, tgt_side)
     if choice.warning:
         warn(choice.warning)
     # nothing kept (the pools share no translations) is recorded as no threshold: JSON has no infinity

@@ -93,3 +93,44 @@ def written_pairs(pairs, src_texts, tgt_texts, threshold: float,
     written = np.zeros(len(pairs.score), dtype=bool)
     written[above[lengths.keep]] = True
     return written, lengths
+
+
+def log_length_ratios(src_texts: list[str], tgt_texts: list[str]) -> np.ndarray:
+    """log(source length / target length) of each pair, lengths as the length agreement counts them."""
+    src_len = np.fromiter((max(text_length(t.strip()), 1) for t in src_texts), dtype=np.float64, count=len(src_texts))
+    tgt_len = np.fromiter((max(text_length(t.strip()), 1) for t in tgt_texts), dtype=np.float64, count=len(tgt_texts))
+    return np.log(src_len / tgt_len)
+
+
+def precision_from_lengths(scores: np.ndarray, log_ratio: np.ndarray, null_log_ratio: np.ndarray,
+                           best: int = defaults.LENGTH_EVIDENCE_BEST_PAIRS,
+                           min_pairs: int = defaults.MINE_LENGTH_MIN_PAIRS,
+                           iterations: int = defaults.ESTIMATE_EM_ITERATIONS) -> float | None:
+    """The share of translations among kept pairs (``scores``, ``log_ratio``) told by their
+    lengths alone, evidence the margins' gaps do not use: the pairs' log length ratios as a
+    mixture of the translations' (a normal about the ratio of the best-scoring pairs, half of
+    those kept, 10 to ``best``) and the false pairs' (a kernel density of ``null_log_ratio``:
+    pairs scoring under the median, nearly all false). Its weight is fitted by EM. None with
+    fewer than ``min_pairs`` kept or null pairs. Translations keep a language pair's length ratio
+    closely and false pairs do not, so the evidence is strongest on long sentences; false pairs
+    near the threshold agree in length more than those under the median, so it errs high."""
+    scores, log_ratio, null = (np.asarray(a, dtype=np.float64) for a in (scores, log_ratio, null_log_ratio))
+    if len(scores) < min_pairs or len(null) < min_pairs:
+        return None
+    top = log_ratio[np.argsort(-scores, kind="stable")[:max(10, min(best, len(scores) // 2))]]
+    centre = float(np.median(top))
+    spread = max(1.4826 * float(np.median(np.abs(top - centre))), 0.05)
+    width = max(1.06 * float(null.std()) * len(null) ** -0.2, 1e-3)  # Silverman's rule
+    false_density = np.exp(-0.5 * ((log_ratio[:, None] - null[None, :]) / width) ** 2).mean(1) / (
+        width * math.sqrt(2 * math.pi))
+    share = 0.5
+    for _ in range(iterations):
+        true_density = np.exp(-0.5 * ((log_ratio - centre) / spread) ** 2) / (spread * math.sqrt(2 * math.pi))
+        weighted = share * true_density
+        responsibility = weighted / np.maximum(weighted + (1 - share) * false_density, 1e-300)
+        share = float(responsibility.mean())
+        if responsibility.sum() > 1:
+            centre = float((responsibility * log_ratio).sum() / responsibility.sum())
+            spread = max(math.sqrt(float((responsibility * (log_ratio - centre) ** 2).sum() / responsibility.sum())),
+                         0.03)
+    return share

@@ -49,7 +49,7 @@ def select_with_exact_margins(x, y, cfg, identities, fwd: Neighbours, bwd: Neigh
     selection = select_pairs(x, y, cfg, identities, fwd, bwd, device=device)
     if cfg.score == "cosine" or not math.isfinite(selection.choice.threshold):
         return selection  # the index's cosines are exact already; or nothing is kept
-    choice, at_threshold = selection.choice, replace(cfg, threshold=selection.choice.threshold)
+    choice, below, at_threshold = selection.choice, selection.below, replace(cfg, threshold=selection.choice.threshold)
     exact_src, exact_tgt = np.zeros(len(x), dtype=bool), np.zeros(len(y), dtype=bool)
     for _ in range(defaults.EXACT_MARGIN_ROUNDS):
         src_rows = np.unique(selection.pairs.src[~exact_src[selection.pairs.src]])
@@ -64,7 +64,7 @@ def select_with_exact_margins(x, y, cfg, identities, fwd: Neighbours, bwd: Neigh
     else:
         log.warning("after %d rounds some kept pairs still have margins from the index's neighbours",
                     defaults.EXACT_MARGIN_ROUNDS)
-    return replace(selection, choice=choice)
+    return replace(selection, choice=choice, below=below)
 
 
 def _correct(neighbours: Neighbours, rows: np.ndarray, queries, database, device: str) -> None:

@@ -115,23 +115,37 @@ class ThresholdChoice:
     translations_seen: bool = True  # False: the estimate saw no group of translations (none, or its fallback)
     caveat: str | None = None  # how sure the estimate is, where that is less than usual (also in ``warning``)
     measured_error: str | None = None  # how far off such estimates were on pools with gold (WEAK/CLEAR_ESTIMATE_ERROR)
+    length_precision: float | None = None  # the kept pairs' lengths' estimate (``add_length_evidence``)
 
     def __post_init__(self):
         if self.source == "none":  # nothing kept: no translations were seen
             self.translations_seen = False
 
     @property
-    def estimated_precision(self) -> float | None:
+    def gap_precision(self) -> float | None:
+        """The gap mixture's estimated precision at the threshold chosen."""
         if self.estimate is None or self.index is None:
             return None
         return float(self.estimate.precision[self.index])
 
+    @property
+    def estimated_precision(self) -> float | None:
+        """The gaps' estimate, or its mean with the lengths' where they were read (weak gaps)."""
+        gaps = self.gap_precision
+        if gaps is None or self.length_precision is None:
+            return gaps
+        return (gaps + self.length_precision) / 2
+
     def interval(self) -> tuple[float, float] | None:
-        """The bootstrap interval of the estimated precision at the threshold chosen."""
+        """The bootstrap interval of the estimated precision at the threshold chosen (of the
+        gaps' sampling: with the lengths' estimate, each end's mean with it)."""
         e = self.estimate
         if e is None or self.index is None or e.precision_low is None:
             return None
-        return float(e.precision_low[self.index]), float(e.precision_high[self.index])
+        low, high = float(e.precision_low[self.index]), float(e.precision_high[self.index])
+        if self.length_precision is None:
+            return low, high
+        return (low + self.length_precision) / 2, (high + self.length_precision) / 2
 
 
 def best_within(f1: np.ndarray, eligible: np.ndarray, slack: float) -> tuple[int, float]:
@@ -174,13 +188,13 @@ def pick_threshold(precision: np.ndarray, recall: np.ndarray, target: float,
     return best, False
 
 
-# How far the estimate is off where the gaps separate weakly, measured against gold on 33 such
-# pools of two draws (benchmarks/RESULTS.md, "Taken: the distance gaps alone"): said beside the
-# threshold, since the bootstrap interval sees only the sampling error
-WEAK_ESTIMATE_ERROR = ("on pools with gold whose gaps separate this weakly the estimated precision was 1-31 points "
-                       "off the truth (10 on average): mostly under it where translations are many, over it where "
-                       "they are few; a sample of these pools' pairs judged by hand gives a surer threshold "
-                       "(--threshold)")
+# How far the estimate (with the kept pairs' lengths) is off where the gaps separate weakly,
+# measured against gold on 34 such pools of two draws (benchmarks/RESULTS.md, "The lengths as a
+# second estimate"): said beside the threshold, since the bootstrap interval sees only the sampling error
+WEAK_ESTIMATE_ERROR = ("on 34 pools with gold whose gaps separate this weakly the estimated precision was 0.3-50 "
+                       "points off the truth (8 on average, within 5 on 19): within 9 where 15 % of the sentences "
+                       "have a translation, over it by up to 50 where 1 % do; a sample of these pools' pairs judged "
+                       "by hand gives a surer threshold (--threshold)")
 # and where they separate clearly (the same section): the model's error, which the bootstrap interval does not see
 CLEAR_ESTIMATE_ERROR = ("on 32 pools with gold whose gaps separate clearly (or whose sentences are mostly "
                         "translated) the estimated precision at the threshold was within 5 points of the truth on 29 "
@@ -339,6 +353,47 @@ class Selection:
     pairs: object  # scoring.Pairs kept, best first
     choice: ThresholdChoice
     histogram: dict  # of every pair the retrieval selects, before the threshold
+    below: object = None  # a sample of the pairs under the median score, where the lengths are read (weak gaps)
+
+
+def reads_lengths(choice: ThresholdChoice) -> bool:
+    """Whether the kept pairs' lengths are read as a second estimate: a threshold chosen on
+    gaps that separate weakly, where the gaps' estimate alone was 10 points off on average."""
+    return choice.source == "adaptive" and choice.index is not None and choice.measured_error == WEAK_ESTIMATE_ERROR
+
+
+def pairs_below_median(every, seed: int = defaults.SEED, size: int = defaults.LENGTH_EVIDENCE_NULL_PAIRS):
+    """A seeded sample of ``size`` of the pairs scoring under the median: nearly all false, the
+    lengths' null (``lengths.precision_from_lengths``)."""
+    rows = np.flatnonzero(every.score < np.median(every.score)) if len(every) else np.zeros(0, dtype=np.int64)
+    if len(rows) > size:
+        rows = np.sort(np.random.default_rng(seed).choice(rows, size, replace=False))
+    return every.take(rows)
+
+
+def add_length_evidence(choice: ThresholdChoice, kept, below, src_texts, tgt_texts) -> ThresholdChoice:
+    """``choice`` with the lengths' estimate of the precision of its ``kept`` pairs (``below``:
+    ``pairs_below_median``), where ``reads_lengths``; ``src_texts``/``tgt_texts``: callables from
+    the pairs' sentence numbers to their texts. Its estimated precision becomes the mean of the
+    two: on 34 pools whose gaps separate weakly, the gaps' estimate erred low where translations
+    are many and the lengths' high, and the mean was within 5 points of the gold on 19, the gaps'
+    alone on 8 (benchmarks/RESULTS.md, "The lengths as a second estimate")."""
+    from bitextmine.mine.lengths import log_length_ratios, precision_from_lengths
+
+    if not reads_lengths(choice) or below is None or not len(kept):
+        return choice
+    kept_ratio = log_length_ratios(src_texts(kept.src), tgt_texts(kept.tgt))
+    share = precision_from_lengths(kept.score, kept_ratio, log_length_ratios(src_texts(below.src),
+                                                                            tgt_texts(below.tgt)))
+    if share is None:
+        return choice
+    gaps = choice.gap_precision
+    said = (f"the estimated precision {(gaps + share) / 2:.2f} is the mean of the gaps' {gaps:.2f} and the kept pairs' "
+            f"lengths' {share:.2f}")
+    log.info("%s", said)
+    caveat = "; ".join(filter(None, [choice.caveat, said]))
+    warning = "; ".join(filter(None, [choice.warning, said]))
+    return replace(choice, length_precision=share, caveat=caveat, warning=warning)
 
 
 def score_histogram(scores: np.ndarray, bins: int = defaults.HISTOGRAM_BINS) -> dict:
@@ -374,7 +429,8 @@ def select_pairs(x, y, cfg, identities, fwd: Neighbours | None = None, bwd: Neig
     pairs = every.take(np.flatnonzero(every.score >= choice.threshold))
     if cfg.top_n is not None:
         pairs = pairs.take(np.arange(min(cfg.top_n, len(pairs))))
-    return Selection(pairs, choice, score_histogram(every.score))
+    return Selection(pairs, choice, score_histogram(every.score),
+                     pairs_below_median(every) if reads_lengths(choice) else None)
 
 
 def threshold_record(selection: Selection, points: int = defaults.SIDECAR_CURVE_POINTS) -> dict:
