@@ -390,7 +390,6 @@ def add_length_evidence(choice: ThresholdChoice, kept, below, src_texts, tgt_tex
     gaps = choice.gap_precision
     said = (f"the estimated precision {(gaps + share) / 2:.2f} is the mean of the gaps' {gaps:.2f} and the kept pairs' "
             f"lengths' {share:.2f}")
-    log.info("%s", said)
     caveat = "; ".join(filter(None, [choice.caveat, said]))
     warning = "; ".join(filter(None, [choice.warning, said]))
     return replace(choice, length_precision=share, caveat=caveat, warning=warning)
