@@ -549,13 +549,12 @@ def run_pool(pool: MinedPool, score: str, variants: dict, length_ratio: float) -
 
 def with_lengths(outcome, pairs, texts: list[list[str]], estimated: float) -> float:
     """``estimated`` as `mine` says it: with the kept pairs' lengths where its gaps separate weakly."""
-    from bitextmine.mine.thresholds import add_length_evidence, pairs_below_median, reads_lengths
+    from bitextmine.mine.thresholds import length_evidence_of_every, reads_lengths
 
     if outcome.choice is None or not reads_lengths(outcome.choice):
         return estimated
-    kept = pairs.take(np.flatnonzero(pairs.score >= outcome.threshold))
     read = [lambda ids, side=side: [side[i] for i in ids.tolist()] for side in texts]
-    return add_length_evidence(outcome.choice, kept, pairs_below_median(pairs), *read).estimated_precision
+    return length_evidence_of_every(outcome.choice, pairs, *read).estimated_precision
 
 
 def cell(v: dict, best_f1: float) -> str:

@@ -50,13 +50,7 @@ from bitextmine.mine import MineConfig, mine_vectors
 from bitextmine.mine.knn import exact_knn, exact_knn_both_ways
 from bitextmine.mine.lengths import written_pairs
 from bitextmine.mine.scoring import candidates, retrieve
-from bitextmine.mine.thresholds import (
-    add_length_evidence,
-    choose_threshold,
-    pairs_below_median,
-    pick_threshold,
-    reads_lengths,
-)
+from bitextmine.mine.thresholds import choose_threshold, length_evidence_of_every, pick_threshold
 
 
 @dataclass
@@ -224,9 +218,8 @@ def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, identities=(), seed:
     # `mine`'s own choice, its checks before any estimate included (one text on both sides, too few sentences)
     choice = choose_threshold(pairs, x_pool, y_pool, replace(cfg, threshold=None), identities, fwd, bwd, device,
                               seed)
-    if texts is not None and reads_lengths(choice):  # as `mine` reads them: the kept pairs' lengths
-        kept = pairs.take(np.flatnonzero(pairs.score >= choice.threshold))
-        choice = add_length_evidence(choice, kept, pairs_below_median(pairs), *texts)
+    if texts is not None:  # as `mine` reads them where the gaps separate weakly: the kept pairs' lengths
+        choice = length_evidence_of_every(choice, pairs, *texts)
     recommended = choice.threshold if np.isfinite(choice.threshold) else None
     pools = {"pool_sources": len(x_pool), "pool_targets": len(y_pool)}
     estimate = choice.estimate

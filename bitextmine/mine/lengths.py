@@ -69,8 +69,7 @@ def length_agreement(scores: np.ndarray, src_texts: list[str], tgt_texts: list[s
         return LengthAgreement(keep, 0.0, None, reason="turned off")
     if len(scores) < min_pairs:
         return LengthAgreement(keep, ratio, None, reason=f"fewer than {min_pairs} pairs kept: no typical ratio")
-    src_len = np.maximum(np.fromiter((text_length(t) for t in src_texts), dtype=np.float64, count=len(scores)), 1)
-    tgt_len = np.maximum(np.fromiter((text_length(t) for t in tgt_texts), dtype=np.float64, count=len(scores)), 1)
+    src_len, tgt_len = text_lengths(src_texts), text_lengths(tgt_texts)
     log_ratio = np.log(src_len / tgt_len)
     scores = np.asarray(scores)
     better = log_ratio[scores >= np.median(scores)]
@@ -95,11 +94,14 @@ def written_pairs(pairs, src_texts, tgt_texts, threshold: float,
     return written, lengths
 
 
+def text_lengths(texts: list[str]) -> np.ndarray:
+    """Each text's length (``filter.text.text_length``), at least 1 so that ratios are finite."""
+    return np.maximum(np.fromiter((text_length(t) for t in texts), dtype=np.float64, count=len(texts)), 1)
+
+
 def log_length_ratios(src_texts: list[str], tgt_texts: list[str]) -> np.ndarray:
     """log(source length / target length) of each pair, lengths as the length agreement counts them."""
-    src_len = np.fromiter((max(text_length(t.strip()), 1) for t in src_texts), dtype=np.float64, count=len(src_texts))
-    tgt_len = np.fromiter((max(text_length(t.strip()), 1) for t in tgt_texts), dtype=np.float64, count=len(tgt_texts))
-    return np.log(src_len / tgt_len)
+    return np.log(text_lengths(src_texts) / text_lengths(tgt_texts))
 
 
 def precision_from_lengths(scores: np.ndarray, log_ratio: np.ndarray, null_log_ratio: np.ndarray,

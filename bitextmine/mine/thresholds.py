@@ -371,6 +371,14 @@ def pairs_below_median(every, seed: int = defaults.SEED, size: int = defaults.LE
     return every.take(rows)
 
 
+def length_evidence_of_every(choice: ThresholdChoice, every, src_texts, tgt_texts) -> ThresholdChoice:
+    """``add_length_evidence`` given every pair the retrieval selects (``every``, no threshold)."""
+    if not reads_lengths(choice):
+        return choice
+    kept = every.take(np.flatnonzero(every.score >= choice.threshold))
+    return add_length_evidence(choice, kept, pairs_below_median(every), src_texts, tgt_texts)
+
+
 def add_length_evidence(choice: ThresholdChoice, kept, below, src_texts, tgt_texts) -> ThresholdChoice:
     """``choice`` with the lengths' estimate of the precision of its ``kept`` pairs (``below``:
     ``pairs_below_median``), where ``reads_lengths``; ``src_texts``/``tgt_texts``: callables from
