@@ -536,7 +536,7 @@ def run_pool(pool: MinedPool, score: str, variants: dict, length_ratio: float) -
             keep = cosine_checked(pool.x, pool.y, pairs, keep, **{"floor" if "floor" in name else "spread": value})
         estimated = (float(np.interp(outcome.threshold, outcome.thresholds, outcome.precision))
                      if outcome.thresholds is not None and np.isfinite(outcome.threshold) else np.nan)
-        estimated = with_lengths(outcome, pairs, texts, estimated)
+        estimated = with_lengths(outcome, pairs, fwd, bwd, texts, estimated)
         written = lengths.written_precision(estimated) if np.isfinite(estimated) else None
         above = pairs.score >= outcome.threshold
         row["variants"][name] = {"threshold": outcome.threshold, "prf": prf(correct, keep, len(pool.gold)),
@@ -547,14 +547,14 @@ def run_pool(pool: MinedPool, score: str, variants: dict, length_ratio: float) -
     return row
 
 
-def with_lengths(outcome, pairs, texts: list[list[str]], estimated: float) -> float:
+def with_lengths(outcome, pairs, fwd, bwd, texts: list[list[str]], estimated: float) -> float:
     """``estimated`` as `mine` says it: with the kept pairs' lengths where its gaps separate weakly."""
     from bitextmine.mine.thresholds import length_evidence_of_every, reads_lengths
 
     if outcome.choice is None or not reads_lengths(outcome.choice):
         return estimated
     read = [lambda ids, side=side: [side[i] for i in ids.tolist()] for side in texts]
-    return length_evidence_of_every(outcome.choice, pairs, *read).estimated_precision
+    return length_evidence_of_every(outcome.choice, pairs, fwd, bwd, *read).estimated_precision
 
 
 def cell(v: dict, best_f1: float) -> str:

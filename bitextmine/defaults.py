@@ -213,7 +213,7 @@ SIDECAR_CURVE_POINTS = 80  # points of the precision estimate kept in the sideca
 MINE_LENGTH_RATIO, MINE_LENGTH_SPREAD = 1.5, 3.0
 # Where the gaps separate weakly the estimated precision is the mean of the gaps' and the kept pairs'
 # length ratios' (mine/lengths.py; RESULTS.md, "The lengths as a second estimate"): the pairs to read
-LENGTH_EVIDENCE_BEST_PAIRS, LENGTH_EVIDENCE_NULL_PAIRS, LENGTH_EVIDENCE_GRID = 40, 2000, 2048  # grid: the KDE's points
+LENGTH_EVIDENCE_BEST_PAIRS, LENGTH_EVIDENCE_NULL_PAIRS, LENGTH_EVIDENCE_GRID = 40, 2000, 2048  # null: runners-up
 MINE_LENGTH_SLACK = 20  # characters, a CJK character counting three (filter.text.text_length)
 MINE_LENGTH_MIN_PAIRS = 20  # fewer pairs kept: their typical ratio is not known, none dropped
 # Exact kNN's blocks of query and database rows: the (rows x rows fp32) block bounds memory

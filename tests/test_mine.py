@@ -927,11 +927,13 @@ def test_the_kept_pairs_lengths_tell_their_share_of_translations(translations, f
 
 def test_weak_gaps_take_the_mean_of_the_gaps_and_the_lengths_estimates():
     """Where the gaps separate weakly the kept pairs' lengths are read as a second estimate and
-    the precision said is the mean of both, said so; a clear choice is left as it is."""
+    the precision said is the mean of both, said so; a clear choice is left as it is. The false
+    pairs' lengths are read off the kept pairs' runners-up (never a kept pair)."""
+    from bitextmine.mine.knn import Neighbours
     from bitextmine.mine.lengths import log_length_ratios
     from bitextmine.mine.no_gold import NoGoldEstimate
     from bitextmine.mine.scoring import Pairs
-    from bitextmine.mine.thresholds import add_length_evidence, choose_from_estimate, pairs_below_median
+    from bitextmine.mine.thresholds import add_length_evidence, choose_from_estimate, runners_up
 
     def estimate(separation):
         return NoGoldEstimate(np.array([0.1, 0.2, 0.3]), np.array([0.5, 0.6, 0.9]), np.array([0.9, 0.8, 0.3]),
@@ -941,21 +943,28 @@ def test_weak_gaps_take_the_mean_of_the_gaps_and_the_lengths_estimates():
 
     scores, src, tgt, null_src, null_tgt, _ = length_mixture(140, 60)
     n = len(scores)
-    null_scores = np.linspace(0.0, -1.0, 5000)
-    every = Pairs(np.arange(n + 5000), np.arange(n + 5000), np.r_[scores, null_scores].astype(np.float32),
-                  np.zeros(n + 5000, np.float32))
-    below = pairs_below_median(every)  # a seeded sample of 2,000 of the 2,600 under the median
-    assert len(below) == 2000 and (below.score < np.median(every.score)).all() and (np.diff(below.src) > 0).all()
+    every = Pairs(np.arange(n), np.arange(n), scores.astype(np.float32), np.zeros(n, np.float32))
+    # each kept row's nearest is its partner or, for the last 30 rows, a null sentence; the next
+    # one is a null sentence (rows n and up) or its partner; one row's runner-up was not found
+    first, second = np.arange(n), n + np.arange(n)
+    first[-30:], second[-30:] = second[-30:], first[-30:]
+    fwd = Neighbours(np.zeros((n, 2), np.float32), np.c_[first, second])
+    bwd = Neighbours(np.zeros((n, 2), np.float32), np.c_[np.arange(n), n + 2500 + np.arange(n)])
+    bwd.ids[0, 1] = -1
+    null = runners_up(every, fwd, bwd)
+    assert len(null) == 2 * n - 1 and not (null.src == null.tgt).any() and (np.maximum(null.src, null.tgt) >= n).all()
+    assert len(runners_up(every, fwd, bwd, size=50)) == 50
+    assert runners_up(every, Neighbours(fwd.sims[:, :1], fwd.ids[:, :1]), bwd) is None  # k = 1: no runner-up
     src_texts, tgt_texts = src + null_src, tgt + null_tgt
 
     def read(texts):
         return lambda ids: [texts[i] for i in ids.tolist()]
 
-    kept = every.take(np.arange(n))
+    kept = every
     weak_estimate = estimate(6.0)
     weak_estimate.precision_low, weak_estimate.precision_high = np.array([0.4, 0.5, 0.8]), np.array([0.6, 0.7, 1.0])
     weak = choose_from_estimate(weak_estimate, 0.9, 1.3, "fixed")
-    both = add_length_evidence(weak, kept, below, read(src_texts), read(tgt_texts))
+    both = add_length_evidence(weak, kept, null, read(src_texts), read(tgt_texts))
     assert both.threshold == weak.threshold and both.gap_precision == weak.estimated_precision == 0.6
     assert both.length_precision == pytest.approx(0.7, abs=0.06)
     assert both.estimated_precision == pytest.approx((0.6 + both.length_precision) / 2)
@@ -964,7 +973,7 @@ def test_weak_gaps_take_the_mean_of_the_gaps_and_the_lengths_estimates():
     # the gaps' bootstrap interval (0.5-0.7), each end's mean with the lengths' estimate
     assert both.interval() == pytest.approx(((0.5 + both.length_precision) / 2, (0.7 + both.length_precision) / 2))
     clear = choose_from_estimate(estimate(9.0), 0.9, 1.3, "fixed")
-    assert add_length_evidence(clear, kept, below, read(src_texts), read(tgt_texts)) is clear
+    assert add_length_evidence(clear, kept, null, read(src_texts), read(tgt_texts)) is clear
     assert log_length_ratios(["ab"], ["abcd"])[0] == pytest.approx(np.log(0.5))
 
 

@@ -219,7 +219,7 @@ def calibrate_without_gold(x_pool, y_pool, cfg: MineConfig, identities=(), seed:
     choice = choose_threshold(pairs, x_pool, y_pool, replace(cfg, threshold=None), identities, fwd, bwd, device,
                               seed)
     if texts is not None:  # as `mine` reads them where the gaps separate weakly: the kept pairs' lengths
-        choice = length_evidence_of_every(choice, pairs, *texts)
+        choice = length_evidence_of_every(choice, pairs, fwd, bwd, *texts)
     recommended = choice.threshold if np.isfinite(choice.threshold) else None
     pools = {"pool_sources": len(x_pool), "pool_targets": len(y_pool)}
     estimate = choice.estimate

@@ -116,10 +116,11 @@ def _lengths_agreeing(pairs, src_text: list[str], tgt_text: list[str], cfg: Mine
 
 def _with_length_evidence(selection, src_side: UniqueSentences, tgt_side: UniqueSentences):
     """The selection's choice, with the kept pairs' lengths as a second estimate where its gaps
-    separate weakly (``thresholds.add_length_evidence``: the selection then holds the pairs below)."""
-    if selection.below is None:
+    separate weakly (``thresholds.add_length_evidence``: the selection then holds their runners-up)."""
+    if selection.runners_up is None:
         return selection.choice
-    return add_length_evidence(selection.choice, selection.pairs, selection.below, src_side.texts, tgt_side.texts)
+    return add_length_evidence(selection.choice, selection.pairs, selection.runners_up, src_side.texts,
+                               tgt_side.texts)
 
 
 def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = MineConfig(),

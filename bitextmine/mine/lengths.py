@@ -112,10 +112,10 @@ def precision_from_lengths(scores: np.ndarray, log_ratio: np.ndarray, null_log_r
     lengths alone, evidence the margins' gaps do not use: the pairs' log length ratios as a
     mixture of the translations' (a normal about the ratio of the best-scoring pairs, half of
     those kept, 10 to ``best``) and the false pairs' (a kernel density of ``null_log_ratio``:
-    pairs scoring under the median, nearly all false). Its weight is fitted by EM. None with
-    fewer than ``min_pairs`` kept or null pairs. Translations keep a language pair's length ratio
-    closely and false pairs do not, so the evidence is strongest on long sentences; false pairs
-    near the threshold agree in length more than those under the median, so it errs high."""
+    the kept pairs' runners-up, ``thresholds.runners_up``, nearly all false). Its weight is
+    fitted by EM. None with fewer than ``min_pairs`` kept or null pairs. Translations keep a
+    language pair's length ratio closely and false pairs do not, so the evidence is strongest on
+    long sentences; where the false pairs kept are paraphrases of a like length it errs high."""
     scores, log_ratio, null = (np.asarray(a, dtype=np.float64) for a in (scores, log_ratio, null_log_ratio))
     if len(scores) < min_pairs or len(null) < min_pairs:
         return None

@@ -49,7 +49,7 @@ from bitextmine.mine.no_gold import (
     query_gaps,
     translations_found,
 )
-from bitextmine.mine.scoring import SCORE_ALIASES, candidates, retrieve
+from bitextmine.mine.scoring import SCORE_ALIASES, Pairs, candidates, retrieve
 
 log = logging.getLogger(__name__)
 
@@ -189,11 +189,11 @@ def pick_threshold(precision: np.ndarray, recall: np.ndarray, target: float,
 
 
 # How far the estimate (with the kept pairs' lengths) is off where the gaps separate weakly,
-# measured against gold on 34 such pools of two draws (benchmarks/RESULTS.md, "The lengths as a
-# second estimate"): said beside the threshold, since the bootstrap interval sees only the sampling error
-WEAK_ESTIMATE_ERROR = ("on 34 pools with gold whose gaps separate this weakly the estimated precision was 0.3-50 "
-                       "points off the truth (8 on average, within 5 on 19): within 9 where 15 % of the sentences "
-                       "have a translation, over it by up to 50 where 1 % do; a sample of these pools' pairs judged "
+# measured against gold on 34 such pools of two draws (benchmarks/RESULTS.md, "The runners-up as
+# the lengths' null"): said beside the threshold, since the bootstrap interval sees only the sampling error
+WEAK_ESTIMATE_ERROR = ("on 34 pools with gold whose gaps separate this weakly the estimated precision was 0.1-40 "
+                       "points off the truth (8 on average, within 5 on 22): within 14 where 15 % of the sentences "
+                       "have a translation, over it by up to 40 where 1 % do; a sample of these pools' pairs judged "
                        "by hand gives a surer threshold (--threshold)")
 # and where they separate clearly (the same section): the model's error, which the bootstrap interval does not see
 CLEAR_ESTIMATE_ERROR = ("on 32 pools with gold whose gaps separate clearly (or whose sentences are mostly "
@@ -353,7 +353,7 @@ class Selection:
     pairs: object  # scoring.Pairs kept, best first
     choice: ThresholdChoice
     histogram: dict  # of every pair the retrieval selects, before the threshold
-    below: object = None  # a sample of the pairs under the median score, where the lengths are read (weak gaps)
+    runners_up: object = None  # the kept pairs' runners-up, where the lengths are read (weak gaps)
 
 
 def reads_lengths(choice: ThresholdChoice) -> bool:
@@ -362,37 +362,55 @@ def reads_lengths(choice: ThresholdChoice) -> bool:
     return choice.source == "adaptive" and choice.index is not None and choice.measured_error == WEAK_ESTIMATE_ERROR
 
 
-def pairs_below_median(every, seed: int = defaults.SEED, size: int = defaults.LENGTH_EVIDENCE_NULL_PAIRS):
-    """A seeded sample of ``size`` of the pairs scoring under the median: nearly all false, the
-    lengths' null (``lengths.precision_from_lengths``)."""
-    rows = np.flatnonzero(every.score < np.median(every.score)) if len(every) else np.zeros(0, dtype=np.int64)
+def runners_up(kept, fwd: Neighbours, bwd: Neighbours, seed: int = defaults.SEED,
+               size: int = defaults.LENGTH_EVIDENCE_NULL_PAIRS):
+    """The lengths' null (``lengths.precision_from_lengths``): each ``kept`` pair's source with
+    its nearest target but its partner, and its target with its nearest source but its partner,
+    a seeded sample of ``size``. A sentence has one translation at most, so nearly all are
+    false, and they are false pairs as near in meaning as those a threshold lets through; on
+    34 pools whose gaps separate weakly they made the mean estimate within 5 points of the gold
+    on 22, pairs under the median score on 19 (benchmarks/RESULTS.md, "The runners-up as the
+    lengths' null"). None with fewer than two neighbours a row."""
+    if fwd.k < 2 or bwd.k < 2 or not len(kept):
+        return None
+    src = np.concatenate([kept.src, _nearest_but(bwd.ids[kept.tgt], kept.src)])
+    tgt = np.concatenate([_nearest_but(fwd.ids[kept.src], kept.tgt), kept.tgt])
+    rows = np.flatnonzero((src >= 0) & (tgt >= 0))  # an index may find fewer neighbours than asked
     if len(rows) > size:
         rows = np.sort(np.random.default_rng(seed).choice(rows, size, replace=False))
-    return every.take(rows)
+    no_scores = np.zeros(len(rows), dtype=np.float32)
+    return Pairs(src[rows], tgt[rows], no_scores, no_scores)
 
 
-def length_evidence_of_every(choice: ThresholdChoice, every, src_texts, tgt_texts) -> ThresholdChoice:
-    """``add_length_evidence`` given every pair the retrieval selects (``every``, no threshold)."""
+def _nearest_but(ids: np.ndarray, partner: np.ndarray) -> np.ndarray:
+    """Each row's nearest neighbour other than its ``partner``."""
+    return np.where(ids[:, 0] == partner, ids[:, 1], ids[:, 0])
+
+
+def length_evidence_of_every(choice: ThresholdChoice, every, fwd: Neighbours, bwd: Neighbours,
+                             src_texts, tgt_texts) -> ThresholdChoice:
+    """``add_length_evidence`` given every pair the retrieval selects (``every``, no threshold)
+    and the neighbours they were selected from."""
     if not reads_lengths(choice):
         return choice
     kept = every.take(np.flatnonzero(every.score >= choice.threshold))
-    return add_length_evidence(choice, kept, pairs_below_median(every), src_texts, tgt_texts)
+    return add_length_evidence(choice, kept, runners_up(kept, fwd, bwd), src_texts, tgt_texts)
 
 
-def add_length_evidence(choice: ThresholdChoice, kept, below, src_texts, tgt_texts) -> ThresholdChoice:
-    """``choice`` with the lengths' estimate of the precision of its ``kept`` pairs (``below``:
-    ``pairs_below_median``), where ``reads_lengths``; ``src_texts``/``tgt_texts``: callables from
+def add_length_evidence(choice: ThresholdChoice, kept, null, src_texts, tgt_texts) -> ThresholdChoice:
+    """``choice`` with the lengths' estimate of the precision of its ``kept`` pairs (``null``:
+    their ``runners_up``), where ``reads_lengths``; ``src_texts``/``tgt_texts``: callables from
     the pairs' sentence numbers to their texts. Its estimated precision becomes the mean of the
     two: on 34 pools whose gaps separate weakly, the gaps' estimate erred low where translations
-    are many and the lengths' high, and the mean was within 5 points of the gold on 19, the gaps'
-    alone on 8 (benchmarks/RESULTS.md, "The lengths as a second estimate")."""
+    are many and the lengths' high, and the mean was within 5 points of the gold on 22, the gaps'
+    alone on 8 (benchmarks/RESULTS.md, "The lengths as a second estimate", "The runners-up as
+    the lengths' null")."""
     from bitextmine.mine.lengths import log_length_ratios, precision_from_lengths
 
-    if not reads_lengths(choice) or below is None or not len(kept):
+    if not reads_lengths(choice) or null is None or not len(kept):
         return choice
     kept_ratio = log_length_ratios(src_texts(kept.src), tgt_texts(kept.tgt))
-    share = precision_from_lengths(kept.score, kept_ratio, log_length_ratios(src_texts(below.src),
-                                                                            tgt_texts(below.tgt)))
+    share = precision_from_lengths(kept.score, kept_ratio, log_length_ratios(src_texts(null.src), tgt_texts(null.tgt)))
     if share is None:
         return choice
     gaps = choice.gap_precision
@@ -432,12 +450,13 @@ def mine_and_choose(x, y, cfg, identities, fwd: Neighbours | None = None, bwd: N
 def select_pairs(x, y, cfg, identities, fwd: Neighbours | None = None, bwd: Neighbours | None = None,
                  device: str = "cpu", progress: bool = False) -> Selection:
     """Mine ``x`` against ``y`` and keep the pairs at the chosen threshold (and ``cfg.top_n``)."""
+    if fwd is None or bwd is None:  # kept for the runners-up
+        fwd, bwd = exact_knn_both_ways(x, y, cfg.k, device=device, block_rows=cfg.block_rows, progress=progress)
     every, choice = mine_and_choose(x, y, cfg, identities, fwd, bwd, device, progress)
-    pairs = every.take(np.flatnonzero(every.score >= choice.threshold))
-    if cfg.top_n is not None:
-        pairs = pairs.take(np.arange(min(cfg.top_n, len(pairs))))
+    kept = every.take(np.flatnonzero(every.score >= choice.threshold))
+    pairs = kept.take(np.arange(min(cfg.top_n, len(kept)))) if cfg.top_n is not None else kept
     return Selection(pairs, choice, score_histogram(every.score),
-                     pairs_below_median(every) if reads_lengths(choice) else None)
+                     runners_up(kept, fwd, bwd) if reads_lengths(choice) else None)
 
 
 def threshold_record(selection: Selection, points: int = defaults.SIDECAR_CURVE_POINTS) -> dict:
