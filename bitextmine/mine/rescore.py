@@ -29,7 +29,7 @@ from bitextmine.io.pairs import Pair, read_pairs
 from bitextmine.mine.knn import Neighbours, as_float32, exact_knn
 from bitextmine.mine.scoring import margin_scores
 from bitextmine.mine.sentences import check_k, unique_sentences
-from bitextmine.mine.thresholds import Selection, runners_up, select_pairs
+from bitextmine.mine.thresholds import Selection, reads_lengths, runners_up, select_pairs
 from bitextmine.progress import encode_with_progress
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,6 @@ def select_with_exact_margins(x, y, cfg, identities, fwd: Neighbours, bwd: Neigh
     if cfg.score == "cosine" or not math.isfinite(selection.choice.threshold):
         return selection  # the index's cosines are exact already; or nothing is kept
     choice, at_threshold = selection.choice, replace(cfg, threshold=selection.choice.threshold)
-    reads_lengths = selection.runners_up is not None
     exact_src, exact_tgt = np.zeros(len(x), dtype=bool), np.zeros(len(y), dtype=bool)
     for _ in range(defaults.EXACT_MARGIN_ROUNDS):
         src_rows = np.unique(selection.pairs.src[~exact_src[selection.pairs.src]])
@@ -66,7 +65,7 @@ def select_with_exact_margins(x, y, cfg, identities, fwd: Neighbours, bwd: Neigh
         log.warning("after %d rounds some kept pairs still have margins from the index's neighbours",
                     defaults.EXACT_MARGIN_ROUNDS)
     # the runners-up from the kept rows' exact neighbours, as for exact mining
-    null = runners_up(selection.pairs, fwd, bwd) if reads_lengths else None
+    null = runners_up(selection.pairs, fwd, bwd) if reads_lengths(choice) else None
     return replace(selection, choice=choice, runners_up=null)
 
 
