@@ -69,6 +69,26 @@ def saved_weights_match_state(ckpt) -> bool:
 
 
 @pytest.mark.slow
+def test_a_run_is_written_only_into_an_empty_folder_or_its_own(tmp_path, pairs):
+    """-o naming an embedding set, the user's files or another program's config.json is refused
+    before any work, and nothing is added there; a finished run's folder asks for --resume."""
+    from bitextmine.errors import BitextmineError
+
+    cfg = TrainConfig(**{**TINY, "max_steps": 2, "eval_every": 2, "dev_size": 10})
+    foreign = {"set": {"manifest.json": "{}", "de.npy": ""}, "notes": {"config.json": '{"my": "notes"}'}}
+    for name, files in foreign.items():
+        for file, text in files.items():
+            (tmp_path / name).mkdir(exist_ok=True)
+            (tmp_path / name / file).write_text(text)
+        with pytest.raises(BitextmineError) as refused:
+            train(pairs, tmp_path / name, cfg, progress=False)
+        assert ("holds files but no checkpoint" if name == "set" else "not a checkpoint's") in str(refused.value)
+        assert sorted(p.name for p in (tmp_path / name).iterdir() if not p.name.startswith(".")) == sorted(files)
+    train(pairs, tmp_path / "ckpt", cfg, progress=False)
+    with pytest.raises(BitextmineError, match="already holds a checkpoint: use --resume"):
+        train(pairs, tmp_path / "ckpt", cfg, progress=False)
+
+
 def test_sigint_saves_and_resume_continues_the_same_run(tmp_path, pairs, monkeypatch):
     cfg = TrainConfig(max_steps=30, **TINY)
     full = train(pairs, tmp_path / "full", cfg, progress=False)

@@ -29,9 +29,23 @@ from pydantic import Field
 
 from bitextmine import __version__
 from bitextmine.encoders.base import Encoder
-from bitextmine.encoders.checkpoint import CONFIG, load_tensors, save_tensors, write_model
+from bitextmine.encoders.checkpoint import (
+    CONFIG,
+    FORMAT_NAME,
+    TOKENIZER,
+    WEIGHTS,
+    load_tensors,
+    save_tensors,
+    write_model,
+)
 from bitextmine.errors import BitextmineError, Terminated
-from bitextmine.io.atomic import atomic_path, prepare_output_dir, remove_stale_temporaries, save_json
+from bitextmine.io.atomic import (
+    atomic_path,
+    prepare_output_dir,
+    refuse_other_files,
+    remove_stale_temporaries,
+    save_json,
+)
 from bitextmine.io.lock import output_lock
 from bitextmine.io.validate import Float, Int, Model, parse
 from bitextmine.train.config import TrainConfig
@@ -42,6 +56,7 @@ log = logging.getLogger(__name__)
 
 LOG = "train_log.jsonl"
 STATE_DIR = "state"
+OWN_FILES = (CONFIG, WEIGHTS, TOKENIZER, LOG, STATE_DIR)  # what a run writes: a killed run's are its own
 SAVE_BYTES_PER_SECOND = 100e6  # a slow disk: how long a save may take before one has been timed
 
 
@@ -101,12 +116,25 @@ class Meter:
 def check_output(out_dir: Path, resume: bool) -> bool:
     """Whether the run in ``out_dir`` is resumed; refuses to overwrite a checkpoint otherwise."""
     resumed = resume and (out_dir / STATE_DIR / "last.json").is_file()
+    if not resumed and out_dir.is_dir():
+        # a folder of other files (an embedding set, the user's text) is never written into
+        refuse_other_files(out_dir, "checkpoint", "give an empty or new -o", ignore=OWN_FILES)
     if (out_dir / CONFIG).exists() and not resumed:
+        if not _ours(out_dir / CONFIG):
+            raise BitextmineError(f"holds a {CONFIG} that is not a checkpoint's; give an empty or new -o", path=out_dir)
         raise BitextmineError("already holds a checkpoint: use --resume to continue it, or another -o", path=out_dir)
     if resume and not resumed:  # one command serves a job that may be requeued; a mistyped -o is said
         log.warning("%s: no run to resume there: a new run starts", out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     return resumed
+
+
+def _ours(config: Path) -> bool:
+    """Whether ``config`` is a checkpoint's (another program's config.json is not written over)."""
+    try:
+        return json.loads(config.read_text(encoding="utf-8")).get("format") == FORMAT_NAME
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 @contextlib.contextmanager
