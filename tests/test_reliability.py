@@ -195,10 +195,16 @@ def test_json_into_a_place_that_cannot_be_written_fails_before_any_work(cli, set
     one_line_error(cli("calibrate", "--src", sets[0], "--tgt", sets[1], "-q", "--json", blocker / "sub" / "c.json"),
                    "cannot write")
     assert_unchanged(before, tmp_path)
-    # a folder that does not exist yet is made
+    # a folder that does not exist yet is made, by every verb alike
     result = cli("report", pairs, "-o", tmp_path / "page" / "r.html", "--json", tmp_path / "new" / "r.json")
     assert result.exit_code == 0, result.stderr
     assert json.loads((tmp_path / "new" / "r.json").read_text())["written"]
+    result = cli(*mine_args(sets, "-o", tmp_path / "mined" / "p.tsv", "--json", tmp_path / "meta" / "p.json"))
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "mined" / "p.tsv").read_text() and json.loads((tmp_path / "meta" / "p.json").read_text())
+    result = cli("filter", pairs, "-o", tmp_path / "kept" / "f.tsv", "--rejects", tmp_path / "dropped" / "r.tsv")
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "kept" / "f.tsv").exists() and (tmp_path / "dropped" / "r.tsv").exists()
 
 
 def _pairs(cli, sets, tmp_path) -> Path:

@@ -84,11 +84,17 @@ def _remove_stale_temporaries(path: Path) -> None:
 
 @contextlib.contextmanager
 def output_lock(output: str | Path | None, directory: bool = False) -> Iterator[None]:
-    """Hold the lock of ``output`` for the block (the directory must exist for ``directory``)."""
+    """Hold the lock of ``output`` for the block (the directory must exist for ``directory``; a
+    file's folder is made, as ``write_json`` makes it: every verb treats a new folder alike)."""
     lock = None if output is None else lock_file_for(output, directory)
     if lock is None:
         yield
         return
+    if not directory:
+        try:
+            lock.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise write_error(e, output) from None
     fd = _acquire(lock, output)
     if not directory:  # what a killed writer of this file left beside it: only the holder writes there
         _remove_stale_temporaries(lock.with_name(lock.name[: -len(".lock")]))
