@@ -1,7 +1,8 @@
 """``hf:NAME_OR_DIR``: sentence-transformers models (LaBSE and friends), the ``hf`` extra.
 
-A model name is loaded from the local Hugging Face cache; set ``HF_HUB_OFFLINE=1`` to
-make sure nothing is downloaded.
+A model name is loaded from the local Hugging Face cache, else downloaded from the Hub;
+set ``HF_HUB_OFFLINE=1`` to make sure nothing is downloaded (offline, the hub's client
+otherwise retries for about a minute before it gives up).
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ class SentenceTransformerEncoder(Encoder):
         try:
             model = SentenceTransformer(self.model_name, device=self.device)
         except (OSError, ValueError) as e:
-            raise BitextmineError(f"cannot load sentence-transformers model: {e}", path=self.model_name) from e
+            reason = (str(e).strip().splitlines() or [type(e).__name__])[0]  # the hub's advice runs on for lines
+            raise BitextmineError(f"cannot load sentence-transformers model: {reason} (a name not in the local "
+                                  "cache is downloaded from the Hugging Face Hub)", path=self.model_name) from e
         return model.eval()
 
     @cached_property
