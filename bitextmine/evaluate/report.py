@@ -138,7 +138,8 @@ def load_inputs(mined: str, meta: str | None = None, filter_report: str | None =
         _check_kind(params, ("parameters",), meta_path, "a mining sidecar (the JSON `mine` or `score-pairs` writes)")
         parse(_Sidecar, params, meta_path, "a mining sidecar")
         if mined != "-":
-            check_sidecar(mined, params, meta_path, rows=len(pairs))
+            check_sidecar(mined, params, meta_path, rows=len(pairs), advice="give the sidecar written with the "
+                          "pairs (mine's --json) as --meta, or mine again")
     filt = None
     if filter_report:
         filt = read_sidecar(filter_report)

@@ -121,7 +121,8 @@ def read_sidecar(path: str | Path) -> dict:
     return data
 
 
-def check_sidecar(tsv: str | Path, sidecar: dict, sidecar_path: str | Path, rows: int | None = None) -> None:
+def check_sidecar(tsv: str | Path, sidecar: dict, sidecar_path: str | Path, rows: int | None = None,
+                  advice: str = "mine again, or give the matching sidecar") -> None:
     """Refuse a sidecar that does not describe ``tsv`` (by checksum, and by row count when given).
 
     Sidecars written before the checksum was recorded have none and are taken as they are.
@@ -132,8 +133,7 @@ def check_sidecar(tsv: str | Path, sidecar: dict, sidecar_path: str | Path, rows
         return
     if file_sha256(tsv) != expected:
         raise BitextmineError(f"{sidecar_path} does not describe this file (its checksum differs: the pairs were "
-                              "rewritten after it, or it belongs to another run); mine again, or give the "
-                              "matching sidecar", path=tsv)
+                              f"rewritten after it, or it belongs to another run); {advice}", path=tsv)
     recorded = sidecar.get("output_rows")
     if rows is not None and recorded is not None and rows != recorded:
         raise BitextmineError(f"has {rows} pairs, its sidecar {sidecar_path} says {recorded!r}", path=tsv)
