@@ -131,6 +131,32 @@ def test_mining_through_indexes_matches_exact_search(cli, tmp_path):
     assert json.loads((tmp_path / "fast.tsv.json").read_text())["parameters"]["exact_margins"] is False
 
 
+def test_the_threshold_estimate_searches_the_pools_through_the_indexes(cli, tmp_path, monkeypatch):
+    """Without --threshold, the estimate's sampled rows are searched through the indexes mining
+    searched, never exactly (whose cost grows with the pools: 5x mining's at 300,000 rows a
+    side); with every list probed the index search is exact, so the threshold is exact mining's."""
+    from bitextmine.mine import no_gold
+
+    de, en = example_like_sets(tmp_path)
+    for side in (de, en):
+        assert cli("index", side, "-o", tmp_path / f"{side.name}.idx", "--type", "IVF4,Flat", "-q").exit_code == 0
+    src, tgt = EmbeddingCorpus.load([de]), EmbeddingCorpus.load([en])
+    exact = mine_corpora(src, tgt, MineConfig(device="cpu"))
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the estimate searched the pools exactly")
+
+    monkeypatch.setattr(no_gold, "exact_search", refused)
+    indexed = mine_corpora(src, tgt, MineConfig(device="cpu"), src_index=tmp_path / "de.idx",
+                           tgt_index=tmp_path / "en.idx")
+    assert indexed.stats["parameters"]["search"] == "index"
+    assert "threshold_estimate" in exact.stats and "threshold_estimate" in indexed.stats  # chosen on the pools
+    assert indexed.stats["parameters"]["threshold_source"] == exact.stats["parameters"]["threshold_source"]
+    assert indexed.stats["parameters"]["threshold"] == pytest.approx(exact.stats["parameters"]["threshold"], abs=1e-6)
+    assert list(zip(indexed.src_text, indexed.tgt_text, strict=True)) == \
+        list(zip(exact.src_text, exact.tgt_text, strict=True))
+
+
 def test_block_size_does_not_change_the_pairs(tmp_path, monkeypatch):
     """Exact mining with tiny blocks gives the same pairs as with one block, and never
     multiplies more than a block of rows (the cheap check; the memory itself is measured

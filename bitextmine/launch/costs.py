@@ -299,7 +299,7 @@ def _mine_estimate(cfg: PipelineConfig, m: Rates, lines: dict[str, list[int]], t
                 work[-1] += mined.share * min(n, mm) * (n + mm) / rate
                 basis.add(f"exact margins: {mined.share:.1%} of the smaller side's rows kept in pairs ({mined.how}), "
                           "each side's searched exactly against the other")
-        if cfg.mine.threshold is None:  # the threshold is chosen on the pools: the estimate's searches
+        if cfg.mine.threshold is None and cfg.index.exact:  # chosen on the pools: the estimate's searches
             rate = m.knn_one_way_pairs_per_second
             work[-1] += (estimate_queries(n) * mm + estimate_queries(mm) * n) / rate  # the gaps, across
             work[-1] += (decoy_queries(n, k) * n + decoy_queries(mm, k) * mm) / rate  # the decoy, within
@@ -308,6 +308,13 @@ def _mine_estimate(cfg: PipelineConfig, m: Rates, lines: dict[str, list[int]], t
             # (sampled rows of a side gathered and searched, the side searched kept mapped)
             searched = max(searched, _exact_block_bytes(max(n, mm), max(n, mm))
                            + one_side_mapped)
+        elif cfg.mine.threshold is None:  # the same searches through the indexes
+            work[-1] += (_through_indexes(estimate_queries(n), mm, cfg, m)
+                         + _through_indexes(estimate_queries(mm), n, cfg, m)
+                         + _through_indexes(decoy_queries(n, k), n, cfg, m)
+                         + _through_indexes(decoy_queries(mm, k), mm, cfg, m))
+            basis.add("no threshold given: a sample of each side searched through the indexes in the other side "
+                      "(the gaps) and in its own (the decoy)")
         work[-1] += (n + mm) / m.text_lines_per_second  # the text, read and its distinct sentences kept
         work[-1] += (n + mm) * dim * 2 / m.hash_bytes_per_second  # the embedding sets verified when loaded
         # reading the text: the largest shard as strings, the side's digests and their sort

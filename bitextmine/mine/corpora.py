@@ -24,7 +24,7 @@ from bitextmine.index import load_index
 from bitextmine.io.atomic import atomic_text_writer
 from bitextmine.io.pairs import Pair
 from bitextmine.mine.config import MineConfig
-from bitextmine.mine.knn import Neighbours, best_distinct, index_knn
+from bitextmine.mine.knn import Neighbours, SideSearches, best_distinct, index_knn
 from bitextmine.mine.lengths import length_agreement
 from bitextmine.mine.rescore import select_with_exact_margins
 from bitextmine.mine.sentences import UniqueSentences, check_k, unique_sentences
@@ -65,6 +65,21 @@ def _search_indexes(index_dirs: list, corpus: EmbeddingCorpus, side: UniqueSente
     if len(sims) == 1:
         return Neighbours(sims[0], ids[0])
     return best_distinct(np.concatenate(sims, axis=1), np.concatenate(ids, axis=1), k)
+
+
+def _index_searches(src_index: list | None, tgt_index: list | None, src: EmbeddingCorpus, tgt: EmbeddingCorpus,
+                    src_side: UniqueSentences, tgt_side: UniqueSentences, x, y, nprobe: int | None
+                    ) -> SideSearches | None:
+    """Each side searched through its indexes, for mining and for the threshold's estimate (its
+    samples searched exactly took 17x as long at 300,000 rows a side: benchmarks/RESULTS.md, "The
+    estimate's searches through the indexes"); None (exact search) unless both sides have indexes."""
+    if not (src_index and tgt_index):
+        if src_index is not None or tgt_index is not None:
+            log.warning("only one of --src-index and --tgt-index given: the index is not used; exact search computes "
+                        "both directions at once (give both indexes to search through them)")
+        return None
+    return SideSearches(src=lambda queries, k: _search_indexes(src_index, src, src_side, queries, x, k, nprobe),
+                        tgt=lambda queries, k: _search_indexes(tgt_index, tgt, tgt_side, queries, y, k, nprobe))
 
 
 @dataclass
@@ -146,29 +161,26 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
     log.info("mining %d x %d distinct sentences (%d x %d rows), k=%d, %s margin, %s retrieval, threshold %s",
              len(x), len(y), src.total_rows, tgt.total_rows, cfg.k, cfg.score, cfg.retrieval,
              "chosen on these pools" if cfg.threshold is None else f"{cfg.threshold:g}")
-    fwd = bwd = None
-    search = "exact"
     as_list = lambda v: None if v is None else ([v] if isinstance(v, (str, Path)) else list(v))  # noqa: E731
     src_index, tgt_index = as_list(src_index), as_list(tgt_index)
-    if src_index and tgt_index:
-        fwd = _search_indexes(tgt_index, tgt, tgt_side, x, y, cfg.k, cfg.nprobe)
+    searches = _index_searches(src_index, tgt_index, src, tgt, src_side, tgt_side, x, y, cfg.nprobe)
+    search = "exact" if searches is None else "index"
+    fwd = bwd = None
+    if searches is not None:
+        fwd = searches.tgt(x, cfg.k)
         # the sides swap roles: without a release here the side just gathered from stays
         # mapped up to its budget while the other side fills its own
         release_mapped(x, y)
-        bwd = _search_indexes(src_index, src, src_side, y, x, cfg.k, cfg.nprobe)
-        search = "index"
-    elif src_index is not None or tgt_index is not None:
-        log.warning("only one of --src-index and --tgt-index given: the index is not used; exact search computes "
-                    "both directions at once (give both indexes to search through them)")
+        bwd = searches.src(y, cfg.k)
     knn_started = time.time()
     # the N best of the pairs whose lengths agree, not fewer: the cut waits for the check
     selecting = replace(cfg, top_n=None) if cfg.length_ratio else cfg
     if search == "index" and cfg.exact_margins:
         selection = select_with_exact_margins(x, y, selecting, (src.encoder, tgt.encoder), fwd, bwd,
-                                              device=cfg.device)
+                                              device=cfg.device, searches=searches)
     else:
         selection = select_pairs(x, y, selecting, (src.encoder, tgt.encoder), fwd, bwd, device=cfg.device,
-                                 progress=progress)
+                                 progress=progress, searches=searches)
     choice = selection.choice = _with_length_evidence(selection, src_side, tgt_side)
     if choice.warning:
         warn(choice.warning)

@@ -13,6 +13,8 @@ by N x M. Kernels:
   column-wise top-k when only one direction is needed.
 - ``index_knn``: a FAISS index (IVF for large databases) proposes more candidates than
   needed; their exact cosines, recomputed from the stored vectors, pick the neighbours.
+- ``Search``: one side searched, either way, for code that samples rows of the pools (the
+  no-gold estimate) and should search them as mining did.
 
 Vectors are L2-normalised, so inner product = cosine and higher is better throughout.
 """
@@ -20,6 +22,7 @@ Vectors are L2-normalised, so inner product = cosine and higher is better throug
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -237,6 +240,23 @@ def exact_knn(
     search_tiles(len(queries), len(database), block_rows, _fp32_blocks(queries, device, block_rows),
                  _fp32_blocks(database, device, block_rows), [best], progress=progress)
     return best.neighbours()
+
+
+Search = Callable[[np.ndarray, int], Neighbours]  # queries (fp32), k -> their k nearest rows of one side
+
+
+def exact_search(database, device: str = "cpu") -> Search:
+    """Searches ``database`` exactly (``exact_knn``)."""
+    return lambda queries, k: exact_knn(queries, database, min(k, len(database)), device=device)
+
+
+@dataclass(frozen=True)
+class SideSearches:
+    """How rows sampled from the pools find their neighbours in each side, where ``mine`` has
+    searched through indexes: through the same indexes (``mine_corpora``). ``None``: exactly."""
+
+    src: Search | None = None
+    tgt: Search | None = None
 
 
 def _tile_topk(sims, k: int, group: int = defaults.GPU_TOPK_GROUP):

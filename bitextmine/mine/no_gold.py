@@ -40,7 +40,7 @@ import numpy as np
 from scipy.stats import gaussian_kde, gumbel_r, norm
 
 from bitextmine import defaults
-from bitextmine.mine.knn import Neighbours, exact_knn
+from bitextmine.mine.knn import Neighbours, Search, exact_search
 from bitextmine.mine.scoring import margin_scores
 
 
@@ -72,8 +72,8 @@ def sample_rows(rows: int, size: int, seed: int) -> np.ndarray:
 
 
 def query_gaps(queries, database, database_means: np.ndarray, k: int, score: str, seed: int,
-               device: str = "cpu", sample: int = defaults.ESTIMATE_QUERIES) -> QueryGaps:
-    """Best score and gap of a sample of ``queries`` (rows) searched exactly in ``database``.
+               device: str = "cpu", sample: int = defaults.ESTIMATE_QUERIES, search: Search | None = None) -> QueryGaps:
+    """Best score and gap of a sample of ``queries`` (rows) in ``database``, searched exactly or by ``search``.
 
     ``database_means``: each database row's neighbourhood mean as mining computed it (its k
     nearest queries). Each query's k + ``defaults.ESTIMATE_EXTRA_NEIGHBOURS`` nearest rows are
@@ -81,7 +81,7 @@ def query_gaps(queries, database, database_means: np.ndarray, k: int, score: str
     """
     rows = sample_rows(len(queries), sample, seed)
     q = queries if len(rows) == len(queries) else np.asarray(queries[rows], dtype=np.float32)
-    found = exact_knn(q, database, min(k + defaults.ESTIMATE_EXTRA_NEIGHBOURS, len(database)), device=device)
+    found = (search or exact_search(database, device))(q, min(k + defaults.ESTIMATE_EXTRA_NEIGHBOURS, len(database)))
     valid = found.ids >= 0
     cos = np.where(valid, found.sims, -np.inf).astype(np.float64)
     other = database_means[np.maximum(found.ids, 0)].astype(np.float64)
@@ -181,13 +181,13 @@ def _starting_mixture(d: np.ndarray) -> GapMixture:
 
 # --- the same-language decoy: the second bound -------------------------------------------------
 
-def _own_language_neighbours(z, rows: np.ndarray, k: int, device: str) -> tuple[np.ndarray, Neighbours]:
+def _own_language_neighbours(z, rows: np.ndarray, k: int, search: Search) -> tuple[np.ndarray, Neighbours]:
     """For ``rows`` of ``z``: the mean cosine to their k nearest other rows, and their k nearest
     other rows that are not near-duplicates of them (the candidates for a false pair)."""
     n = len(z)
     q = z if len(rows) == n else np.asarray(z[rows], dtype=np.float32)
     # k + 2: the row itself and one near-duplicate can be dropped without running short
-    found = exact_knn(q, z, min(k + 2, n), device=device)
+    found = search(q, min(k + 2, n))
     other = (found.ids != rows[:, None]) & (found.ids >= 0)
 
     def first_k(keep: np.ndarray) -> Neighbours:
@@ -201,17 +201,17 @@ def _own_language_neighbours(z, rows: np.ndarray, k: int, device: str) -> tuple[
 
 
 def decoy_best_scores(z, k: int, score: str, seed: int, device: str = "cpu",
-                      sample: int = defaults.ESTIMATE_QUERIES) -> np.ndarray:
+                      sample: int = defaults.ESTIMATE_QUERIES, search: Search | None = None) -> np.ndarray:
     """Best margin score of (a sample of) the rows of ``z`` among the other rows of ``z``: what a
     sentence without a translation reaches, if its own language stands for the other (the
-    neighbourhoods of the sample's neighbours are searched too: the margin needs both means)."""
-    n = len(z)
+    neighbourhoods of the sample's neighbours are searched too: the margin needs both means).
+    ``search``: how ``z`` is searched (exactly, or through its index)."""
+    n, search = len(z), search or exact_search(z, device)
     rows = sample_rows(n, sample, seed)
     means = np.zeros(n, dtype=np.float32)
-    means[rows], nb = _own_language_neighbours(z, rows, k, device)
-    others = np.setdiff1d(np.unique(nb.ids[nb.ids >= 0]), rows)
-    if len(others):
-        means[others] = _own_language_neighbours(z, others, k, device)[0]
+    means[rows], nb = _own_language_neighbours(z, rows, k, search)
+    if len(others := np.setdiff1d(np.unique(nb.ids[nb.ids >= 0]), rows)):
+        means[others] = _own_language_neighbours(z, others, k, search)[0]
     scores = margin_scores(nb.sims, means[rows][:, None], means[np.maximum(nb.ids, 0)], score)
     return np.where(nb.ids >= 0, scores, -np.inf).max(axis=1)
 

@@ -26,7 +26,7 @@ from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import atomic_text_writer, refuse_overwriting_inputs
 from bitextmine.io.lock import output_lock
 from bitextmine.io.pairs import Pair, read_pairs
-from bitextmine.mine.knn import Neighbours, as_float32, exact_knn
+from bitextmine.mine.knn import Neighbours, SideSearches, as_float32, exact_knn
 from bitextmine.mine.scoring import margin_scores
 from bitextmine.mine.sentences import check_k, unique_sentences
 from bitextmine.mine.thresholds import Selection, reads_lengths, runners_up, select_pairs
@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 
 def select_with_exact_margins(x, y, cfg, identities, fwd: Neighbours, bwd: Neighbours,
-                              device: str = "cpu") -> Selection:
+                              device: str = "cpu", searches: SideSearches | None = None) -> Selection:
     """``select_pairs`` on neighbours found through indexes, with every kept pair's margin exact.
 
     An index can miss some of a row's k nearest, and the k it finds are never nearer than
@@ -44,9 +44,10 @@ def select_with_exact_margins(x, y, cfg, identities, fwd: Neighbours, bwd: Neigh
     threshold is chosen once on the index's lists; then the rows of the kept pairs get their
     exact k nearest (an exact search of those rows only) and the pairs are selected again at
     that threshold, until every kept pair's rows are exact: a pair that a corrected row lets
-    in brings its own rows. ``fwd`` and ``bwd`` are corrected in place.
+    in brings its own rows. ``fwd`` and ``bwd`` are corrected in place. ``searches``: how the
+    threshold's estimate searches the pools (the indexes, as ``mine`` passes them).
     """
-    selection = select_pairs(x, y, cfg, identities, fwd, bwd, device=device)
+    selection = select_pairs(x, y, cfg, identities, fwd, bwd, device=device, searches=searches)
     if cfg.score == "cosine" or not math.isfinite(selection.choice.threshold):
         return selection  # the index's cosines are exact already; or nothing is kept
     choice, at_threshold = selection.choice, replace(cfg, threshold=selection.choice.threshold)

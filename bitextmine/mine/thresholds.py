@@ -38,7 +38,7 @@ import numpy as np
 from bitextmine import defaults
 from bitextmine.embed.corpus import release_mapped
 from bitextmine.encoders import shared_thresholds
-from bitextmine.mine.knn import Neighbours, exact_knn_both_ways
+from bitextmine.mine.knn import Neighbours, SideSearches, exact_knn_both_ways
 from bitextmine.mine.no_gold import (
     NoGoldEstimate,
     averaged_over_margins,
@@ -71,14 +71,19 @@ def fixed_threshold(score: str, *identities) -> tuple[float, str]:
 # --- the estimate and the choice -----------------------------------------------------------
 
 def estimate_without_gold(pairs, x, y, cfg, fwd: Neighbours, bwd: Neighbours, device: str = "cpu",
-                          seed: int = defaults.SEED) -> NoGoldEstimate:
+                          seed: int = defaults.SEED, searches: SideSearches | None = None) -> NoGoldEstimate:
     """The gap-mixture estimate for ``pairs`` (every pair the retrieval selects, scored by
-    ``cfg.score``): a sample of each side searched exactly in the other (``no_gold.py``)."""
-    src = query_gaps(x, y, bwd.mean_sim(), cfg.k, cfg.score, seed, device)
-    tgt = query_gaps(y, x, fwd.mean_sim(), cfg.k, cfg.score, seed + 1, device)
+    ``cfg.score``): a sample of each side searched in the other (``no_gold.py``), exactly or as
+    ``searches`` says (through the indexes mining searched, which at 300,000 rows a side took
+    a 17th of the exact searches' time; benchmarks/RESULTS.md, "The estimate's searches
+    through the indexes")."""
+    on = searches or SideSearches()
+    src = query_gaps(x, y, bwd.mean_sim(), cfg.k, cfg.score, seed, device, search=on.tgt)
+    tgt = query_gaps(y, x, fwd.mean_sim(), cfg.k, cfg.score, seed + 1, device, search=on.src)
     decoys = None
     if cfg.score != "cosine":  # a margin divides out the monolingual/cross-lingual difference; a cosine does not
-        decoys = tuple(decoy_best_scores(z, cfg.k, cfg.score, seed + i, device) for i, z in enumerate((x, y)))
+        decoys = tuple(decoy_best_scores(z, cfg.k, cfg.score, seed + i, device, search=own)
+                       for i, (z, own) in enumerate(((x, on.src), (y, on.tgt))))
     by_ratio = estimate_from_gaps(pairs.score, src, tgt, decoys, seed)
     if cfg.score != "distance":
         return by_ratio
@@ -283,13 +288,13 @@ ONE_TO_ONE = ("max", "intersect")  # retrievals of at most one pair a sentence: 
 
 
 def estimate_for_retrieval(pairs, x, y, cfg, fwd: Neighbours, bwd: Neighbours, device: str = "cpu",
-                           seed: int = defaults.SEED) -> NoGoldEstimate:
+                           seed: int = defaults.SEED, searches: SideSearches | None = None) -> NoGoldEstimate:
     """The estimate for ``pairs`` as ``cfg.retrieval`` selects them (``more_pairs_than_one_to_one``
     where a sentence may be in several)."""
     if cfg.retrieval in ONE_TO_ONE:
-        return estimate_without_gold(pairs, x, y, cfg, fwd, bwd, device, seed)
+        return estimate_without_gold(pairs, x, y, cfg, fwd, bwd, device, seed, searches)
     one_to_one = retrieve(*candidates(fwd, bwd, cfg.score), "max", -np.inf)
-    return more_pairs_than_one_to_one(estimate_without_gold(one_to_one, x, y, cfg, fwd, bwd, device, seed),
+    return more_pairs_than_one_to_one(estimate_without_gold(one_to_one, x, y, cfg, fwd, bwd, device, seed, searches),
                                       pairs.score, cfg.retrieval)
 
 
@@ -326,10 +331,12 @@ def mostly_translations(estimate: NoGoldEstimate) -> bool | None:
 
 
 def choose_threshold(pairs, x, y, cfg, identities, fwd: Neighbours, bwd: Neighbours,
-                     device: str = "cpu", seed: int = defaults.SEED) -> ThresholdChoice:
+                     device: str = "cpu", seed: int = defaults.SEED, searches: SideSearches | None = None
+                     ) -> ThresholdChoice:
     """The threshold for ``pairs`` (every pair the retrieval selects, no threshold):
-    ``cfg.threshold`` when given, else chosen on the pools (``choose_from_estimate``); no
-    estimate (None) where the sides hold one text or too few sentences."""
+    ``cfg.threshold`` when given, else chosen on the pools (``choose_from_estimate``; the pools
+    searched as ``searches`` says); no estimate (None) where the sides hold one text or too few
+    sentences."""
     if cfg.threshold is not None:
         return ThresholdChoice(float(cfg.threshold), "user", "user")
     fixed, fixed_reason = fixed_threshold(cfg.score, *identities)
@@ -343,7 +350,7 @@ def choose_threshold(pairs, x, y, cfg, identities, fwd: Neighbours, bwd: Neighbo
     if min(len(x), len(y)) < defaults.ESTIMATE_MIN_ROWS:
         why = f"{min(len(x), len(y))} sentences on a side: too few to estimate a threshold from the pools"
         return ThresholdChoice(fixed, "fallback", f"{fixed_reason}; {why}", None, why)
-    estimate = estimate_for_retrieval(pairs, x, y, cfg, fwd, bwd, device, seed)
+    estimate = estimate_for_retrieval(pairs, x, y, cfg, fwd, bwd, device, seed, searches)
     return choose_from_estimate(estimate, cfg.target_precision, fixed, fixed_reason, cfg.target_f1_tolerance,
                                 cfg.target_headroom)
 
@@ -430,7 +437,7 @@ def score_histogram(scores: np.ndarray, bins: int = defaults.HISTOGRAM_BINS) -> 
 
 
 def mine_and_choose(x, y, cfg, identities, fwd: Neighbours | None = None, bwd: Neighbours | None = None,
-                    device: str = "cpu", progress: bool = False):
+                    device: str = "cpu", progress: bool = False, searches: SideSearches | None = None):
     """Every pair the retrieval selects (no threshold, best first) and the threshold for them.
 
     The pairs at threshold t are those of score >= t: the greedy selection never lets a
@@ -444,15 +451,16 @@ def mine_and_choose(x, y, cfg, identities, fwd: Neighbours | None = None, bwd: N
     release_mapped(x, y)
     fwd_pairs, bwd_pairs = candidates(fwd, bwd, cfg.score)
     every = retrieve(fwd_pairs, bwd_pairs, cfg.retrieval, -np.inf)
-    return every, choose_threshold(every, x, y, cfg, identities, fwd, bwd, device)
+    return every, choose_threshold(every, x, y, cfg, identities, fwd, bwd, device, searches=searches)
 
 
 def select_pairs(x, y, cfg, identities, fwd: Neighbours | None = None, bwd: Neighbours | None = None,
-                 device: str = "cpu", progress: bool = False) -> Selection:
-    """Mine ``x`` against ``y`` and keep the pairs at the chosen threshold (and ``cfg.top_n``)."""
+                 device: str = "cpu", progress: bool = False, searches: SideSearches | None = None) -> Selection:
+    """Mine ``x`` against ``y`` and keep the pairs at the chosen threshold (and ``cfg.top_n``);
+    ``searches``: how the threshold's estimate searches the pools (``SideSearches``)."""
     if fwd is None or bwd is None:  # kept for the runners-up
         fwd, bwd = exact_knn_both_ways(x, y, cfg.k, device=device, block_rows=cfg.block_rows, progress=progress)
-    every, choice = mine_and_choose(x, y, cfg, identities, fwd, bwd, device, progress)
+    every, choice = mine_and_choose(x, y, cfg, identities, fwd, bwd, device, progress, searches)
     kept = every.take(np.flatnonzero(every.score >= choice.threshold))
     pairs = kept.take(np.arange(min(cfg.top_n, len(kept)))) if cfg.top_n is not None else kept
     return Selection(pairs, choice, score_histogram(every.score),
