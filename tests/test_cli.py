@@ -236,6 +236,7 @@ def test_mine_score_and_its_old_name_margin_are_one_option(cli, tmp_path, synthe
     assert by_score.stdout == by_margin.stdout and by_score.stdout.count("\n") > 40
     ratio = cli(*common, "--score", "ratio", "--threshold", "1.0")
     assert ratio.exit_code == 0 and ratio.stdout != by_score.stdout
+    assert_usage_error(cli(*common, "--score", "ratio", "--margin", "cosine"), "--score")  # two scores asked for
 
 
 def test_filter_json_report_old_name_and_standard_output(cli, tmp_path, monkeypatch):

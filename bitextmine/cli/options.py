@@ -21,6 +21,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from bitextmine import defaults
 from bitextmine.choices import Retrieval, Score
 from bitextmine.errors import Terminated
 
@@ -292,7 +293,11 @@ MarginAlias = Annotated[Score | None, typer.Option("--margin", hidden=True, help
 
 
 def score_of(score: Score, margin_alias: Score | None) -> str:
-    """The score to use: the hidden old option ``--margin`` wins when given."""
+    """The score to use: the hidden old option ``--margin`` where given, unless ``--score``
+    names another than the default (two scores asked for are a usage error)."""
+    if margin_alias is not None and score.value not in (margin_alias.value, defaults.SCORE):
+        raise usage_error(f"--score {score.value} and --margin {margin_alias.value} (the old name of --score) "
+                          "disagree: give one", "--score")
     return (margin_alias or score).value
 
 
