@@ -9,6 +9,8 @@ import numpy as np
 
 from bitextmine import defaults
 
+USEM3_DIM = 512  # the default encoder's width: checks that run before any encoder loads need it, not torch
+
 
 @dataclass(frozen=True)
 class MiningThresholds:

@@ -28,13 +28,13 @@ from torch import nn
 
 from bitextmine import defaults
 from bitextmine.devices import matmul_dtype
-from bitextmine.encoders.base import Encoder, EncoderIdentity, MiningThresholds
+from bitextmine.encoders.base import USEM3_DIM, Encoder, EncoderIdentity, MiningThresholds
 from bitextmine.encoders.pieces import load_sentencepiece
 from bitextmine.errors import BitextmineError
 from bitextmine.io.text import file_sha256
 
 NUM_CHUNKS = 17  # rows are quantised in 17 interleaved chunks: chunk = piece_id % 17
-EMB_DIM = 512
+EMB_DIM = USEM3_DIM
 BRANCH_DIM = 256
 # (n-gram order, tokens of left context) for the three CNN branches.
 NGRAM_ORDERS = ((2, 0), (3, 1), (5, 2))

@@ -298,7 +298,7 @@ def _check_encoder_and_index(encoder: str, index: IndexStage, path: Path) -> Non
     hours of embedding); the type is built for the default encoder's width, the one known
     without loading an encoder."""
     from bitextmine.encoders import check_encoder_spec
-    from bitextmine.encoders.usem3 import EMB_DIM
+    from bitextmine.encoders.base import USEM3_DIM
     from bitextmine.index.faiss_index import new_index
 
     try:
@@ -307,7 +307,7 @@ def _check_encoder_and_index(encoder: str, index: IndexStage, path: Path) -> Non
         raise BitextmineError(f"encoder: {e.message}", path=path) from None
     if encoder == "usem3" and index.type != "auto" and not index.exact:
         try:
-            new_index(EMB_DIM, index.type)
+            new_index(USEM3_DIM, index.type)
         except BitextmineError as e:
             raise BitextmineError(f"index.type: {e.message}", path=path) from None
 
