@@ -281,6 +281,18 @@ def test_example_configs_load(name):
     assert cfg.languages["de"][0].endswith("examples/de-en/de.txt")
 
 
+def test_reading_a_pipeline_file_imports_no_torch(tmp_path):
+    """`run` reads its file before every stage, the filter's included: the checks of the encoder
+    and the index type must not import torch (3 s of every call of a 1-second stage)."""
+    config = write_config(tmp_path / "p.yaml", tmp_path / "run", [EXAMPLES / "de.txt"], [EXAMPLES / "en.txt"],
+                          "index: {type: 'IVF4,Flat'}\n")
+    probe = (f"import sys\nfrom bitextmine.launch.config import load_config\nload_config({str(config)!r})\n"
+             "print(sorted(m for m in ('torch', 'faiss') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "['faiss']"  # the index type is built to check it
+
+
 def test_plan_arithmetic_from_given_measurements(tmp_path, monkeypatch):
     """The estimate without the calibration run (the slow test below makes one)."""
     from bitextmine.launch import costs, plan
@@ -315,6 +327,13 @@ def test_plan_arithmetic_from_given_measurements(tmp_path, monkeypatch):
     # the sample's 4 x 20,000 neighbours: nearly all distinct in a large pool, overlapping in a small one
     assert 0.9 * 5 * 20_000 < costs.decoy_queries(1_000_000, 4) < 5 * 20_000
     assert 20_000 < costs.decoy_queries(60_000, 4) < 0.9 * 60_000
+    # and the estimate's fits, once a margin (both under the distance margin), for 500 queries a
+    # side of the 20,000 the rate was measured at; none where the threshold is given
+    assert "the estimate's fits: 2.0 s a margin" in by_stage["mine"].basis
+    fits = 2 * 500 / defaults.ESTIMATE_QUERIES * 2.0
+    assert costs.estimate_fit_seconds(500, 500, load_config(config), RATES) == pytest.approx(fits)
+    given, _ = plan.estimate(load_config(config, ["mine.threshold=0.1"]))
+    assert "fits" not in {s.stage: s for s in given}["mine"].basis
     # nothing embedded yet: the share of rows mined is assumed; given, more pairs mean more
     # exact margins and filtering
     assert "5.0% of the smaller side, assumed" in by_stage["filter"].basis

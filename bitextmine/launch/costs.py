@@ -72,6 +72,8 @@ class Rates:
     hash_bytes_per_second: float
     rerank_per_second: float  # candidates re-ranked by their exact cosines
     knn_one_way_pairs_per_second: float
+    # the no-gold estimate's fits, one margin's, at ESTIMATE_QUERIES queries a side (probes._estimate_fit)
+    estimate_fit_seconds: float
     # text (probes._text_rate, probes._filter_rate)
     text_lines_per_second: float
     filter_one_process_pairs_per_second: float
@@ -315,6 +317,10 @@ def _mine_estimate(cfg: PipelineConfig, m: Rates, lines: dict[str, list[int]], t
                          + _through_indexes(decoy_queries(mm, k), mm, cfg, m))
             basis.add("no threshold given: a sample of each side searched through the indexes in the other side "
                       "(the gaps) and in its own (the decoy)")
+        if cfg.mine.threshold is None:  # and the estimate fitted to what the samples found
+            work[-1] += estimate_fit_seconds(n, mm, cfg, m)
+            basis.add(f"the estimate's fits: {m.estimate_fit_seconds:.1f} s a margin at "
+                      f"{defaults.ESTIMATE_QUERIES:,} queries a side")
         work[-1] += (n + mm) / m.text_lines_per_second  # the text, read and its distinct sentences kept
         work[-1] += (n + mm) * dim * 2 / m.hash_bytes_per_second  # the embedding sets verified when loaded
         # reading the text: the largest shard as strings, the side's digests and their sort
@@ -341,6 +347,14 @@ def _through_indexes(queries: int, rows: int, cfg: PipelineConfig, m: Rates) -> 
     part = min(rows, cfg.index.max_rows)
     shape = index_shape(part, m.dim, cfg)
     return sum(_search_seconds(queries, min(part, rows - p), shape, cfg, m) for p in range(0, rows, part))
+
+
+def estimate_fit_seconds(n: int, m_rows: int, cfg: PipelineConfig, m: Rates) -> float:
+    """The estimate's gap mixtures and their bootstrap (EM over each sampled query's gap), once
+    a margin: both margins under the distance margin (thresholds.estimate_without_gold)."""
+    margins = 2 if cfg.mine.score == "distance" else 1
+    queries = (estimate_queries(n) + estimate_queries(m_rows)) / (2 * defaults.ESTIMATE_QUERIES)
+    return margins * queries * m.estimate_fit_seconds
 
 
 def estimate_queries(rows: int) -> int:

@@ -3,8 +3,9 @@
 A task's start-up (a fresh process and its imports), loading the encoder and embedding a
 sample of the first shard, exact kNN on a block of random vectors, FAISS's matrix products,
 a small index of the configured type (training, adding, scanning its codes, re-ranking
-candidates), stored vectors read, gathered and hashed, and the filter on pairs of sample
-lines. Line counts come from the corpus itself (a newline count, no decoding).
+candidates), stored vectors read, gathered and hashed, the no-gold estimate's fits on
+made-up gaps, and the filter on pairs of sample lines. Line counts come from the corpus
+itself (a newline count, no decoding).
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ def measure(cfg: PipelineConfig, device: str, sample_lines: int = 400, progress:
         m.update(_exact_knn(device, m["dim"]))
         bar.update(1)
         m.update(_index_rates(cfg, m["dim"], m["knn_gflops"], device))
+        m.update(_estimate_fit())
         bar.update(1)
         m.update(_filter_rate(cfg, sample_lines))
         m.update(_text_rate(cfg))
@@ -261,6 +263,28 @@ def _index_rates(cfg: PipelineConfig, dim: int, gflops: float, device: str = "cp
     per_probe = max((seconds[512] / len(queries) - codes[512] * per_code) / 16, 0.0)
     return {"encode_vectors_per_second": encode, "scan_codes_per_second": 1 / per_code, "probe_seconds": per_probe,
             **stored}
+
+
+def _estimate_fit(translated: float = 0.05) -> dict:
+    """Seconds of the no-gold estimate's fits for one margin (``no_gold.estimate_from_gaps``:
+    both sides' gap mixtures, their bootstrap refits, the decoy's bound) on made-up gaps of
+    ``defaults.ESTIMATE_QUERIES`` queries a side: EM runs its fixed iterations, so the time is
+    the gaps' count's, not their shape's (7 s of mine's 72 s at 100,000 rows a side, both margins)."""
+    from bitextmine.mine.no_gold import QueryGaps, estimate_from_gaps
+
+    rng = np.random.default_rng(3)
+    queries = defaults.ESTIMATE_QUERIES
+
+    def side() -> QueryGaps:
+        with_one = rng.random(queries) < translated
+        gaps = np.where(with_one, rng.normal(0.15, 0.04, queries), rng.gumbel(0.01, 0.01, queries))
+        return QueryGaps(np.where(with_one, rng.normal(0.2, 0.05, queries), rng.normal(0.05, 0.02, queries)),
+                         gaps, 5 * queries)
+
+    src, tgt = side(), side()
+    decoys = (rng.normal(0.03, 0.02, queries), rng.normal(0.03, 0.02, queries))
+    pairs = np.concatenate([src.best, tgt.best])
+    return {"estimate_fit_seconds": _median_seconds(lambda: estimate_from_gaps(pairs, src, tgt, decoys), repeats=1)}
 
 
 def _stored_rows_rates(queries: np.ndarray, dim: int, device: str = "cpu", rows: int = 131_072) -> dict:

@@ -6,7 +6,7 @@ MEASURED = {"device": "cpu", "cores": 2, "embed_sentences_per_second": 100.0, "k
             "model_ram_gb": 0.5, "sample_lines": 400, "task_startup_seconds": 2.0, "model_load_seconds": 1.0,
             "task_base_ram_gb": 0.25, "knn_pairs_per_second": 1e8, "encode_vectors_per_second": 1e5,
             "scan_codes_per_second": 1e8, "probe_seconds": 1e-6, "rerank_per_second": 1e7,
-            "knn_one_way_pairs_per_second": 1e8,
+            "knn_one_way_pairs_per_second": 1e8, "estimate_fit_seconds": 2.0,
             "read_rows_per_second": 1e5, "sample_rows_per_second": 1e5, "hash_bytes_per_second": 1e9,
             "text_lines_per_second": 1e5, "filter_pairs_per_second": 1.5e4,
             "filter_one_process_pairs_per_second": 1e4,
