@@ -349,6 +349,24 @@ def test_plan_arithmetic_from_given_measurements(tmp_path, monkeypatch):
     assert costs.filter_seconds(many, RATES, share=0.5) == pytest.approx(many / 0.75e4)
 
 
+def test_plan_counts_the_decoys_gathered_rows_where_mine_chooses_through_indexes(tmp_path):
+    """The decoy's sample and its neighbours are gathered in fp32 before their search: at 300k
+    a side about 86k rows, 0.17 GB that mine's peak holds beside an index search's (RESULTS.md)."""
+    from bitextmine.launch import costs
+
+    config = write_config(tmp_path / "p.yaml", tmp_path / "run", [EXAMPLES / "de.txt"], [EXAMPLES / "en.txt"])
+    lines, text = {"de": [300_000], "en": [300_000]}, {"de": 300_000 * 60, "en": 300_000 * 60}
+
+    def mine(*settings):
+        stages = costs.estimate_from(load_config(config, list(settings)), RATES, lines, text, mined_share=0.0)
+        return next(s for s in stages if s.stage == "mine")
+
+    chosen, given = mine(), mine("mine.threshold=0.1")
+    decoy = costs.decoy_queries(300_000, defaults.K) * 512 * 4 / 1024**3
+    assert 80_000 < costs.decoy_queries(300_000, defaults.K) < 90_000
+    assert chosen.ram_gb == pytest.approx(given.ram_gb + decoy)
+
+
 def test_plan_measures_the_mined_share_where_both_sides_are_embedded(tmp_path):
     """Where run's embedding sets exist, plan samples rows, searches them exactly and scores
     them as mine does: its share is the one mine then keeps, not the assumed 5 %."""

@@ -289,8 +289,8 @@ def _mine_estimate(cfg: PipelineConfig, m: Rates, lines: dict[str, list[int]], t
             # its budget and a window
             queries = min(defaults.INDEX_QUERY_ROWS, max(n, mm))
             gathered = min(defaults.RERANK_GATHER_ROWS, queries * defaults.INDEX_CANDIDATES, max(n, mm))
-            searched = (held + queries * (dim * 4 + defaults.INDEX_CANDIDATES * CANDIDATE_BYTES) + gathered * dim * 6
-                        + one_side_mapped)
+            searched = index_search = (held + queries * (dim * 4 + defaults.INDEX_CANDIDATES * CANDIDATE_BYTES)
+                                       + gathered * dim * 6 + one_side_mapped)
             if cfg.mine.exact_margins and cfg.mine.score not in ("cosine", "absolute"):
                 # after the search, the exact blocks of the kept pairs' rows, and one side mapped up to
                 # its budget (the kept rows are gathered from one side, released, the other walked)
@@ -317,6 +317,8 @@ def _mine_estimate(cfg: PipelineConfig, m: Rates, lines: dict[str, list[int]], t
                          + _through_indexes(decoy_queries(mm, k), mm, cfg, m))
             basis.add("no threshold given: a sample of each side searched through the indexes in the other side "
                       "(the gaps) and in its own (the decoy)")
+            # the decoy's rows (the sample and its neighbours) gathered in fp32, then searched a block at a time
+            searched = max(searched, index_search + max(decoy_queries(n, k), decoy_queries(mm, k)) * dim * 4)
         if cfg.mine.threshold is None:  # and the estimate fitted to what the samples found
             work[-1] += estimate_fit_seconds(n, mm, cfg, m)
             basis.add(f"the estimate's fits: {m.estimate_fit_seconds:.1f} s a margin at "
