@@ -293,6 +293,23 @@ def test_reading_a_pipeline_file_imports_no_torch(tmp_path):
     assert result.stdout.strip().splitlines()[-1] == "['faiss']"  # the index type is built to check it
 
 
+def test_the_filter_task_runs_without_the_mining_code(tmp_path):
+    """A filter task checks the mined pairs' sidecar and filters them: the mining package (its
+    scipy: 2 s of a 3-second task) stays unloaded."""
+    from bitextmine.io.text import file_sha256
+
+    mined = tmp_path / "de-en.tsv"
+    mined.write_text("1.2\tDas ist ein Haus.\tThis is a house.\n", encoding="utf-8")
+    (tmp_path / "de-en.tsv.json").write_text(json.dumps({"output_sha256": file_sha256(mined)}), encoding="utf-8")
+    probe = ("import sys\nfrom bitextmine.launch.pipeline import run_filter\n"
+             f"run_filter({str(mined)!r}, {str(tmp_path / 'out.tsv')!r}, 'de', 'en', True, False, False)\n"
+             "print(sorted(m for m in ('torch', 'faiss', 'scipy.stats', 'bitextmine.mine') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+    assert (tmp_path / "out.tsv").read_text(encoding="utf-8").count("\n") == 1
+
+
 def test_plan_arithmetic_from_given_measurements(tmp_path, monkeypatch):
     """The estimate without the calibration run (the slow test below makes one)."""
     from bitextmine.launch import costs, plan

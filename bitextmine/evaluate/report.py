@@ -30,8 +30,8 @@ from bitextmine import __version__
 from bitextmine.errors import BitextmineError
 from bitextmine.io.atomic import is_regular_output, refuse_overwriting_inputs, write_bytes, write_error, write_text
 from bitextmine.io.pairs import read_pairs
+from bitextmine.io.sidecars import SIDECAR_SUFFIX, check_sidecar, read_sidecar
 from bitextmine.io.validate import Count, Float, Int, Model, parse
-from bitextmine.mine.output import SIDECAR_SUFFIX, check_sidecar, read_sidecar
 
 BANDS = 5
 FIGURES = ("scores.png", "kept.png")

@@ -422,7 +422,7 @@ def run_filter(mined: str, output: str, src_lang: str, tgt_lang: str, enabled: b
 
     from bitextmine.filter import FilterConfig  # its stage only (see the imports)
     from bitextmine.filter.run import filter_pairs_to_files  # its stage only (see the imports)
-    from bitextmine.mine.output import SIDECAR_SUFFIX, check_sidecar, read_sidecar  # its stage only (see the imports)
+    from bitextmine.io.sidecars import SIDECAR_SUFFIX, check_sidecar, read_sidecar
 
     check_sidecar(mined, read_sidecar(mined + SIDECAR_SUFFIX), mined + SIDECAR_SUFFIX)
     Path(output).parent.mkdir(parents=True, exist_ok=True)

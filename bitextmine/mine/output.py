@@ -8,16 +8,15 @@ pipeline's mining task both write through ``mine_to_files``.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bitextmine.embed.corpus import EmbeddingCorpus
-from bitextmine.errors import BitextmineError
 from bitextmine.filter.run import filter_pairs_to_files, report_document
 from bitextmine.io.atomic import is_regular_output, refuse_overwriting_inputs, remove_written, sidecar_path, write_json
 from bitextmine.io.lock import output_locks
+from bitextmine.io.sidecars import SIDECAR_SUFFIX
 from bitextmine.io.text import file_sha256
 from bitextmine.mine.corpora import mine_corpora, write_pairs
 
@@ -26,7 +25,6 @@ if TYPE_CHECKING:
     from bitextmine.mine.config import MineConfig
     from bitextmine.mine.corpora import MinedPairs
 
-SIDECAR_SUFFIX = ".json"
 
 
 @dataclass(frozen=True)
@@ -104,36 +102,3 @@ def write_mined(mined: MinedPairs, target: PairsOutput) -> dict:
                 remove_written(path)
             raise
     return stats
-
-
-def read_sidecar(path: str | Path) -> dict:
-    """A mining sidecar (or any JSON object file), with one-line errors."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BitextmineError("no such file", path=path) from None
-    except (ValueError, RecursionError) as e:  # bad JSON or UTF-8, a 5000-digit number, deep nesting
-        raise BitextmineError(f"not valid JSON: {e}", path=path) from None
-    except OSError as e:
-        raise BitextmineError(f"cannot read: {(e.strerror or str(e)).lower()}", path=path) from None
-    if not isinstance(data, dict):
-        raise BitextmineError(f"a JSON object is expected, not a {type(data).__name__}", path=path)
-    return data
-
-
-def check_sidecar(tsv: str | Path, sidecar: dict, sidecar_path: str | Path, rows: int | None = None,
-                  advice: str = "mine again, or give the matching sidecar") -> None:
-    """Refuse a sidecar that does not describe ``tsv`` (by checksum, and by row count when given).
-
-    Sidecars written before the checksum was recorded have none and are taken as they are.
-    """
-
-    expected = sidecar.get("output_sha256")
-    if expected is None:
-        return
-    if file_sha256(tsv) != expected:
-        raise BitextmineError(f"{sidecar_path} does not describe this file (its checksum differs: the pairs were "
-                              f"rewritten after it, or it belongs to another run); {advice}", path=tsv)
-    recorded = sidecar.get("output_rows")
-    if rows is not None and recorded is not None and rows != recorded:
-        raise BitextmineError(f"has {rows} pairs, its sidecar {sidecar_path} says {recorded!r}", path=tsv)
