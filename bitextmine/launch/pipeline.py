@@ -37,6 +37,7 @@ from bitextmine.io.atomic import atomic_path, save_json
 from bitextmine.io.lock import output_locks
 from bitextmine.io.pairs import read_pairs
 from bitextmine.io.paths import confined
+from bitextmine.io.sidecars import SIDECAR_SUFFIX, check_sidecar, read_sidecar
 from bitextmine.io.text import file_sha256
 from bitextmine.languages import base_code, find_language_key
 from bitextmine.launch.config import PipelineConfig, PrepareStage
@@ -422,7 +423,6 @@ def run_filter(mined: str, output: str, src_lang: str, tgt_lang: str, enabled: b
 
     from bitextmine.filter import FilterConfig  # its stage only (see the imports)
     from bitextmine.filter.run import filter_pairs_to_files  # its stage only (see the imports)
-    from bitextmine.io.sidecars import SIDECAR_SUFFIX, check_sidecar, read_sidecar
 
     check_sidecar(mined, read_sidecar(mined + SIDECAR_SUFFIX), mined + SIDECAR_SUFFIX)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
