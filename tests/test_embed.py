@@ -242,7 +242,7 @@ def test_killed_run_resumes_without_redoing_finished_shards(tmp_path):
     sources = []
     for i in range(6):
         path = tmp_path / f"part{i}.txt"
-        path.write_text("".join(f"{line} ({i}.{j})\n" for j in range(3) for line in lines))
+        path.write_text("".join(f"{line} ({i}.{j})\n" for j in range(2) for line in lines))
         sources.append(str(path))
     out, reference = tmp_path / "killed", tmp_path / "reference"
     command = [sys.executable, "-m", "bitextmine", "embed", *sources, "-q", "--device", "cpu"]

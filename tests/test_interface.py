@@ -267,3 +267,8 @@ def test_plan_twice_measures_once(tmp_path):
     rows = second.stdout.splitlines()
     assert rows[-1].startswith("total\t") and all(r.count("\t") == 6 for r in rows)
     assert np.isfinite(two["total"]["disk_gb"])
+    # every stage estimated from the measured rates and the corpus's own line counts, nothing run
+    assert [s["stage"] for s in one["stages"]] == ["embed", "index", "mine", "filter"]
+    assert one["measured"]["lines"] == {"de": 500, "en": 500}
+    assert all(s["seconds"] > 0 and s["ram_gb"] > 0 for s in one["stages"])
+    assert not (tmp_path / "out").exists()

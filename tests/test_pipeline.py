@@ -411,18 +411,6 @@ def test_plan_measures_the_mined_share_where_both_sides_are_embedded(tmp_path):
 
 
 @pytest.mark.slow
-def test_plan_estimates_every_stage(cli, tmp_path):
-    config = write_config(tmp_path / "p.yaml", tmp_path / "run", [EXAMPLES / "de.txt"], [EXAMPLES / "en.txt"])
-    result = cli("plan", config, "--device", "cpu", "--json", tmp_path / "plan.json")
-    assert result.exit_code == 0, result.stderr
-    plan = json.loads((tmp_path / "plan.json").read_text())
-    assert [s["stage"] for s in plan["stages"]] == ["embed", "index", "mine", "filter"]
-    assert plan["measured"]["lines"] == {"de": 500, "en": 500}
-    assert all(s["seconds"] > 0 and s["ram_gb"] > 0 for s in plan["stages"])
-    assert not (tmp_path / "run").exists()  # planning runs nothing
-
-
-@pytest.mark.slow
 def test_plan_names_an_index_type_faiss_cannot_build(cli, tmp_path):
     config = write_config(tmp_path / "p.yaml", tmp_path / "run", [EXAMPLES / "de.txt"], [EXAMPLES / "en.txt"])
     config.write_text(config.read_text() + "index: {type: FOO123}\n")
