@@ -662,7 +662,9 @@ VARIANTS = {"mine": default, "mine with lengths unchecked": default, "mine with 
             "distance gaps where weak and many and F0.5 where few": precision_weighted_where_weak_and_few(
                 0.5, base=default),
             "distance gaps where weak and many and F0.7 where few": precision_weighted_where_weak_and_few(
-                0.7, base=default)}
+                0.7, base=default),
+            "F0.5 where weak and under 2 %": precision_weighted_where_weak_and_few(0.5, 0.02),
+            "F0.5 where weak and under 3 %": precision_weighted_where_weak_and_few(0.5, 0.03)}
 
 
 def every_pair(x, y, cfg):
