@@ -311,7 +311,7 @@ def test_the_filter_task_runs_without_the_mining_code(tmp_path):
 
 
 def test_plan_arithmetic_from_given_measurements(tmp_path, monkeypatch):
-    """The estimate without the calibration run (the slow test below makes one)."""
+    """The estimate without the calibration run (test_interface.py's test_plan_twice_measures_once makes one)."""
     from bitextmine.launch import costs, plan
 
     monkeypatch.setattr(plan, "measure", lambda *a, **k: RATES)

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from bitextmine.mine.corpora import MinedPairs
 
 
-
 @dataclass(frozen=True)
 class PairsOutput:
     """Where and how mined pairs are written."""
