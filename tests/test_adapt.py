@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from bitextmine.adapt.config import AdaptConfig
-from bitextmine.adapt.loop import adapt, best_round, keep_message, stop_message, stop_reason
+from bitextmine.adapt.loop import adapt, best_round, keep_message, pooled_held_out_scores, stop_message, stop_reason
 from bitextmine.adapt.objective import hard_negatives, ranking
 from bitextmine.adapt.pools import read_pool
 from bitextmine.adapt.rounds import RoundRecord
@@ -173,6 +173,23 @@ def test_the_best_round_is_the_best_held_out_estimate_the_earliest_of_equals():
     assert best_round(rounds, [0.881, 0.878, 0.870, 0.860], min_gain=-0.01).round == 1
     assert best_round(rounds, [0.881, 0.860, 0.865, 0.850], min_gain=-0.01).round == 0
     assert best_round(rounds, [0.881, 0.878, 0.870, 0.860], min_gain=0.0).round == 0
+
+
+def test_a_round_is_judged_by_its_held_out_readings_that_found_translations():
+    rounds = [record(0, 10), record(1, 12), record(2, 12), record(3, 9)]
+    for r, (own, before) in zip(rounds, [(None, None), (0.813, 0.650), (0.858, 0.813), (0.749, 0.859)],
+                                strict=True):
+        r.held_out_f1, r.held_out_f1_before = own, before
+    # the end's reading of round 1 lost the group of translations the loop's two readings found
+    pooled = pooled_held_out_scores([0.655, 0.0, 0.859, 0.749], rounds)
+    assert pooled == pytest.approx([0.6525, 0.813, (0.859 + 0.858 + 0.859) / 3, 0.749], abs=1e-5)
+    assert best_round(rounds, pooled, -0.03).round == 2
+    # a round no reading found translations with stays 0 (a start blind to them is a gain to beat), an
+    # unread one None
+    rounds[1].held_out_f1 = rounds[2].held_out_f1_before = 0.0
+    rounds[1].held_out_f1_before = None
+    assert pooled_held_out_scores([None, 0.0, 0.9, 0.8], rounds)[:2] == [None, 0.0]
+    assert pooled_held_out_scores([0.0, 0.0, 0.9, 0.8], rounds)[0] == 0.0
 
 
 def test_the_kept_round_says_why_it_was_kept():
