@@ -303,7 +303,7 @@ def pooled_held_out_scores(final: list[float | None], records: list[RoundRecord]
     them (Polish lines: a round read 81.3 twice in the loop, then 0 on 63 fewer target sentences)."""
     pooled = []
     for i, (record, score) in enumerate(zip(records, final, strict=True)):
-        readings = [score, record.held_out_f1 if record.round else None,
+        readings = [score, record.held_out_f1,  # None for round 0: the loop reads a round once trained
                     records[i + 1].held_out_f1_before if i + 1 < len(records) else None]
         readings = [r for r in readings if r is not None]
         found = [r for r in readings if r > 0]
