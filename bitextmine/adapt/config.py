@@ -39,6 +39,7 @@ TRAINABLE_DEFAULTS = {
 }
 # an add-language student's network: what differs from the network's defaults (``for_encoder``)
 STUDENT_DEFAULTS = {"target_precision": D.ADAPT_STUDENT_TARGET_PRECISION, "steps": D.ADAPT_STUDENT_STEPS,
+                    "lr": D.ADAPT_STUDENT_LR,
                     "replay_pairs": D.ADAPT_STUDENT_REPLAY_PAIRS, "min_keep_gain": D.ADAPT_STUDENT_MIN_KEEP_GAIN}
 
 

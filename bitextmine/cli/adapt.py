@@ -96,7 +96,7 @@ def adapt(
     lr: Annotated[float | None, typer.Option(
         metavar="X", min=0.0, callback=finite, rich_help_panel=TRAINING, show_default=False,
         help=f"Learning rate (AdamW) (head: {HEAD['lr']:g}, constant; network: {NETWORK['lr']:g}, its peak "
-             "after a warm-up).")] = None,
+             f"after a warm-up; a student's network: {STUDENT['lr']:g}).")] = None,
     anchor_weight: Annotated[float | None, typer.Option(
         metavar="X", min=0.0, callback=finite, rich_help_panel=GUARDS, show_default=False,
         help=f"Pull toward the starting encoder: of every sentence toward its starting vector (head: "
