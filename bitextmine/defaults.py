@@ -410,23 +410,22 @@ ADAPT_BUNDLED_REPLAY = True
 # held-out pools (without the sentences of any pair trained on) by less than this
 ADAPT_MIN_PAIR_CHANGE = 0.02
 ADAPT_MIN_F1_CHANGE = 0.002
-# Share of the source pool's sentences set aside before round 0 (seeded): no round trains on a pair of theirs, and
-# every round is judged by the F1 estimated on them against the target pool (without the target sentences trained
-# on). Without them the judge was the pools left once the pairs trained on were removed: the easy translations gone,
-# the estimate found none in what remained, and no round could be preferred to the start.
+# Share of the source sentences set aside before round 0 (seeded): no round trains on them,
+# and each round is judged by the F1 estimated on them against the target pool. Judged on what
+# was left once the pairs trained on were removed, the easy translations were gone, the
+# estimate found none, and no round could be preferred to the start.
 ADAPT_HELD_OUT = 0.2
-# Round 0's estimate counts the pools' translations; the share held out is raised until it would hold this many of
-# them (at most ADAPT_HELD_OUT_MAX). Two students' Hindi news, 544 sentences: their estimates counted 17 and 22, so
-# 0.2 held out 3-4, which one student's held-out pools showed none of (its round 1, 4.8 best-threshold F1 points
-# better, could not be kept); to hold 8 (0.47, 0.36) left the other's blind; at 0.5 both kept round 1. The news
-# pools of 3,800-4,000 sentences count 79-596 and keep 0.2 (benchmarks/RESULTS.md, "A student of Hindi and Marathi
-# alone").
+# Round 0's estimate counts the pools' translations; the share held out is raised until it would
+# hold this many (at most ADAPT_HELD_OUT_MAX). Two students' Hindi news (544 sentences) counted
+# 17 and 22: 0.2 held out 3-4, where one student's held-out pools showed none (its round 1, 4.8
+# F1 better, was not kept); holding 8 left the other's blind; at 0.5 both kept round 1. News pools
+# of 3,800-4,000 sentences count 79-596 and keep 0.2 (RESULTS.md, "A student of Hindi and Marathi alone")
 ADAPT_HELD_OUT_TRANSLATIONS = 12
 ADAPT_HELD_OUT_MAX = 0.5
-# A trained round is kept over the starting encoder only when its held-out estimated F1 is this much higher. On the
-# news pools the held-out estimate of the head's rounds moved -1.4 to +1.3 points, while the gold showed
-# best-threshold F1 -0.1 to +0.4 and mine's own threshold up to 4.3 points worse (benchmarks/RESULTS.md, "Adapt"):
-# below this gain the estimate cannot tell a better encoder from one that flatters its own pairs
+# A trained round is kept over the start only when its held-out estimated F1 is this much
+# higher. On news the head's rounds moved it -1.4 to +1.3 points where the gold's best F1 moved
+# -0.1 to +0.4 and mine's threshold lost up to 4.3 (RESULTS.md, "Adapt"): below this gain the
+# estimate cannot tell a better encoder from one that flatters its own pairs
 ADAPT_MIN_KEEP_GAIN = 0.05
 # --trainable network: every layer but the piece embeddings trains, through `bitextmine train`
 # (--init usem3, distilled toward the starting encoder), afresh each round on the previous
@@ -463,7 +462,7 @@ ADAPT_STUDENT_MIN_KEEP_GAIN = 0.0
 # right at 15 % translations, 60 % at 3 % (the rounds still gained there)
 ADAPT_STUDENT_TARGET_PRECISION = 0.7
 ADAPT_STUDENT_STEPS = 600
-ADAPT_STUDENT_LR = 1e-4  # its rounds were measured at usem3's rate before 2026-12-07, not since
+ADAPT_STUDENT_LR = 1e-4  # the rate its rounds were measured at (usem3's until 2026-12-07)
 ADAPT_STUDENT_REPLAY_PAIRS = 10000
 # A student's round joins as many pairs again (train's --join-pairs, as the recipe): its mined and
 # replay pairs are also seen 2-4 to a line, the length of the news it mines. From the recipe's
