@@ -365,6 +365,22 @@ def test_a_trained_round_mines_its_pools_keeping_as_many_pairs_as_the_start_chos
 
 
 @pytest.mark.slow
+def test_the_checkpoint_records_the_threshold_for_its_pools_for_mine(tmp_path):
+    """What ``mine`` needs to take adapt's threshold on these pools (``mine.corpora.adapted_threshold``)."""
+    from bitextmine.adapt.pools import read_pool
+    from bitextmine.encoders import load_encoder
+
+    out = tmp_path / "run"
+    result = adapt_examples(out, AdaptConfig(rounds=1, min_keep_gain=-0.99, **TINY))  # a trained round kept
+    adapted = load_encoder(f"ckpt:{out}", device="cpu").identity.adapted_pools
+    assert result["best_round"] == 1
+    chosen = result["pools_threshold"]
+    pools = [read_pool(str(EXAMPLES / name)) for name in ("de.txt", "en.txt")]
+    assert adapted == {"threshold": chosen["threshold"], "score": chosen["score"], "k": chosen["k"],
+                       "pools": [{"sentences": len(p), "sha256": p.digest()} for p in pools]}
+
+
+@pytest.mark.slow
 def test_resume_continues_after_the_last_whole_round_and_refuses_other_settings(tiny_run, tmp_path):
     copy, first = copied_run(tiny_run[0], tmp_path)
     (copy / "state" / "round-002.json").unlink()  # as if killed during round 2

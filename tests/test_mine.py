@@ -1043,3 +1043,42 @@ def test_mine_drops_mostly_wrong_pairs_for_their_lengths_and_counts_them(cli, tm
     page = (tmp_path / "r.html").read_text()
     assert f"{record['dropped']} (more than {record['band']:.2f}x off the typical ratio" in page
     assert f"{record['estimated_precision_written']:.2f} (the dropped pairs counted as false)" in page
+
+
+def test_the_threshold_adapt_chose_is_mines_on_the_pools_the_encoder_trained_on(tmp_path):
+    """An encoder ``adapt`` trained on these very pools: mine's own estimate there would be
+    self-scored, so it takes adapt's threshold; on any other pools, or with a threshold, a
+    target, k or score of the user's, its own rule stands."""
+    from bitextmine.io.text import texts_digest
+
+    rng = np.random.default_rng(0)
+    x = clustered_vectors(300, seed=1)
+    y = x + 0.3 * rng.standard_normal(x.shape).astype(np.float32)
+    y /= np.linalg.norm(y, axis=1, keepdims=True)
+    src_lines = [f"source {i}" for i in range(300)] + ["source 0", ""]  # a repeat and a blank: distinct ones count
+    tgt_lines = [f"target {i}" for i in range(300)]
+    x = np.concatenate([x, x[:1], np.zeros((1, x.shape[1]), dtype=np.float32)])
+    pools = [{"sentences": 300, "sha256": texts_digest([f"{side} {i}" for i in range(300)])}
+             for side in ("source", "target")]
+    adapted = {"threshold": 0.0123, "score": "distance", "k": 4, "pools": pools}
+    encoder = {"name": "synthetic", "version": "1", "dim": x.shape[1], "weights_sha256": "s" * 64,
+               "adapted_pools": adapted}
+    make_embedding_set(tmp_path / "x", x, src_lines, encoder)
+    make_embedding_set(tmp_path / "y", y, tgt_lines, encoder)
+    make_embedding_set(tmp_path / "other", y, tgt_lines[:-1] + ["another target"], encoder)
+    src, tgt = EmbeddingCorpus.load([tmp_path / "x"]), EmbeddingCorpus.load([tmp_path / "y"])
+    assert src.encoder.adapted_pools == adapted  # as the set's manifest records it
+
+    mined = mine_corpora(src, tgt, MineConfig(score="distance", k=4, length_ratio=0))
+    parameters = mined.stats["parameters"]
+    assert parameters["threshold"] == 0.0123 and parameters["threshold_source"].startswith("adapt:")
+    assert len(mined) == int((mined.scores >= 0.0123).sum()) > 0
+    from bitextmine.evaluate.calibrate import calibrate_sets  # calibrate recommends what mine takes
+
+    calibration = calibrate_sets([tmp_path / "x"], [tmp_path / "y"], MineConfig(score="distance", k=4))
+    assert calibration.recommended == 0.0123 and calibration.reason.startswith("adapt:")
+    for other, cfg in ((tgt, MineConfig(score="distance", k=4, threshold=0.05)),
+                       (tgt, MineConfig(score="distance", k=4, target_precision=0.95)),
+                       (tgt, MineConfig(score="distance", k=5)), (tgt, MineConfig(score="ratio", k=4)),
+                       (EmbeddingCorpus.load([tmp_path / "other"]), MineConfig(score="distance", k=4))):
+        assert not mine_corpora(src, other, cfg).stats["parameters"]["threshold_source"].startswith("adapt:")

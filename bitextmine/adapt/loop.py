@@ -145,7 +145,8 @@ def _adapt(model: AdaptedEncoder, pools: tuple[Pool, Pool], state: AdaptState, c
                                                                   strict=True) if trains and lang],
                "settings": cfg.run_signature(),
                "minutes": round((time.monotonic() - started) / 60, 2)}
-    model.write(state.out_dir, {**summary, "encoder": model.spec, "pools": [p.sources for p in pools]})
+    model.write(state.out_dir, {**summary, "encoder": model.spec, "pools": [p.sources for p in pools],
+                                "pool_digests": [{"sentences": len(p), "sha256": p.digest()} for p in pools]})
     log.info("kept round %d (held-out estimated F1 by round: %s); stopped: %s", best.round,
              ", ".join("n/a" if f is None else f"{100 * f:.1f}" for f in scores), summary["stopped_because"])
     return {**summary, "records": [r.__dict__ for r in records]}

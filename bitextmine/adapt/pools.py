@@ -9,12 +9,12 @@ the encoder being trained, so the set's vectors are not used.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from bitextmine.errors import BitextmineError
+from bitextmine.io.text import texts_digest
 
 
 @dataclass
@@ -31,13 +31,6 @@ class Pool:
     def digest(self) -> str:
         """The SHA-256 of the distinct sentences, one a line: what a resumed run must find again."""
         return texts_digest(self.texts)
-
-
-def texts_digest(texts: list[str]) -> str:
-    digest = hashlib.sha256()
-    for text in texts:
-        digest.update(text.encode("utf-8", "surrogatepass") + b"\n")
-    return digest.hexdigest()
 
 
 def _lines_of(path: str) -> list[str]:

@@ -183,11 +183,15 @@ def adapt(
     typer.echo(printable(f"{output}: {kept}; stopped: {result['stopped_because']} ({result['minutes']:.1f} min); "
                          f"use --encoder ckpt:{output}"), err=True)
     if result["pools_threshold"]:
-        chosen = result["pools_threshold"]
+        from bitextmine.encoders.checkpoint import adapted_pools, read_config
+
+        chosen, recorded = result["pools_threshold"], adapted_pools(read_config(output)) is not None
         typer.echo(f"to mine these pools with it: --threshold {chosen['threshold']:.6g} (--score {chosen['score']}, "
                    f"-k {chosen['k']}), which keeps {chosen['pairs']} pairs: the starting encoder's own threshold "
                    f"keeps {chosen['start_pairs']}, grown by the kept round's gain on the held-out pools "
                    f"(x{chosen['held_out_growth']:.2f}, at most to the translations the start counts); mine's own "
-                   "estimate on them is self-scored", err=True)
+                   "estimate on them is self-scored" + (
+                       "; `mine` and `calibrate` take it by themselves on these pools embedded with the checkpoint"
+                       if recorded else ""), err=True)
     if json_out:
         write_json(json_out, {"output": output, **{k: v for k, v in result.items() if k != "settings"}})

@@ -108,6 +108,8 @@ def recommendation_line(result, target_precision: float) -> str:
     line = f"recommended threshold ({name}) for {100 * target_precision:g}% precision: {result.recommended:g}"
     if result.warning:
         return f"{line} (a fixed fallback: the estimate cannot be trusted here)"
+    if result.recommended_precision is None:  # adapt's threshold for the pools it trained on
+        return f"{line} ({result.reason})"
     sure = f"estimated precision {result.recommended_precision:.2f}"
     if result.interval:
         sure += f", 80% interval {result.interval[0]:.2f}-{result.interval[1]:.2f} from sampling alone"

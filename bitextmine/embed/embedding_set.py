@@ -203,6 +203,18 @@ class ThresholdsSchema(Model):
     measured: Str
 
 
+class PoolDigestSchema(Model):
+    sentences: Annotated[Int, Field(ge=0)]
+    sha256: Str
+
+
+class AdaptedPoolsSchema(Model):
+    threshold: Float
+    score: Str
+    k: Annotated[Int, Field(gt=0)]
+    pools: Annotated[list[PoolDigestSchema], Field(min_length=2, max_length=2)]
+
+
 class EncoderSchema(Model):
     name: Str
     version: Str
@@ -213,6 +225,7 @@ class EncoderSchema(Model):
     languages: list[Str] | None = None
     mining_thresholds: ThresholdsSchema | None = None
     teacher_languages: list[Str] | None = None
+    adapted_pools: AdaptedPoolsSchema | None = None
 
 
 class ShardSchema(Model):

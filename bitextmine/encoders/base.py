@@ -51,13 +51,17 @@ class EncoderIdentity:
     languages: tuple[str, ...] | None = field(default=None, compare=False)  # ISO 639 codes; None: not declared
     mining_thresholds: MiningThresholds | None = field(default=None, compare=False)
     teacher_languages: tuple[str, ...] | None = field(default=None, compare=False)  # handed to the teacher
+    # an adapted encoder's threshold for the pools ``adapt`` trained it on (``adapt.loop.pools_threshold``):
+    # {"threshold", "score", "k", "pools": [{"sentences", "sha256"} of each side]}
+    adapted_pools: Mapping | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict:
         data = {"name": self.name, "version": self.version, "dim": self.dim, "weights_sha256": self.weights_sha256,
                 "compatible_with": self.compatible_with,
                 "languages": list(self.languages) if self.languages is not None else None,
                 "mining_thresholds": self.mining_thresholds.to_dict() if self.mining_thresholds else None,
-                "teacher_languages": list(self.teacher_languages) if self.teacher_languages is not None else None}
+                "teacher_languages": list(self.teacher_languages) if self.teacher_languages is not None else None,
+                "adapted_pools": dict(self.adapted_pools) if self.adapted_pools is not None else None}
         return {k: v for k, v in data.items() if v is not None}
 
     @classmethod
@@ -68,6 +72,7 @@ class EncoderIdentity:
         thresholds = data.get("mining_thresholds")
         return cls(**{k: data.get(k) for k in ("name", "version", "dim", "weights_sha256", "compatible_with")},
                    languages=codes("languages"), teacher_languages=codes("teacher_languages"),
+                   adapted_pools=data.get("adapted_pools"),
                    mining_thresholds=MiningThresholds.from_dict(thresholds) if thresholds is not None else None)
 
     def space(self) -> str:

@@ -117,6 +117,17 @@ class CheckpointConfig(Model):
     adapted_to: AdaptedTo | None = None
 
 
+def adapted_pools(config: dict) -> dict | None:
+    """The threshold ``adapt`` chose for the pools it trained the checkpoint on, with what tells
+    those pools again (``EncoderIdentity.adapted_pools``); None for a student, whose English
+    side keeps the teacher's space (its own estimate was measured the better there)."""
+    record = config.get("adapt") or {}
+    chosen, pools = record.get("pools_threshold"), record.get("pool_digests")
+    if not chosen or not pools or config.get("compatible_with") is not None:
+        return None
+    return {"threshold": chosen["threshold"], "score": chosen["score"], "k": chosen["k"], "pools": pools}
+
+
 def checkpoint_files(directory: Path, config: dict, config_path: Path) -> tuple[Path, Path]:
     """(weights, tokenizer) of a checkpoint: plain names inside ``directory``, no link out."""
     weights = confined(directory, WEIGHTS, "the weights file", config_path)
@@ -257,6 +268,7 @@ class CheckpointEncoder(Encoder):
         routed = self.config.get("teacher_languages")
         identity = self.declared_identity(f"bitextmine=={__version__}", digest, self.config.get("compatible_with"),
                                           tuple(routed) if routed is not None else None)
+        identity = dataclasses.replace(identity, adapted_pools=adapted_pools(self.config))
         # a checkpoint written before it recorded its teacher's thresholds: those of the space it shares
         return with_declarations(identity)
 

@@ -96,7 +96,8 @@ class Calibration:
         if self.caveat:
             out.append(f"note: {self.caveat}")
         other = self.no_gold
-        if other is not None and self.recommended is not None and other.recommended is not None:
+        if (other is not None and self.recommended is not None and other.recommended is not None
+                and other.recommended_precision is not None):
             at_other = float(np.interp(other.recommended, self.thresholds, self.precision))
             if abs(at_other - (other.recommended_precision or 0)) > defaults.CALIBRATIONS_AGREE:
                 out.append(f"note: the seeds and the no-gold estimate disagree: at {other.recommended:g} the seeds "
@@ -265,7 +266,7 @@ def calibrate_sets(src: list, tgt: list, cfg: MineConfig, seeds: str | None = No
     """
     from bitextmine.devices import resolve_device
     from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
-    from bitextmine.mine import check_compatible, check_k, unique_sentences
+    from bitextmine.mine import ADAPTED_REASON, adapted_threshold, check_compatible, check_k, unique_sentences
 
     check_target_precision(cfg.target_precision)
     device = resolve_device(cfg.device)
@@ -280,6 +281,11 @@ def calibrate_sets(src: list, tgt: list, cfg: MineConfig, seeds: str | None = No
     known, repeated = _read_seeds(seeds) if seeds is not None else (None, 0)  # a bad file fails before any search
     no_gold = calibrate_without_gold(np.asarray(x[:]), np.asarray(y[:]), cfg, identities, seed, device, progress,
                                      (src_side.texts, tgt_side.texts))
+    adapted = adapted_threshold(cfg, src_corpus, src_side, tgt_side)
+    if adapted is not None:  # as `mine` takes it: on the pools the encoder trained on its curve is self-scored
+        no_gold.recommended, no_gold.reason, no_gold.warning, no_gold.written = adapted, ADAPTED_REASON, None, None
+        no_gold.recommended_precision = no_gold.interval = None
+        no_gold.caveat = "the encoder trained on these pools: the no-gold curve is self-scored there"
     if seeds is None:
         return no_gold
     seed_src = _embed_seeds([p.src for p in known], src_corpus, device, progress)

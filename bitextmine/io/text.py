@@ -290,3 +290,11 @@ def read_shard(path: str, errors: str = "strict", replace_option: str | None = N
     if all(blank):
         raise BitextmineError("only blank lines: nothing to read", path=path)
     return Shard(source=path, lines=lines, blank=blank, source_size=size, source_sha256=digest)
+
+
+def texts_digest(texts: list[str]) -> str:
+    """The SHA-256 of ``texts``, one a line: what tells a pool of sentences again."""
+    digest = hashlib.sha256()
+    for text in texts:
+        digest.update(text.encode("utf-8", "surrogatepass") + b"\n")
+    return digest.hexdigest()
