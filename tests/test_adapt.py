@@ -378,6 +378,13 @@ def test_the_checkpoint_records_the_threshold_for_its_pools_for_mine(tmp_path):
     pools = [read_pool(str(EXAMPLES / name)) for name in ("de.txt", "en.txt")]
     assert adapted == {"threshold": chosen["threshold"], "score": chosen["score"], "k": chosen["k"],
                        "pools": [{"sentences": len(p), "sha256": p.digest()} for p in pools]}
+    from bitextmine.encoders.checkpoint import read_config
+
+    config = json.loads((out / "config.json").read_text())
+    config["adapt"]["pools_threshold"]["k"] = "four"  # a record edited by hand: one error naming file and key
+    (out / "config.json").write_text(json.dumps(config))
+    with pytest.raises(BitextmineError, match=r"config\.json.*adapt\.pools_threshold\.k"):
+        read_config(out)
 
 
 @pytest.mark.slow

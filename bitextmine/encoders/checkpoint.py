@@ -32,11 +32,11 @@ import shutil
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
 import torch
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
@@ -100,6 +100,26 @@ class AdaptedTo(Model):
     start_sha256: Str  # the start's weights_sha256: the start is the one adapt started from
 
 
+class PoolDigest(Model):
+    sentences: Annotated[Int, Field(ge=0)]  # distinct sentences
+    sha256: Str  # of them, one a line (``io.text.texts_digest``)
+
+
+class PoolsThreshold(Model):
+    model_config = ConfigDict(extra="allow", frozen=True)  # the counts behind it are for the reader
+    threshold: Float
+    score: Str
+    k: Annotated[Int, Field(gt=0)]
+
+
+class AdaptRecord(Model):
+    """Of ``adapt``'s record, what ``mine`` reads (``adapted_pools``); the rest is for the reader."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    pools_threshold: PoolsThreshold | None = None
+    pool_digests: Annotated[list[PoolDigest], Field(min_length=2, max_length=2)] | None = None
+
+
 class CheckpointConfig(Model):
     """What ``config.json`` must hold for loading; the rest (training settings, tasks) is a record."""
 
@@ -115,6 +135,7 @@ class CheckpointConfig(Model):
     mining_thresholds: ThresholdsRecord | None = None  # the teacher's, for the space it shares
     weights_sha256: Str | None = None  # absent in checkpoints written before it was recorded
     adapted_to: AdaptedTo | None = None
+    adapt: AdaptRecord | None = None
 
 
 def adapted_pools(config: dict) -> dict | None:
