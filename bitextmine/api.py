@@ -33,11 +33,11 @@ from bitextmine.evaluate.tatoeba import evaluate_aligned
 from bitextmine.filter import FilterConfig, PairFilter
 from bitextmine.io.pairs import Pair
 from bitextmine.languages import language_key
-from bitextmine.mine import MineConfig, check_k
+from bitextmine.mine import ADAPTED_REASON, MineConfig, adapted_threshold, check_k
 from bitextmine.mine.lengths import written_pairs
 from bitextmine.mine.rescore import neighbourhood_means
 from bitextmine.mine.scoring import SCORE_ALIASES, margin_scores
-from bitextmine.mine.thresholds import select_pairs
+from bitextmine.mine.thresholds import ThresholdChoice, select_pairs
 from bitextmine.progress import encode_with_progress
 
 Sentences = Sequence[str]
@@ -177,7 +177,12 @@ def mine(src, tgt, *, encoder: str = defaults.ENCODER, src_lang: str | None = No
     _same_width("src and tgt", a.vectors, b.vectors)
     if cfg.score != "cosine":
         check_k(cfg.k, {"source": len(a.rows), "target": len(b.rows)})
-    selection = select_pairs(a.vectors, b.vectors, cfg, (a.identity, b.identity), device=device, progress=progress)
+    # on the pools an encoder was adapted to, the threshold adapt chose for them, as `bitextmine mine` takes it
+    adapted = adapted_threshold(cfg, a.identity, a.distinct, b.distinct) if a.distinct and b.distinct else None
+    selecting = cfg if adapted is None else dataclasses.replace(cfg, threshold=adapted)
+    selection = select_pairs(a.vectors, b.vectors, selecting, (a.identity, b.identity), device=device,
+                             progress=progress)
+    selection.choice = selection.choice if adapted is None else ThresholdChoice(adapted, "adapt", ADAPTED_REASON)
     if selection.choice.warning:  # as `bitextmine mine` warns (``--strict``: warnings.simplefilter("error"))
         warn(selection.choice.warning)
     found = selection.pairs

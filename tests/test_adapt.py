@@ -378,6 +378,13 @@ def test_the_checkpoint_records_the_threshold_for_its_pools_for_mine(tmp_path):
     pools = [read_pool(str(EXAMPLES / name)) for name in ("de.txt", "en.txt")]
     assert adapted == {"threshold": chosen["threshold"], "score": chosen["score"], "k": chosen["k"],
                        "pools": [{"sentences": len(p), "sha256": p.digest()} for p in pools]}
+    from bitextmine import api  # the Python API takes it as the command does, given these very pools
+
+    lines = [(EXAMPLES / name).read_text(encoding="utf-8").splitlines() for name in ("de.txt", "en.txt")]
+    _, details = api.mine(*lines, encoder=f"ckpt:{out}", src_lang="de", tgt_lang="en", details=True)
+    assert details["threshold"] == chosen["threshold"] and details["threshold_source"].startswith("adapt:")
+    _, details = api.mine(lines[0][:-1], lines[1], encoder=f"ckpt:{out}", src_lang="de", tgt_lang="en", details=True)
+    assert not details["threshold_source"].startswith("adapt:")  # another pool: mine's own estimate
     from bitextmine.encoders.checkpoint import read_config
 
     config = json.loads((out / "config.json").read_text())

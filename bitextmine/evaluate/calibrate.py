@@ -281,7 +281,7 @@ def calibrate_sets(src: list, tgt: list, cfg: MineConfig, seeds: str | None = No
     known, repeated = _read_seeds(seeds) if seeds is not None else (None, 0)  # a bad file fails before any search
     no_gold = calibrate_without_gold(np.asarray(x[:]), np.asarray(y[:]), cfg, identities, seed, device, progress,
                                      (src_side.texts, tgt_side.texts))
-    adapted = adapted_threshold(cfg, src_corpus, src_side, tgt_side)
+    adapted = adapted_threshold(cfg, src_corpus.encoder, src_side, tgt_side)
     if adapted is not None:  # as `mine` takes it: on the pools the encoder trained on its curve is self-scored
         no_gold.recommended, no_gold.reason, no_gold.warning, no_gold.written = adapted, ADAPTED_REASON, None, None
         no_gold.recommended_precision = no_gold.interval = None

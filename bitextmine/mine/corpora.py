@@ -19,6 +19,7 @@ import numpy as np
 from bitextmine import __version__, defaults
 from bitextmine.devices import resolve_device
 from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows, check_compatible, release_mapped
+from bitextmine.encoders.base import EncoderIdentity
 from bitextmine.errors import BitextmineError, warn
 from bitextmine.index import load_index
 from bitextmine.io.atomic import atomic_text_writer
@@ -179,7 +180,7 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
     knn_started = time.time()
     # the N best of the pairs whose lengths agree, not fewer: the cut waits for the check
     selecting = replace(cfg, top_n=None) if cfg.length_ratio else cfg
-    adapted = adapted_threshold(cfg, src, src_side, tgt_side)
+    adapted = adapted_threshold(cfg, src.encoder, src_side, tgt_side)
     selecting = selecting if adapted is None else replace(selecting, threshold=adapted)
     if search == "index" and cfg.exact_margins:
         selection = select_with_exact_margins(x, y, selecting, (src.encoder, tgt.encoder), fwd, bwd,
@@ -227,21 +228,25 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
     return mined
 
 
-def adapted_threshold(cfg: MineConfig, src: EmbeddingCorpus, src_side: UniqueSentences,
-                      tgt_side: UniqueSentences) -> float | None:
-    """The threshold ``adapt`` chose for these very pools when the encoder was adapted to them
-    and ``cfg`` leaves the threshold to mine at the default target (None otherwise: the
-    threshold adapt prints was chosen for that target). On the pools a round trained
-    on, mine's own estimate is self-scored: the trained pairs stand apart and it doubts the
-    translations it did not train on (French news at 3 %, five seeds: 91.3 F1 on average
-    against 94.2 at adapt's; benchmarks/RESULTS.md, "Five seeds at the defaults")."""
-    adapted = src.encoder.adapted_pools
+def adapted_threshold(cfg: MineConfig, identity: EncoderIdentity, src_side: UniqueSentences | list[str],
+                      tgt_side: UniqueSentences | list[str]) -> float | None:
+    """The threshold ``adapt`` chose for these very pools when ``identity``'s encoder was
+    adapted to them and ``cfg`` leaves the threshold to mine at the default target (None
+    otherwise: the threshold adapt prints was chosen for that target). Each side: its
+    distinct sentences (trimmed, in order of first occurrence), or the ``UniqueSentences``
+    that reads them back. On the pools a round trained on, mine's own estimate is
+    self-scored: the trained pairs stand apart and it doubts the translations it did not
+    train on (French news at 3 %, five seeds: 91.3 F1 on average against 94.2 at adapt's;
+    benchmarks/RESULTS.md, "Five seeds at the defaults")."""
+    adapted = identity.adapted_pools
     if (cfg.threshold is not None or not adapted or cfg.target_precision != defaults.TARGET_PRECISION
             or (cfg.score, cfg.k) != (adapted["score"], adapted["k"])):
         return None
     for side, pool in zip((src_side, tgt_side), adapted["pools"], strict=True):
-        # the count first: reading every sentence back is for pools that may be the ones
-        if len(side) != pool["sentences"] or texts_digest(side.texts(np.arange(len(side)))) != pool["sha256"]:
+        if len(side) != pool["sentences"]:  # the count first: reading every sentence back is for pools that may be
+            return None
+        texts = side if isinstance(side, list) else side.texts(np.arange(len(side)))
+        if texts_digest(texts) != pool["sha256"]:
             return None
     return float(adapted["threshold"])
 
