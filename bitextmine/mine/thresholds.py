@@ -112,7 +112,7 @@ def combined_over_margins(by_ratio: NoGoldEstimate, by_distance: NoGoldEstimate)
 @dataclass
 class ThresholdChoice:
     threshold: float
-    source: str  # user | adaptive | fallback | none
+    source: str  # user | adaptive | fallback | none | adapt (adapt's, on the pools it trained on)
     reason: str  # what the sidecar and the log say, e.g. "adaptive: estimated precision 0.93 at target 0.90"
     estimate: NoGoldEstimate | None = None
     warning: str | None = None  # what the user must know about this choice (also on stderr)
