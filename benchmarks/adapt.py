@@ -11,7 +11,7 @@ estimate chooses on the round's vectors, target precision 0.9: self-scored on a 
 round), the F1 at the threshold ``adapt`` gives for mining the pools with a trained round
 (``adapt.loop.pools_threshold``: as many pairs as round 0's own threshold keeps, grown by the
 held-out gain; for round 0, mine's own; what ``mine`` itself takes on the kept round's pools
-embedded with the checkpoint, ``mine.corpora.adapted_threshold``) and the precision of the round's training pairs
+embedded with the checkpoint, ``mine.corpora.adapted_choice``) and the precision of the round's training pairs
 against the gold; and Tatoeba P@1 (mean of both directions) before and after, with the start and
 the kept checkpoint as ``embed --lang`` uses them: the 14 languages of the default encoder,
 and for a student also the languages it learned.

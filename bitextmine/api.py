@@ -33,11 +33,11 @@ from bitextmine.evaluate.tatoeba import evaluate_aligned
 from bitextmine.filter import FilterConfig, PairFilter
 from bitextmine.io.pairs import Pair
 from bitextmine.languages import language_key
-from bitextmine.mine import ADAPTED_REASON, MineConfig, adapted_threshold, check_k
+from bitextmine.mine import MineConfig, adapted_choice, check_k
 from bitextmine.mine.lengths import written_pairs
 from bitextmine.mine.rescore import neighbourhood_means
 from bitextmine.mine.scoring import SCORE_ALIASES, margin_scores
-from bitextmine.mine.thresholds import ThresholdChoice, select_pairs
+from bitextmine.mine.thresholds import select_pairs
 from bitextmine.progress import encode_with_progress
 
 Sentences = Sequence[str]
@@ -178,11 +178,11 @@ def mine(src, tgt, *, encoder: str = defaults.ENCODER, src_lang: str | None = No
     if cfg.score != "cosine":
         check_k(cfg.k, {"source": len(a.rows), "target": len(b.rows)})
     # on the pools an encoder was adapted to, the threshold adapt chose for them, as `bitextmine mine` takes it
-    adapted = adapted_threshold(cfg, a.identity, a.distinct, b.distinct) if a.distinct and b.distinct else None
-    selecting = cfg if adapted is None else dataclasses.replace(cfg, threshold=adapted)
+    adapted = adapted_choice(cfg, a.identity, a.distinct, b.distinct) if a.distinct and b.distinct else None
+    selecting = cfg if adapted is None else dataclasses.replace(cfg, threshold=adapted.threshold)
     selection = select_pairs(a.vectors, b.vectors, selecting, (a.identity, b.identity), device=device,
                              progress=progress)
-    selection.choice = selection.choice if adapted is None else ThresholdChoice(adapted, "adapt", ADAPTED_REASON)
+    selection.choice = adapted or selection.choice
     if selection.choice.warning:  # as `bitextmine mine` warns (``--strict``: warnings.simplefilter("error"))
         warn(selection.choice.warning)
     found = selection.pairs

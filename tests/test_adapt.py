@@ -366,7 +366,7 @@ def test_a_trained_round_mines_its_pools_keeping_as_many_pairs_as_the_start_chos
 
 @pytest.mark.slow
 def test_the_checkpoint_records_the_threshold_for_its_pools_for_mine(tmp_path):
-    """What ``mine`` needs to take adapt's threshold on these pools (``mine.corpora.adapted_threshold``)."""
+    """What ``mine`` needs to take adapt's threshold on these pools (``mine.corpora.adapted_choice``)."""
     from bitextmine.adapt.pools import read_pool
     from bitextmine.encoders import load_encoder
 

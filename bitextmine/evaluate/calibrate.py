@@ -266,7 +266,7 @@ def calibrate_sets(src: list, tgt: list, cfg: MineConfig, seeds: str | None = No
     """
     from bitextmine.devices import resolve_device
     from bitextmine.embed.corpus import EmbeddingCorpus, SelectedRows
-    from bitextmine.mine import ADAPTED_REASON, adapted_threshold, check_compatible, check_k, unique_sentences
+    from bitextmine.mine import adapted_choice, check_compatible, check_k, unique_sentences
 
     check_target_precision(cfg.target_precision)
     device = resolve_device(cfg.device)
@@ -281,9 +281,10 @@ def calibrate_sets(src: list, tgt: list, cfg: MineConfig, seeds: str | None = No
     known, repeated = _read_seeds(seeds) if seeds is not None else (None, 0)  # a bad file fails before any search
     no_gold = calibrate_without_gold(np.asarray(x[:]), np.asarray(y[:]), cfg, identities, seed, device, progress,
                                      (src_side.texts, tgt_side.texts))
-    adapted = adapted_threshold(cfg, src_corpus.encoder, src_side, tgt_side)
+    adapted = adapted_choice(cfg, src_corpus.encoder, src_side, tgt_side)
     if adapted is not None:  # as `mine` takes it: on the pools the encoder trained on its curve is self-scored
-        no_gold.recommended, no_gold.reason, no_gold.warning, no_gold.written = adapted, ADAPTED_REASON, None, None
+        no_gold.recommended, no_gold.reason, no_gold.warning, no_gold.written = (adapted.threshold, adapted.reason,
+                                                                                 None, None)
         no_gold.recommended_precision = no_gold.interval = None
         no_gold.caveat = "the encoder trained on these pools: the no-gold curve is self-scored there"
     if seeds is None:

@@ -10,9 +10,9 @@ through indexes and the scores of given pairs in ``rescore``, files in ``output`
 
 from bitextmine.embed.corpus import check_compatible
 from bitextmine.mine.config import MineConfig
-from bitextmine.mine.corpora import ADAPTED_REASON, MinedPairs, adapted_threshold, mine_corpora, write_pairs
+from bitextmine.mine.corpora import MinedPairs, adapted_choice, mine_corpora, write_pairs
 from bitextmine.mine.sentences import UniqueSentences, check_k, line_digests, unique_sentences
 from bitextmine.mine.vectors import mine_vectors
 
-__all__ = ["ADAPTED_REASON", "MineConfig", "MinedPairs", "UniqueSentences", "adapted_threshold", "check_compatible",
-           "check_k", "line_digests", "mine_corpora", "mine_vectors", "unique_sentences", "write_pairs"]
+__all__ = ["MineConfig", "MinedPairs", "UniqueSentences", "adapted_choice", "check_compatible", "check_k",
+           "line_digests", "mine_corpora", "mine_vectors", "unique_sentences", "write_pairs"]

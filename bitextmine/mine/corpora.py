@@ -35,7 +35,7 @@ from bitextmine.mine.thresholds import ThresholdChoice, add_length_evidence, sel
 log = logging.getLogger(__name__)
 
 ADAPTED_REASON = ("adapt: the threshold `bitextmine adapt` chose for these pools, which the encoder trained on "
-                  "(an estimate on them would be self-scored)")
+                  "(an estimate on them would be self-scored)")  # the choice's reason (``adapted_choice``)
 
 
 def _search_indexes(index_dirs: list, corpus: EmbeddingCorpus, side: UniqueSentences, queries, database, k: int,
@@ -180,15 +180,15 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
     knn_started = time.time()
     # the N best of the pairs whose lengths agree, not fewer: the cut waits for the check
     selecting = replace(cfg, top_n=None) if cfg.length_ratio else cfg
-    adapted = adapted_threshold(cfg, src.encoder, src_side, tgt_side)
-    selecting = selecting if adapted is None else replace(selecting, threshold=adapted)
+    adapted = adapted_choice(cfg, src.encoder, src_side, tgt_side)
+    selecting = selecting if adapted is None else replace(selecting, threshold=adapted.threshold)
     if search == "index" and cfg.exact_margins:
         selection = select_with_exact_margins(x, y, selecting, (src.encoder, tgt.encoder), fwd, bwd,
                                               device=cfg.device, searches=searches)
     else:
         selection = select_pairs(x, y, selecting, (src.encoder, tgt.encoder), fwd, bwd, device=cfg.device,
                                  progress=progress, searches=searches)
-    selection.choice = selection.choice if adapted is None else ThresholdChoice(adapted, "adapt", ADAPTED_REASON)
+    selection.choice = adapted or selection.choice
     choice = selection.choice = _with_length_evidence(selection, src_side, tgt_side)
     if choice.warning:
         warn(choice.warning)
@@ -228,8 +228,8 @@ def mine_corpora(src: EmbeddingCorpus, tgt: EmbeddingCorpus, cfg: MineConfig = M
     return mined
 
 
-def adapted_threshold(cfg: MineConfig, identity: EncoderIdentity, src_side: UniqueSentences | list[str],
-                      tgt_side: UniqueSentences | list[str]) -> float | None:
+def adapted_choice(cfg: MineConfig, identity: EncoderIdentity, src_side: UniqueSentences | list[str],
+                   tgt_side: UniqueSentences | list[str]) -> ThresholdChoice | None:
     """The threshold ``adapt`` chose for these very pools when ``identity``'s encoder was
     adapted to them and ``cfg`` leaves the threshold to mine at the default target (None
     otherwise: the threshold adapt prints was chosen for that target). Each side: its
@@ -248,7 +248,7 @@ def adapted_threshold(cfg: MineConfig, identity: EncoderIdentity, src_side: Uniq
         texts = side if isinstance(side, list) else side.texts(np.arange(len(side)))
         if texts_digest(texts) != pool["sha256"]:
             return None
-    return float(adapted["threshold"])
+    return ThresholdChoice(float(adapted["threshold"]), "adapt", ADAPTED_REASON)
 
 
 def write_pairs(mined: MinedPairs, output: str | Path, with_ids: bool = False) -> None:
